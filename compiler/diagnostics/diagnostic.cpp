@@ -1,0 +1,70 @@
+#include "compiler/diagnostics/diagnostic.h"
+
+#include <algorithm>
+
+namespace accel::diag {
+
+const std::vector<KindInfo>& AllKinds() {
+  static const std::vector<KindInfo> kinds = {
+#define ACCEL_DIAGNOSTIC(name, code, severity, format) {#name, code, Severity::severity, format},
+#include "compiler/diagnostics/kinds.def"
+  };
+  return kinds;
+}
+
+const KindInfo& Info(Kind kind) { return AllKinds()[static_cast<size_t>(kind)]; }
+
+std::string_view SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::Note:
+      return "note";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Error:
+      return "error";
+  }
+  return "error";
+}
+
+Diagnostic& DiagnosticEngine::Add(Diagnostic diagnostic) {
+  if (diagnostic.severity == Severity::Error) ++error_count_;
+  if (diagnostic.severity == Severity::Warning) ++warning_count_;
+  diagnostics_.push_back(std::move(diagnostic));
+  return diagnostics_.back();
+}
+
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) {
+  // A third of the word's length, as clang's typo correction does, but at least one edit.
+  size_t limit = std::max<size_t>(1, word.size() / 3);
+  std::string best;
+  size_t best_distance = limit + 1;
+  for (const std::string& candidate : candidates) {
+    size_t distance = EditDistance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+}  // namespace accel::diag

@@ -1,0 +1,42 @@
+#include "compiler/driver/compile.h"
+
+#include "compiler/lower/lower.h"
+#include "compiler/parse/parse.h"
+#include "compiler/sema/check.h"
+
+namespace accel::driver {
+namespace {
+
+void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
+  ast::File file = parse::Parse(*compilation.source, compilation.diagnostics);
+  if (compilation.diagnostics.has_errors()) return;
+  std::optional<sema::Spec> spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics);
+  if (!spec) return;
+  compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);
+}
+
+}  // namespace
+
+Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
+                        const sema::Environment& environment) {
+  Compilation compilation;
+  llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path);
+  if (!source) {
+    compilation.diagnostics.Add(
+        diag::Diagnostic{"", diag::Severity::Error, llvm::toString(source.takeError()), nullptr, {}, {}, {}});
+    return compilation;
+  }
+  compilation.source = std::make_unique<source::SourceFile>(std::move(*source));
+  RunPhases(compilation, stdlib, environment);
+  return compilation;
+}
+
+Compilation CompileText(const std::string& name, std::string text, const Stdlib& stdlib,
+                        const sema::Environment& environment) {
+  Compilation compilation;
+  compilation.source = std::make_unique<source::SourceFile>(name, std::move(text));
+  RunPhases(compilation, stdlib, environment);
+  return compilation;
+}
+
+}  // namespace accel::driver

@@ -1,0 +1,35 @@
+#ifndef ACCEL_COMPILER_DRIVER_COMPILE_H_
+#define ACCEL_COMPILER_DRIVER_COMPILE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "compiler/ast/ast.h"
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/driver/stdlib.h"
+#include "compiler/plan/plan.h"
+#include "compiler/sema/environment.h"
+
+namespace accel::driver {
+
+// Everything one compilation produced. Diagnostics point into `source`, which lives here.
+struct Compilation {
+  std::unique_ptr<source::SourceFile> source;  // null when the file could not be read
+  diag::DiagnosticEngine diagnostics;
+  std::optional<plan::Plan> plan;  // set when every phase succeeded
+};
+
+// Runs the whole pipeline on the spec at `path`: parse, check against `stdlib`, lower. Stops
+// after the first phase that reports an error, having reported everything that phase found.
+// An unreadable file is an A-less error diagnostic with no location.
+Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
+                        const sema::Environment& environment);
+
+// The same on in-memory text; `name` is what diagnostics print.
+Compilation CompileText(const std::string& name, std::string text, const Stdlib& stdlib,
+                        const sema::Environment& environment);
+
+}  // namespace accel::driver
+
+#endif  // ACCEL_COMPILER_DRIVER_COMPILE_H_

@@ -1,0 +1,36 @@
+#ifndef ACCEL_COMPILER_DRIVER_STDLIB_H_
+#define ACCEL_COMPILER_DRIVER_STDLIB_H_
+
+#include <memory>
+#include <vector>
+
+#include "compiler/ast/ast.h"
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/sema/schema.h"
+
+namespace accel::driver {
+
+// The embedded stdlib, parsed and resolved into a Schema. Owns the source text and the ASTs
+// the Schema points into. Not copyable: the Schema holds pointers into it.
+class Stdlib {
+ public:
+  // Parses every embedded schema file. Problems in the stdlib itself are reported to
+  // `diagnostics` like any other file's (and are compiler bugs; a test keeps them out).
+  static std::unique_ptr<Stdlib> Load(diag::DiagnosticEngine& diagnostics);
+
+  const sema::Schema& schema() const { return schema_; }
+  const std::vector<ast::File>& files() const { return files_; }
+
+  Stdlib(const Stdlib&) = delete;
+  Stdlib& operator=(const Stdlib&) = delete;
+
+ private:
+  Stdlib() = default;
+  std::vector<std::unique_ptr<source::SourceFile>> sources_;
+  std::vector<ast::File> files_;
+  sema::Schema schema_;
+};
+
+}  // namespace accel::driver
+
+#endif  // ACCEL_COMPILER_DRIVER_STDLIB_H_

@@ -1,0 +1,179 @@
+#include "compiler/lower/lower.h"
+
+#include <fmt/format.h>
+
+namespace accel::lower {
+namespace {
+
+namespace json = llvm::json;
+using sema::Value;
+
+json::Value Scalar(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::None:
+      return nullptr;
+    case Value::Kind::Bool:
+      return v.bool_value;
+    case Value::Kind::Int:
+    case Value::Kind::Bytes:
+      return v.int_value;
+    case Value::Kind::Duration:
+      return fmt::format("{}ms", v.int_value);
+    case Value::Kind::Float:
+      return v.float_value;
+    case Value::Kind::String:
+      return v.text;
+    case Value::Kind::Enum:
+      return v.enum_value;
+    case Value::Kind::List: {
+      json::Array array;
+      for (const Value& item : v.items) array.push_back(Scalar(item));
+      return array;
+    }
+    case Value::Kind::Record: {
+      json::Object object{{"type", v.type_name}};
+      for (size_t i = 0; i < v.keys.size(); ++i) object[v.keys[i]] = Scalar(v.items[i]);
+      return object;
+    }
+  }
+  return nullptr;
+}
+
+// The resolved configuration: records become objects (with their `type`), every other value
+// becomes {"value": ..., "from": provenance}.
+json::Value ConfigTree(const Value& v) {
+  if (v.kind == Value::Kind::Record) {
+    json::Object object{{"type", v.type_name}};
+    for (size_t i = 0; i < v.keys.size(); ++i) object[v.keys[i]] = ConfigTree(v.items[i]);
+    return object;
+  }
+  return json::Object{{"value", Scalar(v)}, {"from", v.provenance.Describe()}};
+}
+
+// Typed access to a resolved record; the checker guarantees every field exists with its
+// schema type, so a miss here is a compiler bug.
+class Fields {
+ public:
+  explicit Fields(const Value& record) : record_(record) {}
+  const Value& operator[](std::string_view name) const {
+    const Value* v = record_.Field(name);
+    if (v == nullptr) {
+      fmt::print(stderr, "internal error: lowering found no field `{}` in `{}`\n", name, record_.type_name);
+      std::abort();
+    }
+    return *v;
+  }
+  int64_t Int(std::string_view name) const { return (*this)[name].int_value; }
+  double Float(std::string_view name) const { return (*this)[name].float_value; }
+  bool Bool(std::string_view name) const { return (*this)[name].bool_value; }
+  const std::string& Text(std::string_view name) const { return (*this)[name].text; }
+  Fields Record(std::string_view name) const { return Fields((*this)[name]); }
+  const Value& value() const { return record_; }
+
+ private:
+  const Value& record_;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const sema::Spec& spec, diag::DiagnosticEngine& diagnostics)
+      : spec_(spec), diagnostics_(diagnostics) {}
+
+  std::optional<plan::Plan> Run(const std::string& source_name) {
+    Fields job(spec_.root);
+    plan::Plan plan;
+    plan.job = spec_.job_name;
+    plan.source = source_name;
+    plan.config = ConfigTree(spec_.root);
+
+    Fields compute = job.Record("compute");
+    Fields accelerator = job.Record("accelerator");
+    const std::string& distributed = compute["distributed_type"].text;
+    if (distributed != "NO" && distributed != "MULTI_CPU" && distributed != "MULTI_GPU") {
+      Unsupported(compute["distributed_type"], fmt::format("`compute.distributed_type = {}`", distributed),
+                  "; accelrun runs NO, MULTI_CPU and MULTI_GPU jobs");
+    }
+    const Value& precision = accelerator["mixed_precision"];
+    if (precision.enum_value != "no") {
+      Unsupported(precision, fmt::format("`accelerator.mixed_precision = {}`", precision.enum_value),
+                  "; the runtime trains in fp32 until mixed precision lands (#8)");
+    }
+
+    Fields ipg = accelerator.Record("init_process_group");
+    const Value& backend = ipg["backend"];
+    plan::InitProcessGroup init;
+    init.backend = backend.kind == Value::Kind::None ? (distributed == "MULTI_GPU" ? "nccl" : "gloo")
+                                                     : backend.enum_value;
+    init.timeout_ms = ipg["timeout"].int_value;
+    init.num_machines = compute.Int("num_machines");
+    init.processes_per_machine = compute.Int("processes_per_machine");
+    init.main_process_ip = compute.Text("main_process_ip");
+    init.main_process_port = compute.Int("main_process_port");
+    plan.steps.push_back(init);
+
+    const Value& seed = accelerator["seed"];
+    if (seed.kind != Value::Kind::None) plan.steps.push_back(plan::Seed{seed.int_value});
+
+    Fields model = job.Record("model");
+    plan::BuildModel build_model{"mlp", model.Int("inputs"), {}, model.Int("outputs")};
+    for (const Value& width : model["hidden"].items) build_model.hidden.push_back(width.int_value);
+    plan.steps.push_back(build_model);
+
+    Fields data = job.Record("data");
+    plan.steps.push_back(plan::BuildDataloader{"synthetic_regression", data.Int("samples"),
+                                               data.Int("features"), model.Int("outputs"),
+                                               data.Float("noise"), data.Int("seed"),
+                                               data.Int("batch_size"), data.Bool("shuffle")});
+
+    Fields train = job.Record("train");
+    plan::TrainLoop loop;
+    loop.steps = train.Int("steps");
+    loop.log_every = train.Int("log_every");
+    loop.mixed_precision = precision.enum_value;
+    loop.bucket_cap_mb = accelerator.Record("ddp").Int("bucket_cap_mb");
+    Fields optimizer = train.Record("optimizer");
+    loop.optimizer.lr = optimizer.Float("lr");
+    loop.optimizer.weight_decay = optimizer.Float("weight_decay");
+    if (optimizer.value().type_name == "SGD") {
+      loop.optimizer.name = "sgd";
+      loop.optimizer.momentum = optimizer.Float("momentum");
+    } else {
+      loop.optimizer.name = "adamw";
+      loop.optimizer.beta1 = optimizer.Float("beta1");
+      loop.optimizer.beta2 = optimizer.Float("beta2");
+      loop.optimizer.eps = optimizer.Float("eps");
+    }
+    plan.steps.push_back(loop);
+
+    Fields output = job.Record("output");
+    plan.steps.push_back(plan::SaveModel{output.Text("dir"), output.Text("model_file")});
+
+    if (failed_) return std::nullopt;
+    plan.hash = plan::ComputeHash(plan);
+    return plan;
+  }
+
+ private:
+  void Unsupported(const Value& value, const std::string& what, const std::string& hint) {
+    failed_ = true;
+    bool located = value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file == spec_.file;
+    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::NotLowerable, spec_.file,
+                                            located ? value.provenance.span : spec_.span, what, hint);
+    if (value.provenance.kind == sema::Provenance::Kind::Environment) {
+      d.message += fmt::format(" (value from environment variable `{}`)", value.provenance.env_var);
+    }
+  }
+
+  const sema::Spec& spec_;
+  diag::DiagnosticEngine& diagnostics_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::optional<plan::Plan> Lower(const sema::Spec& spec, const std::string& source_name,
+                                diag::DiagnosticEngine& diagnostics) {
+  return Lowerer(spec, diagnostics).Run(source_name);
+}
+
+}  // namespace accel::lower

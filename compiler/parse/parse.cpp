@@ -1,0 +1,364 @@
+#include "compiler/parse/parse.h"
+
+#include <exception>
+
+#include "AccelLexer.h"
+#include "AccelParser.h"
+#include "antlr4-runtime.h"
+#include "compiler/parse/literals.h"
+#include "compiler/parse/syntax_errors.h"
+
+namespace accel::parse {
+namespace {
+
+using accel::grammar::AccelLexer;
+using accel::grammar::AccelParser;
+
+// ANTLR indexes characters by code point; spans are byte offsets. This table maps one to the
+// other (entry i = byte offset of code point i; one extra entry for the end).
+std::vector<uint32_t> CodePointOffsets(const std::string& text) {
+  std::vector<uint32_t> offsets;
+  offsets.reserve(text.size() + 1);
+  for (uint32_t i = 0; i < text.size(); ++i) {
+    // Continuation bytes (10xxxxxx) do not start a code point.
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) offsets.push_back(i);
+  }
+  offsets.push_back(static_cast<uint32_t>(text.size()));
+  return offsets;
+}
+
+// Walks the ANTLR parse tree and builds the AST. Tolerates the holes that error recovery
+// leaves (null children): it is also run on files with syntax errors.
+class TreeBuilder {
+ public:
+  TreeBuilder(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
+              const std::vector<uint32_t>& offsets)
+      : source_(source), diagnostics_(diagnostics), offsets_(offsets) {}
+
+  ast::File Build(AccelParser::FileContext* tree) {
+    ast::File file;
+    file.source = &source_;
+    for (AccelParser::DeclContext* decl : tree->decl()) {
+      if (auto* e = decl->enumDecl()) file.enums.push_back(Enum(e));
+      if (auto* r = decl->recordDecl()) file.records.push_back(Record(r));
+      if (auto* r = decl->ruleDecl()) file.rules.push_back(Rule(r));
+      if (auto* j = decl->jobDecl()) file.jobs.push_back(Job(j));
+    }
+    return file;
+  }
+
+ private:
+  uint32_t Byte(size_t code_point) const {
+    return code_point < offsets_.size() ? offsets_[code_point] : offsets_.back();
+  }
+  ast::Span SpanOf(antlr4::Token* token) const {
+    if (token == nullptr || token->getType() == antlr4::Token::EOF) return {};
+    return {Byte(token->getStartIndex()), Byte(token->getStopIndex() + 1)};
+  }
+  ast::Span SpanOf(antlr4::ParserRuleContext* context) const {
+    if (context == nullptr || context->getStart() == nullptr) return {};
+    ast::Span begin = SpanOf(context->getStart());
+    antlr4::Token* stop = context->getStop();
+    // An empty rule (stop before start) covers nothing.
+    if (stop == nullptr || stop->getTokenIndex() < context->getStart()->getTokenIndex()) {
+      return {begin.begin, begin.begin};
+    }
+    return {begin.begin, SpanOf(stop).end};
+  }
+
+  ast::Name NameOf(AccelParser::IdentContext* ident) const {
+    if (ident == nullptr) return {};
+    return {ident->getText(), SpanOf(ident)};
+  }
+  ast::Name NameOf(antlr4::Token* token) const {
+    if (token == nullptr) return {};
+    return {token->getText(), SpanOf(token)};
+  }
+
+  std::string Doc(AccelParser::DocContext* doc) const {
+    if (doc == nullptr) return "";
+    std::string out;
+    for (antlr4::tree::TerminalNode* line : doc->DOC_COMMENT()) {
+      std::string text = line->getText().substr(3);  // drop `///`
+      if (!text.empty() && text.front() == ' ') text.erase(0, 1);
+      if (!out.empty()) out += '\n';
+      out += text;
+    }
+    return out;
+  }
+
+  ast::EnumDecl Enum(AccelParser::EnumDeclContext* context) {
+    ast::EnumDecl decl{SpanOf(context), Doc(context->doc()), NameOf(context->name), {}};
+    for (AccelParser::EnumMemberContext* m : context->enumMember()) {
+      ast::EnumMember member{SpanOf(m), Doc(m->doc()), NameOf(m->name), ""};
+      member.value = m->value ? StringValue(m->value) : member.name.text;
+      decl.members.push_back(std::move(member));
+    }
+    return decl;
+  }
+
+  ast::RecordDecl Record(AccelParser::RecordDeclContext* context) {
+    ast::RecordDecl decl;
+    decl.span = SpanOf(context);
+    decl.doc = Doc(context->doc());
+    decl.kind = context->kind ? context->kind->getText() : "record";
+    decl.name = NameOf(context->name);
+    for (AccelParser::MemberContext* member : context->member()) {
+      if (auto* f = member->fieldDecl()) decl.fields.push_back(Field(f));
+      if (auto* r = member->ruleDecl()) decl.rules.push_back(Rule(r));
+    }
+    return decl;
+  }
+
+  ast::FieldDecl Field(AccelParser::FieldDeclContext* context) {
+    ast::FieldDecl field;
+    field.span = SpanOf(context);
+    field.doc = Doc(context->doc());
+    field.name = NameOf(context->name);
+    field.type = Type(context->type());
+    if (context->defaultValue) field.default_value = Expression(context->defaultValue);
+    if (auto* env = context->envDefault()) {
+      for (antlr4::tree::TerminalNode* id : env->ID()) field.env_vars.push_back(NameOf(id->getSymbol()));
+    }
+    if (auto* where = context->constraint()) field.constraint = Expression(where->expr());
+    return field;
+  }
+
+  ast::TypeRef Type(AccelParser::TypeContext* context) {
+    ast::TypeRef type;
+    if (context == nullptr) return type;
+    type.span = SpanOf(context);
+    for (AccelParser::TypeAtomContext* a : context->typeAtom()) {
+      ast::TypeAtom atom{SpanOf(a), NameOf(a->name), {}, a->optional != nullptr};
+      for (AccelParser::TypeContext* argument : a->type()) atom.arguments.push_back(Type(argument));
+      type.alternatives.push_back(std::move(atom));
+    }
+    return type;
+  }
+
+  ast::RuleDecl Rule(AccelParser::RuleDeclContext* context) {
+    ast::RuleDecl rule;
+    rule.span = SpanOf(context);
+    rule.doc = Doc(context->doc());
+    rule.code = NameOf(context->code);
+    rule.severity = NameOf(context->severity);
+    if (context->message) rule.message = StringValue(context->message);
+    rule.condition = Expression(context->expr());
+    return rule;
+  }
+
+  ast::JobDecl Job(AccelParser::JobDeclContext* context) {
+    ast::JobDecl job;
+    job.span = SpanOf(context);
+    job.doc = Doc(context->doc());
+    job.name = NameOf(context->name);
+    if (context->base) job.base = NameOf(context->base);
+    if (auto* body = context->block()) job.body = Body(body);
+    return job;
+  }
+
+  ast::Block Body(AccelParser::BlockContext* context) {
+    ast::Block block{SpanOf(context), {}};
+    for (AccelParser::StatementContext* s : context->statement()) {
+      ast::Statement statement;
+      statement.span = SpanOf(s);
+      if (auto* b = dynamic_cast<AccelParser::BlockStatementContext*>(s)) {
+        statement.path = Path(b->path());
+        if (b->block()) statement.block = std::make_unique<ast::Block>(Body(b->block()));
+      } else if (auto* a = dynamic_cast<AccelParser::AssignStatementContext*>(s)) {
+        statement.path = Path(a->path());
+        statement.value = Expression(a->expr());
+      }
+      // A statement that error recovery left without a value carries no meaning.
+      if (statement.block || statement.value) block.statements.push_back(std::move(statement));
+    }
+    return block;
+  }
+
+  std::vector<ast::Name> Path(AccelParser::PathContext* context) {
+    std::vector<ast::Name> path;
+    if (context == nullptr) return path;
+    for (AccelParser::IdentContext* ident : context->ident()) path.push_back(NameOf(ident));
+    return path;
+  }
+
+  ast::ExprPtr Make(ast::ExprKind kind, ast::Span span) {
+    auto expr = std::make_unique<ast::Expr>();
+    expr->kind = kind;
+    expr->span = span;
+    return expr;
+  }
+
+  ast::ExprPtr Expression(AccelParser::ExprContext* context) {
+    if (context == nullptr) return nullptr;
+    ast::Span span = SpanOf(context);
+    if (auto* unary = dynamic_cast<AccelParser::UnaryExprContext*>(context)) {
+      ast::ExprPtr operand = Expression(unary->expr());
+      if (!operand) return nullptr;
+      // Fold `-` into numeric literals so `-1` is a literal, as users read it.
+      if (unary->op->getText() == "-" && operand->kind == ast::ExprKind::Int) {
+        operand->int_value = -operand->int_value;
+        operand->span = span;
+        return operand;
+      }
+      if (unary->op->getText() == "-" && operand->kind == ast::ExprKind::Float) {
+        operand->float_value = -operand->float_value;
+        operand->span = span;
+        return operand;
+      }
+      ast::ExprPtr expr = Make(ast::ExprKind::Unary, span);
+      expr->text = unary->op->getText();
+      expr->operands.push_back(std::move(operand));
+      return expr;
+    }
+    if (auto* binary = dynamic_cast<AccelParser::BinaryExprContext*>(context)) {
+      ast::ExprPtr lhs = Expression(binary->expr(0));
+      ast::ExprPtr rhs = Expression(binary->expr(1));
+      if (!lhs || !rhs) return nullptr;
+      ast::ExprPtr expr = Make(ast::ExprKind::Binary, span);
+      expr->text = binary->op->getText();
+      expr->operands.push_back(std::move(lhs));
+      expr->operands.push_back(std::move(rhs));
+      return expr;
+    }
+    if (auto* primary = dynamic_cast<AccelParser::PrimaryExprContext*>(context)) {
+      return Primary(primary->primary());
+    }
+    return nullptr;
+  }
+
+  ast::ExprPtr Primary(AccelParser::PrimaryContext* context) {
+    if (context == nullptr) return nullptr;
+    ast::Span span = SpanOf(context);
+    if (auto* literal = dynamic_cast<AccelParser::LiteralPrimaryContext*>(context)) {
+      return Literal(literal->literal());
+    }
+    if (auto* record = dynamic_cast<AccelParser::RecordPrimaryContext*>(context)) {
+      ast::ExprPtr expr = Make(ast::ExprKind::Record, span);
+      expr->text = NameOf(record->typeName).text;
+      expr->path.push_back(NameOf(record->typeName));
+      if (record->block()) expr->block = std::make_unique<ast::Block>(Body(record->block()));
+      return expr;
+    }
+    if (auto* call = dynamic_cast<AccelParser::CallPrimaryContext*>(context)) {
+      ast::ExprPtr expr = Make(ast::ExprKind::Call, span);
+      expr->text = NameOf(call->callee).text;
+      expr->path.push_back(NameOf(call->callee));
+      for (AccelParser::ExprContext* argument : call->expr()) {
+        if (ast::ExprPtr value = Expression(argument)) expr->operands.push_back(std::move(value));
+      }
+      return expr;
+    }
+    if (auto* path = dynamic_cast<AccelParser::PathPrimaryContext*>(context)) {
+      ast::ExprPtr expr = Make(ast::ExprKind::Path, span);
+      expr->path = Path(path->path());
+      return expr;
+    }
+    if (auto* list = dynamic_cast<AccelParser::ListPrimaryContext*>(context)) {
+      ast::ExprPtr expr = Make(ast::ExprKind::List, span);
+      for (AccelParser::ExprContext* item : list->expr()) {
+        if (ast::ExprPtr value = Expression(item)) expr->operands.push_back(std::move(value));
+      }
+      return expr;
+    }
+    if (auto* paren = dynamic_cast<AccelParser::ParenPrimaryContext*>(context)) {
+      return Expression(paren->expr());
+    }
+    return nullptr;
+  }
+
+  ast::ExprPtr Literal(AccelParser::LiteralContext* context) {
+    if (context == nullptr || context->getStart() == nullptr) return nullptr;
+    antlr4::Token* token = context->getStart();
+    ast::Span span = SpanOf(token);
+    std::string text = token->getText();
+    switch (token->getType()) {
+      case AccelLexer::INT: {
+        ast::ExprPtr expr = Make(ast::ExprKind::Int, span);
+        if (std::optional<int64_t> value = ParseIntLiteral(text)) {
+          expr->int_value = *value;
+        } else {
+          diagnostics_.Emit(diag::Kind::IntegerTooLarge, &source_, span, text);
+        }
+        return expr;
+      }
+      case AccelLexer::FLOAT: {
+        ast::ExprPtr expr = Make(ast::ExprKind::Float, span);
+        expr->float_value = ParseFloatLiteral(text);
+        return expr;
+      }
+      case AccelLexer::DURATION:
+      case AccelLexer::BYTES: {
+        bool duration = token->getType() == AccelLexer::DURATION;
+        ast::ExprPtr expr = Make(duration ? ast::ExprKind::Duration : ast::ExprKind::Bytes, span);
+        expr->text = text;
+        std::optional<int64_t> value = duration ? ParseDurationMs(text) : ParseByteSize(text);
+        if (value) {
+          expr->int_value = *value;
+        } else {
+          diagnostics_.Emit(diag::Kind::IntegerTooLarge, &source_, span, text);
+        }
+        return expr;
+      }
+      case AccelLexer::STRING: {
+        ast::ExprPtr expr = Make(ast::ExprKind::String, span);
+        expr->text = StringValue(token);
+        return expr;
+      }
+      default:
+        break;
+    }
+    if (text == "true" || text == "false") {
+      ast::ExprPtr expr = Make(ast::ExprKind::Bool, span);
+      expr->bool_value = text == "true";
+      return expr;
+    }
+    return Make(ast::ExprKind::None, span);
+  }
+
+  // The value of a STRING token; reports the first bad escape sequence.
+  std::string StringValue(antlr4::Token* token) {
+    UnescapeResult result = UnescapeString(token->getText());
+    if (result.bad_escape_at) {
+      uint32_t at = SpanOf(token).begin + static_cast<uint32_t>(*result.bad_escape_at);
+      diagnostics_.Emit(diag::Kind::InvalidEscape, &source_, {at, at + 2},
+                        source_.Slice({at, at + 2}));
+    }
+    return result.value;
+  }
+
+  const source::SourceFile& source_;
+  diag::DiagnosticEngine& diagnostics_;
+  const std::vector<uint32_t>& offsets_;
+};
+
+}  // namespace
+
+ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
+  std::vector<uint32_t> offsets = CodePointOffsets(source.text());
+  auto to_byte = [&offsets](size_t index) {
+    return index < offsets.size() ? offsets[index] : offsets.back();
+  };
+  // ANTLR is allowed to throw only inside this function (STYLE.md: one boundary per library).
+  try {
+    antlr4::ANTLRInputStream input(source.text());
+    AccelLexer lexer(&input);
+    lexer.removeErrorListeners();
+    antlr4::CommonTokenStream tokens(&lexer);
+    AccelParser parser(&tokens);
+    SyntaxErrorListener listener(source, diagnostics, to_byte);
+    lexer.addErrorListener(&listener);
+    parser.removeErrorListeners();
+    parser.addErrorListener(&listener);
+    AccelParser::FileContext* tree = parser.file();
+    return TreeBuilder(source, diagnostics, offsets).Build(tree);
+  } catch (const std::exception& error) {
+    diagnostics.Emit(diag::Kind::SyntaxError, &source, {},
+                     std::string("the parser gave up: ") + error.what());
+  }
+  ast::File empty;
+  empty.source = &source;
+  return empty;
+}
+
+}  // namespace accel::parse

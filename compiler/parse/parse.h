@@ -1,0 +1,17 @@
+#ifndef ACCEL_COMPILER_PARSE_PARSE_H_
+#define ACCEL_COMPILER_PARSE_PARSE_H_
+
+#include "compiler/ast/ast.h"
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/source/source_file.h"
+
+namespace accel::parse {
+
+// Parses `source` into a syntax tree. Every syntax error is reported to `diagnostics` (the
+// parser recovers and keeps going); the returned File holds what could be parsed and is only
+// complete when no error was added. Never throws. `source` must outlive the returned File.
+ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics);
+
+}  // namespace accel::parse
+
+#endif  // ACCEL_COMPILER_PARSE_PARSE_H_

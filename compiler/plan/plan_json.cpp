@@ -1,0 +1,185 @@
+// JSON reading and writing of the plan: the two halves live together so they cannot drift.
+#include <fmt/format.h>
+
+#include "compiler/plan/plan.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace accel::plan {
+namespace json = llvm::json;
+
+// ---- writing ----
+
+namespace {
+
+json::Array IntArray(const std::vector<int64_t>& values) {
+  json::Array array;
+  for (int64_t v : values) array.push_back(v);
+  return array;
+}
+
+json::Object StepJson(const Step& step) {
+  json::Object o{{"op", std::string(OpName(step))}};
+  if (const auto* s = std::get_if<InitProcessGroup>(&step)) {
+    o["backend"] = s->backend;
+    o["timeout_ms"] = s->timeout_ms;
+    o["num_machines"] = s->num_machines;
+    o["processes_per_machine"] = s->processes_per_machine;
+    o["main_process_ip"] = s->main_process_ip;
+    o["main_process_port"] = s->main_process_port;
+  } else if (const auto* s = std::get_if<Seed>(&step)) {
+    o["seed"] = s->seed;
+  } else if (const auto* s = std::get_if<BuildModel>(&step)) {
+    o["kind"] = s->kind;
+    o["inputs"] = s->inputs;
+    o["hidden"] = IntArray(s->hidden);
+    o["outputs"] = s->outputs;
+  } else if (const auto* s = std::get_if<BuildDataloader>(&step)) {
+    o["kind"] = s->kind;
+    o["samples"] = s->samples;
+    o["features"] = s->features;
+    o["outputs"] = s->outputs;
+    o["noise"] = s->noise;
+    o["seed"] = s->seed;
+    o["batch_size"] = s->batch_size;
+    o["shuffle"] = s->shuffle;
+  } else if (const auto* s = std::get_if<TrainLoop>(&step)) {
+    o["steps"] = s->steps;
+    o["log_every"] = s->log_every;
+    o["mixed_precision"] = s->mixed_precision;
+    o["bucket_cap_mb"] = s->bucket_cap_mb;
+    const Optimizer& opt = s->optimizer;
+    o["optimizer"] = json::Object{{"name", opt.name},         {"lr", opt.lr},
+                                  {"momentum", opt.momentum}, {"beta1", opt.beta1},
+                                  {"beta2", opt.beta2},       {"eps", opt.eps},
+                                  {"weight_decay", opt.weight_decay}};
+  } else if (const auto* s = std::get_if<SaveModel>(&step)) {
+    o["dir"] = s->dir;
+    o["file"] = s->file;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string ToJson(const Plan& plan) {
+  json::Array steps;
+  for (const Step& step : plan.steps) steps.push_back(StepJson(step));
+  json::Value root = json::Object{{"format", plan.format}, {"job", plan.job},
+                                  {"source", plan.source}, {"hash", plan.hash},
+                                  {"config", plan.config}, {"steps", std::move(steps)}};
+  std::string out;
+  llvm::raw_string_ostream stream(out);
+  // llvm::json prints object keys sorted, which makes the output deterministic.
+  stream << llvm::formatv("{0:2}", root) << "\n";
+  stream.flush();
+  return out;
+}
+
+// ---- reading ----
+
+bool fromJSON(const json::Value& v, Optimizer& o, json::Path p) {
+  json::ObjectMapper m(v, p);
+  return m && m.map("name", o.name) && m.map("lr", o.lr) && m.map("momentum", o.momentum) &&
+         m.map("beta1", o.beta1) && m.map("beta2", o.beta2) && m.map("eps", o.eps) &&
+         m.map("weight_decay", o.weight_decay);
+}
+
+namespace {
+
+bool ReadStep(const json::Value& v, Step& out, json::Path p) {
+  json::ObjectMapper m(v, p);
+  std::string op;
+  if (!m || !m.map("op", op)) return false;
+  if (op == "init_process_group") {
+    InitProcessGroup s;
+    if (!(m.map("backend", s.backend) && m.map("timeout_ms", s.timeout_ms) &&
+          m.map("num_machines", s.num_machines) && m.map("processes_per_machine", s.processes_per_machine) &&
+          m.map("main_process_ip", s.main_process_ip) && m.map("main_process_port", s.main_process_port))) {
+      return false;
+    }
+    out = s;
+  } else if (op == "seed") {
+    Seed s;
+    if (!m.map("seed", s.seed)) return false;
+    out = s;
+  } else if (op == "build_model") {
+    BuildModel s;
+    if (!(m.map("kind", s.kind) && m.map("inputs", s.inputs) && m.map("hidden", s.hidden) &&
+          m.map("outputs", s.outputs))) {
+      return false;
+    }
+    out = s;
+  } else if (op == "build_dataloader") {
+    BuildDataloader s;
+    if (!(m.map("kind", s.kind) && m.map("samples", s.samples) && m.map("features", s.features) &&
+          m.map("outputs", s.outputs) && m.map("noise", s.noise) && m.map("seed", s.seed) &&
+          m.map("batch_size", s.batch_size) && m.map("shuffle", s.shuffle))) {
+      return false;
+    }
+    out = s;
+  } else if (op == "train") {
+    TrainLoop s;
+    if (!(m.map("steps", s.steps) && m.map("log_every", s.log_every) &&
+          m.map("mixed_precision", s.mixed_precision) && m.map("bucket_cap_mb", s.bucket_cap_mb) &&
+          m.map("optimizer", s.optimizer))) {
+      return false;
+    }
+    out = s;
+  } else if (op == "save_model") {
+    SaveModel s;
+    if (!(m.map("dir", s.dir) && m.map("file", s.file))) return false;
+    out = s;
+  } else {
+    p.field("op").report("unknown op");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name) {
+  llvm::Expected<json::Value> parsed = json::parse(llvm::StringRef(text.data(), text.size()));
+  if (!parsed) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: invalid JSON: %s",
+                                   std::string(name).c_str(), llvm::toString(parsed.takeError()).c_str());
+  }
+  Plan plan;
+  json::Path::Root root(llvm::StringRef(name.data(), name.size()));
+  json::Path path(root);
+  json::ObjectMapper m(*parsed, path);
+  auto fail = [&]() -> llvm::Error {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s",
+                                   llvm::toString(root.getError()).c_str());
+  };
+  if (!m || !m.map("format", plan.format)) return fail();
+  if (plan.format != kFormat) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s: unsupported plan format `%s` at format; this accelrun reads `%s`, "
+                                   "recompile the spec with the matching accelc",
+                                   std::string(name).c_str(), plan.format.c_str(), std::string(kFormat).c_str());
+  }
+  if (!(m.map("job", plan.job) && m.map("source", plan.source) && m.map("hash", plan.hash))) return fail();
+  const json::Object* object = parsed->getAsObject();
+  if (const json::Value* config = object->get("config")) plan.config = *config;
+  const json::Array* steps = object->getArray("steps");
+  if (steps == nullptr) {
+    path.field("steps").report("expected array");
+    return fail();
+  }
+  for (size_t i = 0; i < steps->size(); ++i) {
+    Step step;
+    if (!ReadStep((*steps)[i], step, path.field("steps").index(static_cast<unsigned>(i)))) return fail();
+    plan.steps.push_back(std::move(step));
+  }
+  std::string expected = ComputeHash(plan);
+  if (plan.hash != expected) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s: content hash mismatch at hash: the file says `%s` but its content hashes "
+                                   "to `%s`; the plan was edited by hand or damaged, recompile it with accelc",
+                                   std::string(name).c_str(), plan.hash.c_str(), expected.c_str());
+  }
+  return plan;
+}
+
+}  // namespace accel::plan

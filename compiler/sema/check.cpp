@@ -1,0 +1,512 @@
+#include "compiler/sema/check.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/sema/evaluate.h"
+
+namespace accel::sema {
+namespace {
+
+// A statement seen after its first `depth` path segments were consumed by enclosing records
+// (`accelerator.ddp.bucket_cap_mb = 50` is seen at depth 1 inside `Accelerator`).
+struct Entry {
+  const ast::Statement* statement;
+  size_t depth;
+};
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += "`" + items[i] + "`";
+  }
+  return out;
+}
+
+// How an expression reads when it has the wrong type: "an integer `25`".
+std::string DescribeFound(const ast::Expr& e) {
+  switch (e.kind) {
+    case ast::ExprKind::Int:
+      return fmt::format("an integer `{}`", e.int_value);
+    case ast::ExprKind::Float:
+      return fmt::format("a float `{}`", e.float_value);
+    case ast::ExprKind::String:
+      return fmt::format("a string \"{}\"", e.text);
+    case ast::ExprKind::Bool:
+      return fmt::format("a bool `{}`", e.bool_value ? "true" : "false");
+    case ast::ExprKind::None:
+      return "`none`";
+    case ast::ExprKind::Duration:
+      return fmt::format("a duration `{}`", e.text);
+    case ast::ExprKind::Bytes:
+      return fmt::format("a byte size `{}`", e.text);
+    case ast::ExprKind::Path:
+      return fmt::format("a name `{}`", ExprText(e));
+    case ast::ExprKind::Record:
+      return fmt::format("a record of type `{}`", e.text);
+    case ast::ExprKind::Call:
+      return fmt::format("a call `{}`", ExprText(e));
+    case ast::ExprKind::List:
+      return "a list";
+    case ast::ExprKind::Unary:
+    case ast::ExprKind::Binary:
+      return fmt::format("an expression `{}`", ExprText(e));
+  }
+  return "a value";
+}
+
+// Python's str_to_bool, which Accelerate uses for every boolean environment variable.
+std::optional<bool> ParseBool(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* yes : {"y", "yes", "t", "true", "on", "1"}) {
+    if (text == yes) return true;
+  }
+  for (const char* no : {"n", "no", "f", "false", "off", "0"}) {
+    if (text == no) return false;
+  }
+  return std::nullopt;
+}
+
+// The first path segment of every name `expr` reads: the fields of the record in scope.
+void ReferencedFields(const ast::Expr& expr, std::set<std::string>& names) {
+  if (expr.kind == ast::ExprKind::Path && !expr.path.empty()) names.insert(expr.path[0].text);
+  for (const ast::ExprPtr& operand : expr.operands) ReferencedFields(*operand, names);
+}
+
+void MarkProvenance(Value& value, const Provenance& provenance) {
+  value.provenance = provenance;
+  for (Value& item : value.items) MarkProvenance(item, provenance);
+}
+
+class Checker {
+ public:
+  Checker(const ast::File& file, const Schema& schema, const Environment& environment,
+          diag::DiagnosticEngine& diagnostics)
+      : file_(file), schema_(schema), environment_(environment), diagnostics_(diagnostics) {}
+
+  std::optional<Spec> Run() {
+    if (file_.jobs.empty()) {
+      diagnostics_.Emit(diag::Kind::NoJob, file_.source, {0, 0});
+      return std::nullopt;
+    }
+    for (size_t i = 1; i < file_.jobs.size(); ++i) {
+      diagnostics_.Emit(diag::Kind::MultipleJobs, file_.source, file_.jobs[i].name.span,
+                        file_.jobs[i].name.text);
+    }
+    const ast::JobDecl& job = file_.jobs[0];
+    if (job.base) {
+      diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file_.source, job.base->span, "`extends`");
+    }
+    auto root_schema = schema_.records.find("Job");
+    if (root_schema == schema_.records.end()) {
+      diagnostics_.Emit(diag::Kind::UnknownType, file_.source, job.name.span, "Job",
+                        "; the stdlib must declare `config Job`");
+      return std::nullopt;
+    }
+    int errors_before = diagnostics_.error_count();
+    std::vector<Entry> entries;
+    for (const ast::Statement& s : job.body.statements) entries.push_back({&s, 0});
+    std::optional<Value> root = CheckRecord(root_schema->second, entries, file_.source, job.name.span, "");
+    if (!root || diagnostics_.error_count() > errors_before) return std::nullopt;
+    return Spec{job.name.text, file_.source, job.name.span, std::move(*root)};
+  }
+
+ private:
+  // Checks the statements `entries` as the body of a `record` value. `span` locates the value
+  // for diagnostics about missing fields and rules; `prefix` is the path of the value.
+  std::optional<Value> CheckRecord(const RecordSchema& record, const std::vector<Entry>& entries,
+                                   const source::SourceFile* file, source::Span span,
+                                   const std::string& prefix) {
+    bool ok = true;
+    std::map<std::string, std::vector<Entry>, std::less<>> by_field;
+    for (const Entry& entry : entries) {
+      const ast::Name& name = entry.statement->path[entry.depth];
+      if (record.Find(name.text) == nullptr) {
+        ReportUnknownField(record, name, file);
+        ok = false;
+        continue;
+      }
+      by_field[name.text].push_back(entry);
+    }
+
+    Value value;
+    value.kind = Value::Kind::Record;
+    value.type_name = record.name;
+    value.provenance = {Provenance::Kind::Spec, file, span, ""};
+    std::set<std::string> failed;
+    for (const FieldSchema& field : record.fields) {
+      std::string path = prefix + field.name;
+      auto it = by_field.find(field.name);
+      std::optional<Value> field_value = it == by_field.end()
+                                             ? DefaultFor(field, record, file, span, path)
+                                             : FromEntries(field, it->second, file, path);
+      if (!field_value) {
+        ok = false;
+        failed.insert(field.name);
+        field_value = Value{};
+      }
+      value.keys.push_back(field.name);
+      value.items.push_back(std::move(*field_value));
+    }
+    // Constraints and rules that read a field in error would only echo that error; the rest
+    // still run, so one pass reports every independent mistake.
+    CheckConstraints(record, value, failed, file, span, prefix);
+    if (!ok) return std::nullopt;
+    return value;
+  }
+
+  void ReportUnknownField(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file) {
+    std::string guess = diag::ClosestMatch(name.text, record.FieldNames());
+    diag::Diagnostic& d = diagnostics_.Emit(
+        diag::Kind::UnknownField, file, name.span, name.text, record.name,
+        guess.empty() ? fmt::format("; expected one of {}", Join(record.FieldNames()))
+                      : fmt::format("; did you mean `{}`?", guess));
+    if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
+  }
+
+  // The value of `field` from the statements that set it: one assignment, or any number of
+  // blocks and dotted paths that together describe a record.
+  std::optional<Value> FromEntries(const FieldSchema& field, const std::vector<Entry>& entries,
+                                   const source::SourceFile* file, const std::string& path) {
+    auto is_assignment = [](const Entry& e) {
+      return e.depth + 1 == e.statement->path.size() && e.statement->value != nullptr;
+    };
+    if (entries.size() == 1 && is_assignment(entries[0])) {
+      return Convert(*entries[0].statement->value, field.type, file, path);
+    }
+    // Several blocks and dotted paths merge; an assignment next to anything is a conflict.
+    for (size_t i = 1; i < entries.size(); ++i) {
+      if (!is_assignment(entries[0]) && !is_assignment(entries[i])) continue;
+      const Entry& first = entries[0];
+      const Entry& second = entries[i];
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateField, file,
+                                              second.statement->path[second.depth].span, path);
+      d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, file,
+                                                     first.statement->path[first.depth].span));
+      return std::nullopt;
+    }
+    // Blocks and dotted paths: the field must have a record type to put them in.
+    const Type* type = &field.type;
+    if (type->kind == Type::Kind::Optional) type = &type->args[0];
+    if (type->kind != Type::Kind::Record) {
+      const ast::Statement& s = *entries[0].statement;
+      diagnostics_.Emit(diag::Kind::TypeMismatch, file, s.path[entries[0].depth].span, path,
+                        field.type.Describe(),
+                        type->kind == Type::Kind::Union ? "a block; name the type, e.g. `" + path +
+                                                              " = " + type->args[0].Describe() + " { ... }`"
+                                                        : std::string("a block"));
+      return std::nullopt;
+    }
+    std::vector<Entry> inner;
+    for (const Entry& entry : entries) {
+      if (entry.depth + 1 == entry.statement->path.size()) {
+        for (const ast::Statement& s : entry.statement->block->statements) inner.push_back({&s, 0});
+      } else {
+        inner.push_back({entry.statement, entry.depth + 1});
+      }
+    }
+    const ast::Statement& first = *entries[0].statement;
+    return CheckRecord(schema_.records.find(type->name)->second, inner, file,
+                       first.path[entries[0].depth].span, path + ".");
+  }
+
+  // The value of an unset field: its environment variable, its schema default, `none` for an
+  // optional, or a missing-field error.
+  std::optional<Value> DefaultFor(const FieldSchema& field, const RecordSchema& record,
+                                  const source::SourceFile* file, source::Span span,
+                                  const std::string& path) {
+    for (const std::string& name : field.env_vars) {
+      std::optional<std::string> text = environment_.Get(name);
+      if (!text) continue;
+      std::optional<Value> value = FromEnvironment(field.type, *text);
+      if (!value) {
+        diagnostics_.Emit(diag::Kind::InvalidEnvValue, file, span, name, *text, field.type.Describe(), path);
+        return std::nullopt;
+      }
+      MarkProvenance(*value, {Provenance::Kind::Environment, nullptr, {}, name});
+      return value;
+    }
+    if (field.default_value != nullptr) {
+      std::optional<Value> value = Convert(*field.default_value, field.type, field.file, path);
+      if (value) MarkProvenance(*value, {Provenance::Kind::SchemaDefault, field.file, field.span, ""});
+      return value;
+    }
+    if (field.type.kind == Type::Kind::Optional) {
+      Value none;
+      none.provenance = {Provenance::Kind::SchemaDefault, field.file, field.span, ""};
+      return none;
+    }
+    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::MissingField, file, span, path, record.name);
+    d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, field.file, field.span, field.name));
+    return std::nullopt;
+  }
+
+  std::optional<Value> FromEnvironment(const Type& type, const std::string& text) {
+    Value value;
+    char* end = nullptr;
+    switch (type.kind) {
+      case Type::Kind::Optional:
+        return FromEnvironment(type.args[0], text);
+      case Type::Kind::Bool: {
+        std::optional<bool> b = ParseBool(text);
+        if (!b) return std::nullopt;
+        value.kind = Value::Kind::Bool;
+        value.bool_value = *b;
+        return value;
+      }
+      case Type::Kind::Int:
+        value.kind = Value::Kind::Int;
+        value.int_value = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0') return std::nullopt;
+        return value;
+      case Type::Kind::Float:
+        value.kind = Value::Kind::Float;
+        value.float_value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0') return std::nullopt;
+        return value;
+      case Type::Kind::Duration:
+        // Seconds, as Accelerate's timeout variables are.
+        value.kind = Value::Kind::Duration;
+        value.int_value = std::strtoll(text.c_str(), &end, 10) * 1000;
+        if (text.empty() || *end != '\0') return std::nullopt;
+        return value;
+      case Type::Kind::String:
+      case Type::Kind::Path:
+        value.kind = Value::Kind::String;
+        value.text = text;
+        return value;
+      case Type::Kind::Enum: {
+        const EnumSchema& e = schema_.enums.find(type.name)->second;
+        const EnumSchema::Member* member = e.Find(text);
+        if (member == nullptr) return std::nullopt;
+        return EnumValue(e, *member);
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+
+  static Value EnumValue(const EnumSchema& e, const EnumSchema::Member& member) {
+    Value value;
+    value.kind = Value::Kind::Enum;
+    value.type_name = e.name;
+    value.text = member.name;
+    value.enum_value = member.value;
+    return value;
+  }
+
+  std::optional<Value> Mismatch(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
+                                const std::string& path) {
+    diagnostics_.Emit(diag::Kind::TypeMismatch, file, expr.span, path, type.Describe(), DescribeFound(expr));
+    return std::nullopt;
+  }
+
+  // A record literal whose type is not what the field takes: a typo gets a did-you-mean
+  // among the types the field accepts.
+  std::optional<Value> WrongRecordType(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
+                                       const std::string& path) {
+    if (schema_.records.count(expr.text) > 0) return Mismatch(expr, type, file, path);
+    std::vector<std::string> accepted;
+    for (const Type& t : type.kind == Type::Kind::Union ? type.args : std::vector<Type>{type}) {
+      if (t.kind == Type::Kind::Record) accepted.push_back(t.name);
+    }
+    std::string guess = diag::ClosestMatch(expr.text, accepted);
+    diag::Diagnostic& d = diagnostics_.Emit(
+        diag::Kind::UnknownType, file, expr.path[0].span, expr.text,
+        guess.empty() ? fmt::format("; `{}` takes {}", path, type.Describe())
+                      : fmt::format("; did you mean `{}`?", guess));
+    if (!guess.empty()) d.fixit = diag::FixIt{expr.path[0].span, guess};
+    return std::nullopt;
+  }
+
+  // Converts `expr` to a value of `type`, reporting what does not fit.
+  std::optional<Value> Convert(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
+                               const std::string& path) {
+    Value value;
+    value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
+    switch (type.kind) {
+      case Type::Kind::Optional:
+        if (expr.kind == ast::ExprKind::None) return value;
+        return Convert(expr, type.args[0], file, path);
+      case Type::Kind::Union:
+        return ConvertUnion(expr, type, file, path);
+      case Type::Kind::Bool:
+        if (expr.kind != ast::ExprKind::Bool) return Mismatch(expr, type, file, path);
+        value.kind = Value::Kind::Bool;
+        value.bool_value = expr.bool_value;
+        return value;
+      case Type::Kind::Int:
+        if (expr.kind != ast::ExprKind::Int) return Mismatch(expr, type, file, path);
+        value.kind = Value::Kind::Int;
+        value.int_value = expr.int_value;
+        return value;
+      case Type::Kind::Float:
+        if (expr.kind != ast::ExprKind::Int && expr.kind != ast::ExprKind::Float) {
+          return Mismatch(expr, type, file, path);
+        }
+        value.kind = Value::Kind::Float;
+        value.float_value = expr.kind == ast::ExprKind::Int ? static_cast<double>(expr.int_value) : expr.float_value;
+        return value;
+      case Type::Kind::String:
+      case Type::Kind::Path:
+        if (expr.kind != ast::ExprKind::String) return Mismatch(expr, type, file, path);
+        value.kind = Value::Kind::String;
+        value.text = expr.text;
+        return value;
+      case Type::Kind::Duration:
+        if (expr.kind != ast::ExprKind::Duration) return Mismatch(expr, type, file, path);
+        value.kind = Value::Kind::Duration;
+        value.int_value = expr.int_value;
+        return value;
+      case Type::Kind::Bytes:
+        if (expr.kind != ast::ExprKind::Bytes && expr.kind != ast::ExprKind::Int) {
+          return Mismatch(expr, type, file, path);
+        }
+        value.kind = Value::Kind::Bytes;
+        value.int_value = expr.int_value;
+        return value;
+      case Type::Kind::Enum:
+        return ConvertEnum(expr, type, file, path);
+      case Type::Kind::Record: {
+        if (expr.kind != ast::ExprKind::Record) return Mismatch(expr, type, file, path);
+        if (expr.text != type.name) return WrongRecordType(expr, type, file, path);
+        std::vector<Entry> entries;
+        for (const ast::Statement& s : expr.block->statements) entries.push_back({&s, 0});
+        return CheckRecord(schema_.records.find(type.name)->second, entries, file, expr.path[0].span, path + ".");
+      }
+      case Type::Kind::List: {
+        if (expr.kind != ast::ExprKind::List) return Mismatch(expr, type, file, path);
+        value.kind = Value::Kind::List;
+        bool ok = true;
+        for (size_t i = 0; i < expr.operands.size(); ++i) {
+          std::optional<Value> item = Convert(*expr.operands[i], type.args[0], file, fmt::format("{}[{}]", path, i));
+          if (!item) {
+            ok = false;
+            continue;
+          }
+          value.items.push_back(std::move(*item));
+        }
+        if (!ok) return std::nullopt;
+        return value;
+      }
+      case Type::Kind::Map:
+        diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file, expr.span, "a map value");
+        return std::nullopt;
+    }
+    return Mismatch(expr, type, file, path);
+  }
+
+  std::optional<Value> ConvertEnum(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
+                                   const std::string& path) {
+    const EnumSchema& e = schema_.enums.find(type.name)->second;
+    std::string word;
+    if (expr.kind == ast::ExprKind::Path && expr.path.size() == 1) word = expr.path[0].text;
+    else if (expr.kind == ast::ExprKind::String) word = expr.text;
+    else return Mismatch(expr, type, file, path);
+    const EnumSchema::Member* member = e.Find(word);
+    if (member == nullptr) {
+      std::vector<std::string> names;
+      for (const EnumSchema::Member& m : e.members) names.push_back(m.name);
+      std::string guess = diag::ClosestMatch(word, names);
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, Join(names));
+      if (!guess.empty()) d.fixit = diag::FixIt{expr.span, guess};
+      return std::nullopt;
+    }
+    Value value = EnumValue(e, *member);
+    value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
+    return value;
+  }
+
+  std::optional<Value> ConvertUnion(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
+                                    const std::string& path) {
+    // A record literal names its alternative; anything else takes the first that fits.
+    if (expr.kind == ast::ExprKind::Record) {
+      for (const Type& alternative : type.args) {
+        if (alternative.kind == Type::Kind::Record && alternative.name == expr.text) {
+          return Convert(expr, alternative, file, path);
+        }
+      }
+      return WrongRecordType(expr, type, file, path);
+    }
+    for (const Type& alternative : type.args) {
+      diag::DiagnosticEngine scratch;
+      Checker trial(file_, schema_, environment_, scratch);
+      if (std::optional<Value> value = trial.Convert(expr, alternative, file, path)) {
+        if (!scratch.has_errors()) return value;
+      }
+    }
+    return Mismatch(expr, type, file, path);
+  }
+
+  void CheckConstraints(const RecordSchema& record, const Value& value, const std::set<std::string>& failed,
+                        const source::SourceFile* file, source::Span span, const std::string& prefix) {
+    auto reads_failed = [&](const ast::Expr& expr) {
+      std::set<std::string> names;
+      ReferencedFields(expr, names);
+      for (const std::string& name : names) {
+        if (failed.count(name)) return true;
+      }
+      return false;
+    };
+    for (size_t i = 0; i < record.fields.size(); ++i) {
+      const FieldSchema& field = record.fields[i];
+      const Value& field_value = value.items[i];
+      // Constraints speak about present values; `none` for an optional passes.
+      if (field.constraint == nullptr || field_value.kind == Value::Kind::None) continue;
+      if (failed.count(field.name) || reads_failed(*field.constraint)) continue;
+      std::string error;
+      std::optional<Value> result = Evaluate(*field.constraint, value, &error);
+      if (!result || result->kind != Value::Kind::Bool) {
+        diagnostics_.Emit(diag::Kind::UnknownName, field.file, field.constraint->span,
+                          error.empty() ? "constraint is not a bool" : error, record.name);
+        continue;
+      }
+      if (result->bool_value) continue;
+      bool from_spec = field_value.provenance.kind == Provenance::Kind::Spec &&
+                       field_value.provenance.file == file;
+      source::Span where = from_spec ? field_value.provenance.span : span;
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::ConstraintViolated, file, where, prefix + field.name,
+                                              field_value.Describe(), ExprText(*field.constraint));
+      if (field_value.provenance.kind == Provenance::Kind::Environment) {
+        d.message += fmt::format(" (value from environment variable `{}`)", field_value.provenance.env_var);
+      }
+    }
+    for (const RuleSchema& rule : record.rules) {
+      if (reads_failed(*rule.condition)) continue;
+      std::string error;
+      std::optional<Value> result = Evaluate(*rule.condition, value, &error);
+      if (!result || result->kind != Value::Kind::Bool) {
+        diagnostics_.Emit(diag::Kind::UnknownName, rule.file, rule.condition->span,
+                          error.empty() ? "rule condition is not a bool" : error, record.name);
+        continue;
+      }
+      if (result->bool_value) continue;
+      diag::Diagnostic d;
+      d.code = rule.code;
+      d.severity = rule.severity;
+      d.message = prefix.empty() ? rule.message : fmt::format("{} (in `{}`)", rule.message, prefix.substr(0, prefix.size() - 1));
+      d.file = file;
+      d.span = span;
+      diagnostics_.Add(std::move(d));
+    }
+  }
+
+  const ast::File& file_;
+  const Schema& schema_;
+  const Environment& environment_;
+  diag::DiagnosticEngine& diagnostics_;
+};
+
+}  // namespace
+
+std::optional<Spec> Check(const ast::File& file, const Schema& schema, const Environment& environment,
+                          diag::DiagnosticEngine& diagnostics) {
+  return Checker(file, schema, environment, diagnostics).Run();
+}
+
+}  // namespace accel::sema

@@ -1,0 +1,170 @@
+#include "compiler/sema/schema.h"
+
+namespace accel::sema {
+
+const FieldSchema* RecordSchema::Find(std::string_view field) const {
+  for (const FieldSchema& f : fields) {
+    if (f.name == field) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> RecordSchema::FieldNames() const {
+  std::vector<std::string> names;
+  for (const FieldSchema& f : fields) names.push_back(f.name);
+  return names;
+}
+
+const EnumSchema::Member* EnumSchema::Find(std::string_view name) const {
+  for (const Member& m : members) {
+    if (m.name == name) return &m;
+  }
+  for (const Member& m : members) {
+    if (m.value == name) return &m;
+  }
+  return nullptr;
+}
+
+namespace {
+
+class SchemaBuilder {
+ public:
+  explicit SchemaBuilder(diag::DiagnosticEngine& diagnostics) : diagnostics_(diagnostics) {}
+
+  Schema Build(const std::vector<const ast::File*>& files) {
+    // Names first, so a field may use a type declared later or in another file.
+    for (const ast::File* file : files) DeclareNames(*file);
+    for (const ast::File* file : files) {
+      for (const ast::RecordDecl& decl : file->records) DefineRecord(*file, decl);
+    }
+    return std::move(schema_);
+  }
+
+ private:
+  void DeclareNames(const ast::File& file) {
+    for (const ast::EnumDecl& decl : file.enums) {
+      if (!Claim(file, decl.name)) continue;
+      EnumSchema& e = schema_.enums[decl.name.text];
+      e.name = decl.name.text;
+      e.doc = decl.doc;
+      for (const ast::EnumMember& m : decl.members) e.members.push_back({m.name.text, m.value, m.doc});
+    }
+    for (const ast::RecordDecl& decl : file.records) {
+      if (!Claim(file, decl.name)) continue;
+      RecordSchema& r = schema_.records[decl.name.text];
+      r.name = decl.name.text;
+      r.kind = decl.kind;
+      r.doc = decl.doc;
+      r.file = file.source;
+      r.span = decl.name.span;
+    }
+  }
+
+  // Records that `name` is declared; reports A2002 when it already was.
+  bool Claim(const ast::File& file, const ast::Name& name) {
+    auto [it, inserted] = declared_.emplace(name.text, std::make_pair(file.source, name.span));
+    if (inserted) return true;
+    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateDeclaration, file.source, name.span, name.text);
+    d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, it->second.first,
+                                                   it->second.second, name.text));
+    return false;
+  }
+
+  void DefineRecord(const ast::File& file, const ast::RecordDecl& decl) {
+    auto it = schema_.records.find(decl.name.text);
+    // A duplicate declaration was reported already; only the first one defines the record.
+    if (it == schema_.records.end() || it->second.span.begin != decl.name.span.begin ||
+        it->second.file != file.source) {
+      return;
+    }
+    RecordSchema& record = it->second;
+    for (const ast::FieldDecl& f : decl.fields) {
+      FieldSchema field;
+      field.name = f.name.text;
+      field.doc = f.doc;
+      field.type = Resolve(file, f.type);
+      field.default_value = f.default_value.get();
+      for (const ast::Name& env : f.env_vars) field.env_vars.push_back(env.text);
+      field.constraint = f.constraint.get();
+      field.file = file.source;
+      field.span = f.name.span;
+      record.fields.push_back(std::move(field));
+    }
+    for (const ast::RuleDecl& r : decl.rules) {
+      RuleSchema rule;
+      rule.code = r.code.text;
+      rule.severity = r.severity.text == "warning" ? diag::Severity::Warning : diag::Severity::Error;
+      rule.message = r.message;
+      rule.doc = r.doc;
+      rule.condition = r.condition.get();
+      rule.file = file.source;
+      rule.span = r.code.span;
+      record.rules.push_back(std::move(rule));
+    }
+  }
+
+  Type Resolve(const ast::File& file, const ast::TypeRef& ref) {
+    if (ref.alternatives.size() == 1) return Resolve(file, ref.alternatives[0]);
+    Type type{Type::Kind::Union, "", {}};
+    bool optional = false;
+    for (const ast::TypeAtom& atom : ref.alternatives) {
+      Type alternative = Resolve(file, atom);
+      if (alternative.kind == Type::Kind::Optional) {
+        optional = true;
+        alternative = alternative.args[0];
+      }
+      type.args.push_back(std::move(alternative));
+    }
+    if (optional) return Type{Type::Kind::Optional, "", {std::move(type)}};
+    return type;
+  }
+
+  Type Resolve(const ast::File& file, const ast::TypeAtom& atom) {
+    Type type = ResolveAtom(file, atom);
+    if (atom.optional) return Type{Type::Kind::Optional, "", {std::move(type)}};
+    return type;
+  }
+
+  Type ResolveAtom(const ast::File& file, const ast::TypeAtom& atom) {
+    static const std::map<std::string, Type::Kind, std::less<>> kBuiltins = {
+        {"bool", Type::Kind::Bool},         {"int", Type::Kind::Int},
+        {"float", Type::Kind::Float},       {"string", Type::Kind::String},
+        {"path", Type::Kind::Path},         {"duration", Type::Kind::Duration},
+        {"bytes", Type::Kind::Bytes}};
+    const std::string& name = atom.name.text;
+    if (name == "list" || name == "map") {
+      size_t arity = name == "list" ? 1 : 2;
+      if (atom.arguments.size() != arity) {
+        diagnostics_.Emit(diag::Kind::UnknownType, file.source, atom.span, name,
+                          fmt::format("; `{}` takes {} type argument{}", name, arity, arity == 1 ? "" : "s"));
+        return Type{Type::Kind::String, "", {}};
+      }
+      Type type{name == "list" ? Type::Kind::List : Type::Kind::Map, "", {}};
+      for (const ast::TypeRef& argument : atom.arguments) type.args.push_back(Resolve(file, argument));
+      return type;
+    }
+    if (auto it = kBuiltins.find(name); it != kBuiltins.end()) return Type{it->second, "", {}};
+    if (schema_.enums.count(name)) return Type{Type::Kind::Enum, name, {}};
+    if (schema_.records.count(name)) return Type{Type::Kind::Record, name, {}};
+    std::vector<std::string> candidates = {"bool", "int", "float", "string", "path", "duration", "bytes", "list", "map"};
+    for (const auto& [n, _] : schema_.enums) candidates.push_back(n);
+    for (const auto& [n, _] : schema_.records) candidates.push_back(n);
+    std::string guess = diag::ClosestMatch(name, candidates);
+    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::UnknownType, file.source, atom.name.span, name,
+                                            guess.empty() ? "" : "; did you mean `" + guess + "`?");
+    if (!guess.empty()) d.fixit = diag::FixIt{atom.name.span, guess};
+    return Type{Type::Kind::String, "", {}};
+  }
+
+  diag::DiagnosticEngine& diagnostics_;
+  Schema schema_;
+  std::map<std::string, std::pair<const source::SourceFile*, source::Span>, std::less<>> declared_;
+};
+
+}  // namespace
+
+Schema BuildSchema(const std::vector<const ast::File*>& files, diag::DiagnosticEngine& diagnostics) {
+  return SchemaBuilder(diagnostics).Build(files);
+}
+
+}  // namespace accel::sema

@@ -1,0 +1,75 @@
+#ifndef ACCEL_COMPILER_SEMA_SCHEMA_H_
+#define ACCEL_COMPILER_SEMA_SCHEMA_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/ast/ast.h"
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/sema/types.h"
+
+namespace accel::sema {
+
+// Schema declarations resolved from the stdlib ASTs. Holds pointers into those ASTs (default
+// values, constraints, rule conditions), so the ASTs must outlive the Schema.
+struct FieldSchema {
+  std::string name;
+  std::string doc;
+  Type type;
+  const ast::Expr* default_value = nullptr;  // null: required unless the type is optional
+  std::vector<std::string> env_vars;
+  const ast::Expr* constraint = nullptr;
+  const source::SourceFile* file = nullptr;
+  source::Span span;
+};
+
+struct RuleSchema {
+  std::string code;  // stable id, e.g. `DS003`
+  diag::Severity severity = diag::Severity::Error;
+  std::string message;
+  std::string doc;
+  const ast::Expr* condition = nullptr;
+  const source::SourceFile* file = nullptr;
+  source::Span span;
+};
+
+struct RecordSchema {
+  std::string name;
+  std::string kind;  // kwargs, plugin, config, record
+  std::string doc;
+  std::vector<FieldSchema> fields;
+  std::vector<RuleSchema> rules;
+  const source::SourceFile* file = nullptr;
+  source::Span span;
+
+  const FieldSchema* Find(std::string_view field) const;
+  std::vector<std::string> FieldNames() const;
+};
+
+struct EnumSchema {
+  struct Member {
+    std::string name;
+    std::string value;
+    std::string doc;
+  };
+  std::string name;
+  std::string doc;
+  std::vector<Member> members;
+
+  // The member named `name` or whose serialized value is `name`, or null.
+  const Member* Find(std::string_view name) const;
+};
+
+struct Schema {
+  std::map<std::string, RecordSchema, std::less<>> records;
+  std::map<std::string, EnumSchema, std::less<>> enums;
+};
+
+// Collects the declarations of `files` into one Schema and resolves every type name.
+// Reports unknown types (A2001) and duplicate declarations (A2002) to `diagnostics`.
+Schema BuildSchema(const std::vector<const ast::File*>& files, diag::DiagnosticEngine& diagnostics);
+
+}  // namespace accel::sema
+
+#endif  // ACCEL_COMPILER_SEMA_SCHEMA_H_
