@@ -1,0 +1,58 @@
+#ifndef ACCEL_RUNTIME_DIST_COLLECTIVES_H_
+#define ACCEL_RUNTIME_DIST_COLLECTIVES_H_
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace accel::rt::dist {
+
+// A collective failed: a peer died, or the operation ran past its timeout. The process group
+// is unusable afterwards (Gloo closes its pairs); the worker must stop.
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The collective operations the runtime uses, behind an interface so tests can run one rank
+// alone or inject failures. Every method is **collective**: every rank must call it, in the
+// same order, with tensors of the same shapes and dtypes. Every call is bounded by the
+// group's timeout and throws CollectiveError instead of hanging.
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // Replaces each tensor by its elementwise sum over all ranks. The tensors are reduced as
+  // separate operations that run concurrently (one per gradient bucket).
+  virtual void AllReduceSum(std::vector<at::Tensor>& tensors) = 0;
+  // Replaces each tensor by rank `root`'s copy.
+  virtual void Broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
+  // Returns once every rank has called it.
+  virtual void Barrier() = 0;
+};
+
+// A world of one process: every operation is the identity.
+std::unique_ptr<Collectives> MakeSingleProcess();
+
+struct RendezvousOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  // Bounds the rendezvous (all ranks connecting) and every collective.
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+};
+
+// Joins the group: rank 0 serves a TCPStore at master_addr:master_port, the others connect,
+// and all build a ProcessGroupGloo. Collective. Throws CollectiveError naming the address and
+// timeout when the rendezvous does not complete in time.
+std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options);
+
+}  // namespace accel::rt::dist
+
+#endif  // ACCEL_RUNTIME_DIST_COLLECTIVES_H_

@@ -1,0 +1,39 @@
+#ifndef ACCEL_RUNTIME_TRAIN_WORKER_H_
+#define ACCEL_RUNTIME_TRAIN_WORKER_H_
+
+#include <string>
+
+#include "compiler/plan/plan.h"
+#include "llvm/Support/Error.h"
+
+namespace accel::rt::train {
+
+// Where this worker sits in the job; set by the launcher through the environment.
+struct WorkerContext {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  // Overrides the plan's output directory when set.
+  std::string output_dir;
+};
+
+// What a finished run measured (rank 0's view; losses are means over ranks).
+struct RunSummary {
+  int64_t steps = 0;
+  double first_loss = 0;
+  double final_loss = 0;
+  double wall_seconds = 0;
+  std::string model_path;
+  std::string parameter_digest;  // sha256 over every parameter's bytes, in name order
+};
+
+// Executes `plan` as one rank: rendezvous, seed, build model and data, train with gradient
+// averaging, save the weights (rank 0) and `metrics.json` (rank 0), and write this rank's
+// parameter digest to `<dir>/ranks/rank-<r>.json`. Collective. Every failure, a peer's
+// included, comes back as an error naming this rank; nothing here waits without a timeout.
+llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context);
+
+}  // namespace accel::rt::train
+
+#endif  // ACCEL_RUNTIME_TRAIN_WORKER_H_
