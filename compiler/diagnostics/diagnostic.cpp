@@ -33,6 +33,15 @@ Diagnostic& DiagnosticEngine::Add(Diagnostic diagnostic) {
   return diagnostics_.back();
 }
 
+void DiagnosticEngine::SortByLocation() {
+  std::stable_sort(diagnostics_.begin(), diagnostics_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    if ((a.file == nullptr) != (b.file == nullptr)) return a.file == nullptr;
+    if (a.file == nullptr) return false;
+    if (a.file != b.file) return a.file->name() < b.file->name();
+    return a.span.begin < b.span.begin;
+  });
+}
+
 namespace {
 
 size_t EditDistance(std::string_view a, std::string_view b) {

@@ -80,6 +80,10 @@ class DiagnosticEngine {
   // Records an already-built diagnostic (schema rules carry their own code and message).
   Diagnostic& Add(Diagnostic diagnostic);
 
+  // Orders the diagnostics as a reader scans: those without a file first, then by file name
+  // and position. Stable, so notes-free diagnostics at one position keep their emit order.
+  void SortByLocation();
+
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
   int error_count() const { return error_count_; }
   int warning_count() const { return warning_count_; }

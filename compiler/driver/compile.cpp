@@ -15,6 +15,8 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);
 }
 
+void Finish(Compilation& compilation) { compilation.diagnostics.SortByLocation(); }
+
 }  // namespace
 
 Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
@@ -28,6 +30,7 @@ Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
   }
   compilation.source = std::make_unique<source::SourceFile>(std::move(*source));
   RunPhases(compilation, stdlib, environment);
+  Finish(compilation);
   return compilation;
 }
 
@@ -36,6 +39,7 @@ Compilation CompileText(const std::string& name, std::string text, const Stdlib&
   Compilation compilation;
   compilation.source = std::make_unique<source::SourceFile>(name, std::move(text));
   RunPhases(compilation, stdlib, environment);
+  Finish(compilation);
   return compilation;
 }
 

@@ -78,9 +78,11 @@ void ReferencedFields(const ast::Expr& expr, std::set<std::string>& names) {
   for (const ast::ExprPtr& operand : expr.operands) ReferencedFields(*operand, names);
 }
 
-void MarkProvenance(Value& value, const Provenance& provenance) {
-  value.provenance = provenance;
-  for (Value& item : value.items) MarkProvenance(item, provenance);
+// Marks the values that a schema default expression produced as defaults; values that an
+// environment variable supplied inside that default keep saying so.
+void MarkDefault(Value& value, const Provenance& provenance) {
+  if (value.provenance.kind == Provenance::Kind::Spec) value.provenance = provenance;
+  for (Value& item : value.items) MarkDefault(item, provenance);
 }
 
 class Checker {
@@ -228,12 +230,12 @@ class Checker {
         diagnostics_.Emit(diag::Kind::InvalidEnvValue, file, span, name, *text, field.type.Describe(), path);
         return std::nullopt;
       }
-      MarkProvenance(*value, {Provenance::Kind::Environment, nullptr, {}, name});
+      value->provenance = {Provenance::Kind::Environment, nullptr, {}, name};
       return value;
     }
     if (field.default_value != nullptr) {
       std::optional<Value> value = Convert(*field.default_value, field.type, field.file, path);
-      if (value) MarkProvenance(*value, {Provenance::Kind::SchemaDefault, field.file, field.span, ""});
+      if (value) MarkDefault(*value, {Provenance::Kind::SchemaDefault, field.file, field.span, ""});
       return value;
     }
     if (field.type.kind == Type::Kind::Optional) {

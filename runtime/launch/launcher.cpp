@@ -11,13 +11,17 @@
 namespace accel::rt::launch {
 namespace {
 
-// Stops every worker still running and reaps them all before returning.
-void StopAll(std::map<pid_t, int>& running, ProcessSpawner& spawner, std::chrono::milliseconds grace) {
+// Stops every worker still running and reaps them all before returning. `exited` are workers
+// already reaped: their process groups may still hold children, which are stopped too.
+void StopAll(std::map<pid_t, int>& running, const std::vector<pid_t>& exited, ProcessSpawner& spawner,
+             std::chrono::milliseconds grace) {
+  for (pid_t pid : exited) spawner.Signal(pid, SIGTERM);
   for (const auto& [pid, rank] : running) spawner.Signal(pid, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + grace;
   while (!running.empty() && std::chrono::steady_clock::now() < deadline) {
     if (std::optional<ExitStatus> exit = spawner.WaitAny(std::chrono::milliseconds(50))) running.erase(exit->pid);
   }
+  for (pid_t pid : exited) spawner.Signal(pid, SIGKILL);
   for (const auto& [pid, rank] : running) spawner.Signal(pid, SIGKILL);
   while (!running.empty()) {
     std::optional<ExitStatus> exit = spawner.WaitAny(std::chrono::milliseconds(1000));
@@ -32,6 +36,7 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
   LaunchResult result;
   int world_size = options.processes_per_machine * options.num_machines;
   std::map<pid_t, int> running;  // pid -> global rank
+  std::vector<pid_t> exited;
   for (int local = 0; local < options.processes_per_machine; ++local) {
     int rank = options.node_rank * options.processes_per_machine + local;
     std::map<std::string, std::string> env = options.worker_env;
@@ -45,7 +50,7 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
     if (!pid) {
       result.message = fmt::format("cannot start rank {}: {}", rank, llvm::toString(pid.takeError()));
       result.failed_rank = rank;
-      StopAll(running, spawner, options.grace);
+      StopAll(running, exited, spawner, options.grace);
       return result;
     }
     running[*pid] = rank;
@@ -54,7 +59,7 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
   while (!running.empty()) {
     if (options.interrupted()) {
       result.message = fmt::format("interrupted; stopped {} worker{}", running.size(), running.size() == 1 ? "" : "s");
-      StopAll(running, spawner, options.grace);
+      StopAll(running, exited, spawner, options.grace);
       return result;
     }
     std::optional<ExitStatus> exit = spawner.WaitAny(std::chrono::milliseconds(200));
@@ -63,11 +68,12 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
     if (it == running.end()) continue;  // not one of ours
     int rank = it->second;
     running.erase(it);
+    exited.push_back(exit->pid);
     if (exit->success()) continue;
     result.failed_rank = rank;
     result.failed_status = *exit;
     size_t others = running.size();
-    StopAll(running, spawner, options.grace);
+    StopAll(running, exited, spawner, options.grace);
     result.message = fmt::format("rank {} (pid {}) failed with {}; stopped {} other worker{}", rank, exit->pid,
                                  exit->Describe(), others, others == 1 ? "" : "s");
     return result;

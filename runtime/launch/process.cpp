@@ -40,8 +40,15 @@ llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
   for (std::string& entry : env_storage) c_env.push_back(entry.data());
   c_env.push_back(nullptr);
 
+  // Each worker leads its own process group, so stopping a worker also stops whatever it
+  // started (a shell's children, data-loading helpers) instead of orphaning them.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = 0;
-  int error = posix_spawn(&pid, c_argv[0], nullptr, nullptr, c_argv.data(), c_env.data());
+  int error = posix_spawn(&pid, c_argv[0], nullptr, &attributes, c_argv.data(), c_env.data());
+  posix_spawnattr_destroy(&attributes);
   if (error != 0) {
     return llvm::createStringError(std::error_code(error, std::generic_category()), "cannot start `%s`: %s",
                                    argv[0].c_str(), std::strerror(error));
@@ -69,6 +76,9 @@ std::optional<ExitStatus> PosixSpawner::WaitAny(std::chrono::milliseconds timeou
   }
 }
 
-void PosixSpawner::Signal(pid_t pid, int signal) { ::kill(pid, signal); }
+void PosixSpawner::Signal(pid_t pid, int signal) {
+  // The whole group: the worker and anything it started.
+  ::kill(-pid, signal);
+}
 
 }  // namespace accel::rt::launch

@@ -35,10 +35,12 @@ class ProcessSpawner {
                                       const std::map<std::string, std::string>& extra_env) = 0;
   // Waits up to `timeout` for any child to end; empty if none did.
   virtual std::optional<ExitStatus> WaitAny(std::chrono::milliseconds timeout) = 0;
+  // Sends `signal` to the child `pid` and every process it started.
   virtual void Signal(pid_t pid, int signal) = 0;
 };
 
-// Real processes: posix_spawn, waitpid and kill.
+// Real processes: posix_spawn (each child leading its own process group), waitpid, and kill
+// of the child's whole group.
 class PosixSpawner final : public ProcessSpawner {
  public:
   llvm::Expected<pid_t> Spawn(const std::vector<std::string>& argv,

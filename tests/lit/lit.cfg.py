@@ -1,0 +1,22 @@
+# lit configuration for Accel's file tests: each .accel or .test file carries RUN lines.
+import os
+import lit.formats
+
+config.name = "accel"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".accel", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.accel_binary_dir, "tests", "lit")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
+
+bin_dir = os.path.join(config.accel_binary_dir, "bin")
+config.substitutions.append(("%accelc", os.path.join(bin_dir, "accelc")))
+config.substitutions.append(("%accelrun", os.path.join(bin_dir, "accelrun")))
+config.substitutions.append(("%specs", os.path.join(config.accel_source_dir, "specs")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Diagnostics must not depend on the developer's environment or terminal.
+config.environment["NO_COLOR"] = "1"
+for name in list(os.environ):
+    if name.startswith("ACCELERATE_"):
+        config.environment.pop(name, None)

@@ -1,0 +1,95 @@
+// Multi-rank tests of the Gloo collectives: ranks are threads of this process, talking over
+// loopback with short timeouts.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "runtime/dist/collectives.h"
+#include "runtime/launch/launcher.h"
+
+namespace accel::rt::dist {
+namespace {
+
+RendezvousOptions Options(int rank, int world, int port, int timeout_ms) {
+  return {rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)};
+}
+
+// Runs `body(rank, collectives)` on `world` threads joined into one group.
+template <typename Body>
+void RunRanks(int world, Body body, int timeout_ms = 10000) {
+  int port = launch::PickFreePort();
+  std::vector<std::future<void>> ranks;
+  for (int rank = 0; rank < world; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      std::unique_ptr<Collectives> group = ConnectGloo(Options(rank, world, port, timeout_ms));
+      body(rank, *group);
+    }));
+  }
+  for (auto& rank : ranks) rank.get();
+}
+
+TEST(Gloo, AllReduceSumsEveryTensorAcrossRanks) {
+  RunRanks(2, [](int rank, Collectives& group) {
+    std::vector<at::Tensor> tensors = {at::full({3}, rank + 1.0f), at::arange(4, at::kFloat) * (rank + 1)};
+    group.AllReduceSum(tensors);
+    EXPECT_TRUE(at::equal(tensors[0], at::full({3}, 3.0f)));
+    EXPECT_TRUE(at::equal(tensors[1], at::arange(4, at::kFloat) * 3));
+  });
+}
+
+TEST(Gloo, BroadcastCopiesTheRootsTensor) {
+  RunRanks(3, [](int rank, Collectives& group) {
+    std::vector<at::Tensor> tensors = {at::full({2, 2}, static_cast<float>(rank))};
+    group.Broadcast(tensors, 1);
+    EXPECT_TRUE(at::equal(tensors[0], at::full({2, 2}, 1.0f)));
+    group.Barrier();
+  });
+}
+
+TEST(Gloo, AbsentPeerFailsTheRendezvousWithinTheTimeout) {
+  int port = launch::PickFreePort();
+  auto started = std::chrono::steady_clock::now();
+  try {
+    ConnectGloo(Options(0, 2, port, 1500));
+    FAIL() << "the rendezvous completed without rank 1";
+  } catch (const CollectiveError& error) {
+    EXPECT_NE(std::string(error.what()).find("rendezvous at 127.0.0.1"), std::string::npos) << error.what();
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 15.0);
+}
+
+TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
+  int port = launch::PickFreePort();
+  std::promise<void> rank1_gone;
+  auto rank1 = std::async(std::launch::async, [&] {
+    std::unique_ptr<Collectives> group = ConnectGloo(Options(1, 2, port, 2000));
+    group.reset();  // leaves without joining the next collective
+    rank1_gone.set_value();
+  });
+  std::unique_ptr<Collectives> group = ConnectGloo(Options(0, 2, port, 2000));
+  rank1_gone.get_future().wait();
+  rank1.get();
+  auto started = std::chrono::steady_clock::now();
+  std::vector<at::Tensor> tensors = {at::ones({8})};
+  EXPECT_THROW(group->AllReduceSum(tensors), CollectiveError);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 10.0);
+}
+
+TEST(SingleProcess, OperationsAreTheIdentity) {
+  std::unique_ptr<Collectives> group = MakeSingleProcess();
+  std::vector<at::Tensor> tensors = {at::full({2}, 5.0f)};
+  group->AllReduceSum(tensors);
+  group->Broadcast(tensors, 0);
+  group->Barrier();
+  EXPECT_TRUE(at::equal(tensors[0], at::full({2}, 5.0f)));
+  EXPECT_EQ(group->world_size(), 1);
+}
+
+}  // namespace
+}  // namespace accel::rt::dist

@@ -1,0 +1,88 @@
+#include "compiler/plan/plan.h"
+
+#include <gtest/gtest.h>
+
+namespace accel::plan {
+namespace {
+
+Plan SamplePlan() {
+  Plan plan;
+  plan.job = "sample";
+  plan.source = "specs/sample.accel";
+  plan.config = llvm::json::Object{{"seed", llvm::json::Object{{"value", 42}, {"from", "default"}}}};
+  plan.steps.push_back(InitProcessGroup{"gloo", 60000, 1, 2, "127.0.0.1", 29500});
+  plan.steps.push_back(Seed{42});
+  plan.steps.push_back(BuildModel{"mlp", 16, {64, 32}, 1});
+  plan.steps.push_back(BuildDataloader{"synthetic_regression", 1024, 16, 1, 0.01, 7, 32, true});
+  plan.steps.push_back(TrainLoop{200, 20, "no", 25, Optimizer{"adamw", 0.003, 0, 0.9, 0.999, 1e-8, 0}});
+  plan.steps.push_back(SaveModel{"runs/x", "model.safetensors"});
+  plan.hash = ComputeHash(plan);
+  return plan;
+}
+
+TEST(PlanJson, RoundTripsEveryStepAndIsByteStable) {
+  Plan plan = SamplePlan();
+  std::string json = ToJson(plan);
+  llvm::Expected<Plan> read = FromJson(json);
+  ASSERT_TRUE(static_cast<bool>(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(ToJson(*read), json);
+  ASSERT_EQ(read->steps.size(), 6u);
+  const BuildModel* model = read->Find<BuildModel>();
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->hidden, (std::vector<int64_t>{64, 32}));
+  EXPECT_DOUBLE_EQ(read->Find<TrainLoop>()->optimizer.eps, 1e-8);
+  EXPECT_EQ(OpName(read->steps[4]), "train");
+}
+
+TEST(PlanJson, HashChangesWithContent) {
+  Plan a = SamplePlan();
+  Plan b = SamplePlan();
+  std::get<Seed>(b.steps[1]).seed = 43;
+  EXPECT_NE(ComputeHash(a), ComputeHash(b));
+  EXPECT_EQ(a.hash.rfind("sha256:", 0), 0u);
+  EXPECT_EQ(a.hash.size(), 7u + 64u);
+}
+
+TEST(PlanJson, RejectsUnknownVersionWithPath) {
+  Plan plan = SamplePlan();
+  plan.format = "accel-plan/99";
+  llvm::Expected<Plan> read = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  std::string message = llvm::toString(read.takeError());
+  EXPECT_NE(message.find("p.json: unsupported plan format `accel-plan/99` at format"), std::string::npos) << message;
+}
+
+TEST(PlanJson, IllTypedFieldNamesItsJsonPath) {
+  std::string json = ToJson(SamplePlan());
+  std::string needle = "\"inputs\": 16";
+  json.replace(json.find(needle), needle.size(), "\"inputs\": \"sixteen\"");
+  llvm::Expected<Plan> read = FromJson(json, "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  std::string message = llvm::toString(read.takeError());
+  EXPECT_NE(message.find("steps[2].inputs"), std::string::npos) << message;
+}
+
+TEST(PlanJson, EditedContentFailsTheHashCheck) {
+  std::string json = ToJson(SamplePlan());
+  std::string needle = "\"seed\": 42";
+  size_t at = json.find("\"op\": \"seed\"");
+  ASSERT_NE(at, std::string::npos);
+  json.replace(json.find(needle, at), needle.size(), "\"seed\": 41");
+  llvm::Expected<Plan> read = FromJson(json, "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("content hash mismatch"), std::string::npos);
+}
+
+TEST(PlanJson, UnknownOpAndMalformedJsonAreErrors) {
+  std::string json = ToJson(SamplePlan());
+  json.replace(json.find("\"save_model\""), 12, "\"launch_rocket\"");
+  llvm::Expected<Plan> read = FromJson(json, "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("steps[5].op"), std::string::npos);
+  llvm::Expected<Plan> broken = FromJson("{\"format\": ", "p.json");
+  ASSERT_FALSE(static_cast<bool>(broken));
+  EXPECT_NE(llvm::toString(broken.takeError()).find("invalid JSON"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace accel::plan
