@@ -1,10 +1,14 @@
 #include "runtime/checkpoint/safetensors.h"
 
 #include <algorithm>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -172,11 +176,28 @@ llvm::Error WriteSafetensors(const std::string& path, const std::vector<TensorRe
 }
 
 llvm::Expected<SafetensorsFile> SafetensorsFile::Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(path, "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return Parse(buffer.str(), path);
+  // One allocation of the exact size and one read: a growing stream buffer would copy the
+  // file several times and touch every fresh page again.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Fail(path, std::string("cannot open file: ") + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    ::close(fd);
+    return Fail(path, std::string("cannot stat file: ") + std::strerror(errno));
+  }
+  std::string bytes(static_cast<size_t>(info.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      ::close(fd);
+      return Fail(path, "short read");
+    }
+    done += static_cast<size_t>(got);
+  }
+  ::close(fd);
+  return Parse(std::move(bytes), path);
 }
 
 llvm::Expected<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const std::string& name) {
