@@ -2,14 +2,20 @@
 // Nothing hand-written lives next to this file; compiler/parse walks the generated tree.
 grammar Accel;
 
-file : decl* EOF ;
+file : importDecl* decl* EOF ;
+
+importDecl : 'import' source=STRING ('as' alias=ident)? ';'? ;
 
 decl
   : enumDecl
   | recordDecl
   | ruleDecl
   | jobDecl
+  | letDecl
   ;
+
+// A named constant: `let base_lr = 2e-5`.
+letDecl : doc? 'let' name=ident (':' type)? '=' expr ';'? ;
 
 // ---- schema declarations ------------------------------------------------------------------
 
@@ -21,10 +27,14 @@ recordDecl : doc? kind=('kwargs' | 'plugin' | 'config' | 'record') name=ident '{
 member : fieldDecl | ruleDecl ;
 
 fieldDecl
-  : doc? name=ident ':' type ('=' defaultValue=expr)? envDefault? constraint? ';'?
+  : doc? name=ident ':' type ('=' defaultValue=expr)? fieldModifier* ';'?
   ;
-envDefault : 'from' 'env' ID (',' ID)* ;
-constraint : 'where' expr ;
+fieldModifier
+  : 'from' 'env' ID (',' ID)*          # envDefault
+  | 'where' expr                       # constraint
+  | 'alias' ident (',' ident)*         # aliasModifier
+  | 'deprecated' message=STRING        # deprecatedModifier
+  ;
 
 type : typeAtom ('|' typeAtom)* ;
 typeAtom
@@ -47,7 +57,7 @@ path : ident ('.' ident)* ;
 // Declaration keywords are reserved only where they start a declaration, so schemas may
 // still name a field `config`, `env` or `record`.
 ident : ID | 'enum' | 'kwargs' | 'plugin' | 'config' | 'record' | 'rule' | 'job' | 'extends'
-      | 'from' | 'env' | 'where' ;
+      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' ;
 
 // ---- expressions (shared) -----------------------------------------------------------------
 
@@ -56,6 +66,8 @@ expr
   | expr op=('*' | '/' | '%') expr                            # binaryExpr
   | expr op=('+' | '-') expr                                  # binaryExpr
   | expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') expr      # binaryExpr
+  | expr op='in' expr                                         # binaryExpr
+  | expr 'is' negated='not'? 'set'                            # isSetExpr
   | expr op='and' expr                                        # binaryExpr
   | expr op='or' expr                                         # binaryExpr
   | <assoc = right> expr op='implies' expr                    # binaryExpr
@@ -68,8 +80,11 @@ primary
   | callee=ident '(' (expr (',' expr)*)? ')'    # callPrimary
   | path                                     # pathPrimary
   | '[' (expr (',' expr)* ','?)? ']'         # listPrimary
+  | '{' (mapEntry (',' mapEntry)* ','?)? '}' # mapPrimary
   | '(' expr ')'                             # parenPrimary
   ;
+
+mapEntry : (key=STRING | name=ident) ':' expr ;
 
 literal : INT | FLOAT | STRING | DURATION | BYTES | 'true' | 'false' | 'none' ;
 
@@ -82,6 +97,8 @@ BYTES    : DIGITS ('B' | 'KB' | 'MB' | 'GB' | 'TB' | 'KiB' | 'MiB' | 'GiB' | 'Ti
 FLOAT    : DIGITS '.' DIGITS EXPONENT? | DIGITS EXPONENT ;
 INT      : DIGITS ;
 STRING   : '"' (~["\\\r\n] | '\\' .)* '"' ;
+// A string cut off by the end of the line or file; the parser reports it as A1007.
+UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '\\'? ;
 ID       : [a-zA-Z_] [a-zA-Z0-9_]* ;
 
 DOC_COMMENT  : '///' ~[\r\n]* ;

@@ -36,8 +36,10 @@ enum class ExprKind {
   Record,    // text = type name, block = the fields: `MLP { hidden = 64 }`
   Call,      // text = callee, operands = arguments: `torchscript("m.pt")`
   List,      // operands
+  Map,       // path[i] names operands[i] (keys as written, quotes removed)
   Unary,     // text = operator (`-`, `not`), operands[0]
-  Binary,    // text = operator, operands[0] and operands[1]
+  Binary,    // text = operator (`+`, `<=`, `and`, `in`, ...), operands[0] and operands[1]
+  IsSet,     // operands[0] is set; bool_value = true for `is not set`
 };
 
 struct Expr {
@@ -87,6 +89,8 @@ struct FieldDecl {
   ExprPtr default_value;         // null: the field is required (unless optional)
   std::vector<Name> env_vars;    // `from env A, B`: first one set wins
   ExprPtr constraint;            // `where ...`, null when absent
+  std::vector<Name> aliases;     // `alias old_name`: other names that set this field
+  std::optional<std::string> deprecated;  // `deprecated "why"`: setting it warns
 };
 
 // `rule CODE severity "message": condition`
@@ -130,9 +134,27 @@ struct JobDecl {
   Block body;
 };
 
+// `import "path" [as name]`
+struct ImportDecl {
+  Span span;
+  std::string path;
+  std::optional<Name> alias;
+};
+
+// `let name [: type] = value`
+struct LetDecl {
+  Span span;
+  std::string doc;
+  Name name;
+  std::optional<TypeRef> type;
+  ExprPtr value;
+};
+
 // One parsed file. `source` is the file the spans point into; it must outlive the File.
 struct File {
   const source::SourceFile* source = nullptr;
+  std::vector<ImportDecl> imports;
+  std::vector<LetDecl> lets;
   std::vector<EnumDecl> enums;
   std::vector<RecordDecl> records;
   std::vector<RuleDecl> rules;

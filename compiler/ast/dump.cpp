@@ -37,6 +37,13 @@ class Dumper {
   explicit Dumper(const File& file) : file_(file) {}
 
   std::string Run() {
+    for (const ImportDecl& i : file_.imports) {
+      Line(0, fmt::format("import \"{}\"{}", i.path, i.alias ? " as " + i.alias->text : ""), i.span);
+    }
+    for (const LetDecl& let : file_.lets) {
+      Line(0, fmt::format("let {}{}", let.name.text, let.type ? ": " + TypeText(*let.type) : ""), let.span);
+      if (let.value) Expression(1, "value", *let.value);
+    }
     for (const EnumDecl& e : file_.enums) {
       Line(0, fmt::format("enum {}", e.name.text), e.span);
       for (const EnumMember& m : e.members) Line(1, fmt::format("member {} = \"{}\"", m.name.text, m.value), m.span);
@@ -47,6 +54,8 @@ class Dumper {
         Line(1, fmt::format("field {}: {}", f.name.text, TypeText(f.type)), f.span);
         if (f.default_value) Expression(2, "default", *f.default_value);
         for (const Name& env : f.env_vars) Line(2, fmt::format("from env {}", env.text), env.span);
+        for (const Name& alias : f.aliases) Line(2, fmt::format("alias {}", alias.text), alias.span);
+        if (f.deprecated) Line(2, fmt::format("deprecated \"{}\"", *f.deprecated), f.span);
         if (f.constraint) Expression(2, "where", *f.constraint);
       }
       for (const RuleDecl& rule : r.rules) Rule(1, rule);
@@ -121,6 +130,14 @@ class Dumper {
       case ExprKind::List:
         out_ += "list\n";
         for (const ExprPtr& item : e.operands) Expression(depth + 1, "item", *item);
+        return;
+      case ExprKind::Map:
+        out_ += "map\n";
+        for (size_t i = 0; i < e.operands.size(); ++i) Expression(depth + 1, "key " + e.path[i].text, *e.operands[i]);
+        return;
+      case ExprKind::IsSet:
+        out_ += e.bool_value ? "is not set\n" : "is set\n";
+        Expression(depth + 1, "operand", *e.operands[0]);
         return;
       case ExprKind::Unary:
       case ExprKind::Binary:

@@ -8,6 +8,21 @@
 namespace accel::diag {
 namespace {
 
+// Source bytes shown on either side of a diagnostic's span.
+constexpr uint32_t kContext = 100;
+
+// Control characters (a NUL, an escape) would corrupt the terminal: show each as `?`, one
+// character for one, so columns still line up for everything after them.
+std::string Printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out += (u < 0x20 && c != '\t') || u == 0x7f ? '?' : c;
+  }
+  return out;
+}
+
 const char* SeverityColor(Severity severity) {
   switch (severity) {
     case Severity::Note:
@@ -40,20 +55,28 @@ void RenderOne(const Diagnostic& d, TextStyle style, std::string& out) {
   out += '\n';
 
   // The source line with a caret under the first character and tildes under the rest of
-  // the span (clamped to the first line of a multi-line span).
+  // the span (clamped to the first line of a multi-line span). Long lines show a window
+  // around the span, so a 100 MB line prints as a few hundred bytes.
   std::string_view line = d.file->LineText(begin.line);
-  std::string gutter = fmt::format("{:>5}", begin.line);
-  out += fmt::format("{} | {}\n", gutter, line);
   source::LineColumn end = d.file->Locate(d.span.end);
-  uint32_t last_column = end.line == begin.line ? end.column : static_cast<uint32_t>(line.size()) + 1;
-  uint32_t width = std::max<uint32_t>(1, last_column > begin.column ? last_column - begin.column : 1);
-  std::string marker(begin.column - 1, ' ');
+  uint32_t first = begin.column - 1;  // 0-based byte offsets within the line
+  uint32_t last = end.line == begin.line ? end.column - 1 : static_cast<uint32_t>(line.size());
+  if (last <= first) last = first + 1;
+  uint32_t window_begin = first > kContext ? first - kContext : 0;
+  uint32_t window_end = std::min<uint32_t>(static_cast<uint32_t>(line.size()), std::max(last, first + 1) + kContext);
+  std::string prefix = window_begin > 0 ? "..." : "";
+  std::string suffix = window_end < line.size() ? "..." : "";
+  std::string shown = Printable(line.substr(window_begin, window_end - window_begin));
+  std::string gutter = fmt::format("{:>5}", begin.line);
+  out += fmt::format("{} | {}{}{}\n", gutter, prefix, shown, suffix);
+  std::string marker(prefix.size() + (first - window_begin), ' ');
   // Keep tabs so the caret lines up under tab-indented source.
-  for (uint32_t i = 0; i + 1 < begin.column && i < line.size(); ++i) {
-    if (line[i] == '\t') marker[i] = '\t';
+  for (uint32_t i = window_begin; i < first && i < line.size(); ++i) {
+    if (line[i] == '\t') marker[prefix.size() + (i - window_begin)] = '\t';
   }
+  uint32_t width = std::min<uint32_t>(last, window_end > first ? window_end : first + 1) - first;
   marker += '^';
-  marker += std::string(width - 1, '~');
+  marker += std::string(width > 1 ? width - 1 : 0, '~');
   out += fmt::format("{} | {}{}{}\n", std::string(gutter.size(), ' '), green, marker, reset);
   if (d.fixit) {
     out += fmt::format("{} = help: replace with `{}`\n", std::string(gutter.size(), ' '),

@@ -59,7 +59,7 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       if (options.format != "text" && options.format != "json") {
         return fmt::format("unknown format `{}`; expected `text` or `json`", options.format);
       }
-    } else if (!arg.empty() && arg[0] == '-') {
+    } else if (arg.size() > 1 && arg[0] == '-') {  // a lone `-` is standard input
       return fmt::format("unknown option `{}`", arg);
     } else if (options.command.empty()) {
       options.command = arg;

@@ -1,5 +1,7 @@
 #include "compiler/driver/compile.h"
 
+#include <filesystem>
+
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/check.h"
@@ -22,6 +24,14 @@ void Finish(Compilation& compilation) { compilation.diagnostics.SortByLocation()
 Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
                         const sema::Environment& environment) {
   Compilation compilation;
+  // Refuse oversized files before reading them: memory stays bounded whatever the input.
+  std::error_code ec;
+  uintmax_t size = path == "-" ? 0 : std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxSourceBytes) {
+    compilation.diagnostics.Emit(diag::Kind::FileTooLarge, nullptr, {}, path, size, kMaxSourceBytes >> 20);
+    compilation.source = std::make_unique<source::SourceFile>(path, "");
+    return compilation;
+  }
   llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path);
   if (!source) {
     compilation.diagnostics.Add(
@@ -29,6 +39,11 @@ Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
     return compilation;
   }
   compilation.source = std::make_unique<source::SourceFile>(std::move(*source));
+  if (compilation.source->text().size() > kMaxSourceBytes) {  // standard input has no size up front
+    compilation.diagnostics.Emit(diag::Kind::FileTooLarge, nullptr, {}, compilation.source->name(),
+                                 compilation.source->text().size(), kMaxSourceBytes >> 20);
+    return compilation;
+  }
   RunPhases(compilation, stdlib, environment);
   Finish(compilation);
   return compilation;

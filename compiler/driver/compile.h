@@ -13,6 +13,10 @@
 
 namespace accel::driver {
 
+// Spec files larger than this are refused (A1008) before they are read: real specs are a few
+// KiB, and the parser needs ~40 bytes of memory per input byte.
+inline constexpr size_t kMaxSourceBytes = 16u << 20;
+
 // Everything one compilation produced. Diagnostics point into `source`, which lives here.
 struct Compilation {
   std::unique_ptr<source::SourceFile> source;  // null when the file could not be read

@@ -35,6 +35,11 @@ json::Value Scalar(const Value& v) {
       for (size_t i = 0; i < v.keys.size(); ++i) object[v.keys[i]] = Scalar(v.items[i]);
       return object;
     }
+    case Value::Kind::Map: {
+      json::Object object;
+      for (size_t i = 0; i < v.keys.size(); ++i) object[v.keys[i]] = Scalar(v.items[i]);
+      return object;
+    }
   }
   return nullptr;
 }

@@ -5,6 +5,7 @@
 #include "AccelLexer.h"
 #include "AccelParser.h"
 #include "antlr4-runtime.h"
+#include "compiler/parse/guards.h"
 #include "compiler/parse/literals.h"
 #include "compiler/parse/syntax_errors.h"
 
@@ -32,13 +33,23 @@ std::vector<uint32_t> CodePointOffsets(const std::string& text) {
 class TreeBuilder {
  public:
   TreeBuilder(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
-              const std::vector<uint32_t>& offsets)
-      : source_(source), diagnostics_(diagnostics), offsets_(offsets) {}
+              std::function<uint32_t(size_t)> to_byte)
+      : source_(source), diagnostics_(diagnostics), to_byte_(std::move(to_byte)) {}
 
   ast::File Build(AccelParser::FileContext* tree) {
     ast::File file;
     file.source = &source_;
+    for (AccelParser::ImportDeclContext* i : tree->importDecl()) {
+      ast::ImportDecl import{SpanOf(i), i->source ? StringValue(i->source) : "", std::nullopt};
+      if (i->alias) import.alias = NameOf(i->alias);
+      file.imports.push_back(std::move(import));
+    }
     for (AccelParser::DeclContext* decl : tree->decl()) {
+      if (auto* l = decl->letDecl()) {
+        ast::LetDecl let{SpanOf(l), Doc(l->doc()), NameOf(l->name), std::nullopt, Expression(l->expr())};
+        if (l->type()) let.type = Type(l->type());
+        file.lets.push_back(std::move(let));
+      }
       if (auto* e = decl->enumDecl()) file.enums.push_back(Enum(e));
       if (auto* r = decl->recordDecl()) file.records.push_back(Record(r));
       if (auto* r = decl->ruleDecl()) file.rules.push_back(Rule(r));
@@ -48,9 +59,7 @@ class TreeBuilder {
   }
 
  private:
-  uint32_t Byte(size_t code_point) const {
-    return code_point < offsets_.size() ? offsets_[code_point] : offsets_.back();
-  }
+  uint32_t Byte(size_t code_point) const { return to_byte_(code_point); }
   ast::Span SpanOf(antlr4::Token* token) const {
     if (token == nullptr || token->getType() == antlr4::Token::EOF) return {};
     return {Byte(token->getStartIndex()), Byte(token->getStopIndex() + 1)};
@@ -117,10 +126,17 @@ class TreeBuilder {
     field.name = NameOf(context->name);
     field.type = Type(context->type());
     if (context->defaultValue) field.default_value = Expression(context->defaultValue);
-    if (auto* env = context->envDefault()) {
-      for (antlr4::tree::TerminalNode* id : env->ID()) field.env_vars.push_back(NameOf(id->getSymbol()));
+    for (AccelParser::FieldModifierContext* modifier : context->fieldModifier()) {
+      if (auto* env = dynamic_cast<AccelParser::EnvDefaultContext*>(modifier)) {
+        for (antlr4::tree::TerminalNode* id : env->ID()) field.env_vars.push_back(NameOf(id->getSymbol()));
+      } else if (auto* where = dynamic_cast<AccelParser::ConstraintContext*>(modifier)) {
+        field.constraint = Expression(where->expr());
+      } else if (auto* alias = dynamic_cast<AccelParser::AliasModifierContext*>(modifier)) {
+        for (AccelParser::IdentContext* name : alias->ident()) field.aliases.push_back(NameOf(name));
+      } else if (auto* deprecated = dynamic_cast<AccelParser::DeprecatedModifierContext*>(modifier)) {
+        field.deprecated = deprecated->message ? StringValue(deprecated->message) : "";
+      }
     }
-    if (auto* where = context->constraint()) field.constraint = Expression(where->expr());
     return field;
   }
 
@@ -189,9 +205,36 @@ class TreeBuilder {
     return expr;
   }
 
+  // Bounds the depth of the syntax tree, so that no later recursive walk (checking, printing,
+  // destruction) can exhaust the stack on a hostile input like `1+1+...+1` a million terms long.
+  class DepthGuard {
+   public:
+    explicit DepthGuard(int& depth) : depth_(depth) { ++depth_; }
+    ~DepthGuard() { --depth_; }
+
+   private:
+    int& depth_;
+  };
+
   ast::ExprPtr Expression(AccelParser::ExprContext* context) {
     if (context == nullptr) return nullptr;
+    DepthGuard guard(depth_);
     ast::Span span = SpanOf(context);
+    if (depth_ > kMaxNesting) {
+      if (!reported_depth_) {
+        reported_depth_ = true;
+        diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, {span.begin, span.begin + 1}, kMaxNesting);
+      }
+      return nullptr;
+    }
+    if (auto* is_set = dynamic_cast<AccelParser::IsSetExprContext*>(context)) {
+      ast::ExprPtr operand = Expression(is_set->expr());
+      if (!operand) return nullptr;
+      ast::ExprPtr expr = Make(ast::ExprKind::IsSet, span);
+      expr->bool_value = is_set->negated != nullptr;
+      expr->operands.push_back(std::move(operand));
+      return expr;
+    }
     if (auto* unary = dynamic_cast<AccelParser::UnaryExprContext*>(context)) {
       ast::ExprPtr operand = Expression(unary->expr());
       if (!operand) return nullptr;
@@ -258,6 +301,17 @@ class TreeBuilder {
       ast::ExprPtr expr = Make(ast::ExprKind::List, span);
       for (AccelParser::ExprContext* item : list->expr()) {
         if (ast::ExprPtr value = Expression(item)) expr->operands.push_back(std::move(value));
+      }
+      return expr;
+    }
+    if (auto* map = dynamic_cast<AccelParser::MapPrimaryContext*>(context)) {
+      ast::ExprPtr expr = Make(ast::ExprKind::Map, span);
+      for (AccelParser::MapEntryContext* entry : map->mapEntry()) {
+        ast::ExprPtr value = Expression(entry->expr());
+        if (!value) continue;
+        ast::Name key = entry->key ? ast::Name{StringValue(entry->key), SpanOf(entry->key)} : NameOf(entry->name);
+        expr->path.push_back(std::move(key));
+        expr->operands.push_back(std::move(value));
       }
       return expr;
     }
@@ -329,36 +383,77 @@ class TreeBuilder {
 
   const source::SourceFile& source_;
   diag::DiagnosticEngine& diagnostics_;
-  const std::vector<uint32_t>& offsets_;
+  std::function<uint32_t(size_t)> to_byte_;
+  int depth_ = 0;
+  bool reported_depth_ = false;
 };
 
 }  // namespace
 
+namespace {
+
+// Rejects nesting deeper than kMaxNesting before the parser recurses into it: brackets, and
+// runs of prefix operators (`- - - x`), which ANTLR also parses recursively.
+bool CheckNesting(antlr4::CommonTokenStream& tokens, const source::SourceFile& source,
+                  const std::function<uint32_t(size_t)>& to_byte, diag::DiagnosticEngine& diagnostics) {
+  int depth = 0;
+  int prefix_run = 0;
+  for (antlr4::Token* token : tokens.getTokens()) {
+    std::string text = token->getType() == antlr4::Token::EOF ? "" : token->getText();
+    if (text == "(" || text == "[" || text == "{") ++depth;
+    if (text == ")" || text == "]" || text == "}") depth = std::max(0, depth - 1);
+    prefix_run = (text == "-" || text == "not") ? prefix_run + 1 : 0;
+    if (depth > kMaxNesting || prefix_run > kMaxNesting) {
+      uint32_t at = to_byte(token->getStartIndex());
+      diagnostics.Emit(diag::Kind::NestingTooDeep, &source, {at, at + 1}, kMaxNesting);
+      return false;
+    }
+  }
+  return true;
+}
+
+// 64 MiB: ANTLR uses a few KiB of stack per nesting level; kMaxNesting levels fit many times.
+constexpr size_t kParserStackBytes = 64u << 20;
+
+}  // namespace
+
 ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
-  std::vector<uint32_t> offsets = CodePointOffsets(source.text());
-  auto to_byte = [&offsets](size_t index) {
+  ast::File file;
+  file.source = &source;
+  if (std::optional<size_t> bad = FirstInvalidUtf8(source.text())) {
+    uint32_t at = static_cast<uint32_t>(*bad);
+    diagnostics.Emit(diag::Kind::InvalidUtf8, &source, {at, at + 1}, static_cast<unsigned char>(source.text()[at]));
+    return file;
+  }
+  // Pure ASCII (the common case) needs no table: code point i is byte i.
+  bool ascii = std::all_of(source.text().begin(), source.text().end(),
+                           [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  std::vector<uint32_t> offsets = ascii ? std::vector<uint32_t>{} : CodePointOffsets(source.text());
+  uint32_t size = static_cast<uint32_t>(source.text().size());
+  auto to_byte = [&offsets, ascii, size](size_t index) -> uint32_t {
+    if (ascii) return index < size ? static_cast<uint32_t>(index) : size;
     return index < offsets.size() ? offsets[index] : offsets.back();
   };
-  // ANTLR is allowed to throw only inside this function (STYLE.md: one boundary per library).
-  try {
-    antlr4::ANTLRInputStream input(source.text());
-    AccelLexer lexer(&input);
-    lexer.removeErrorListeners();
-    antlr4::CommonTokenStream tokens(&lexer);
-    AccelParser parser(&tokens);
-    SyntaxErrorListener listener(source, diagnostics, to_byte);
-    lexer.addErrorListener(&listener);
-    parser.removeErrorListeners();
-    parser.addErrorListener(&listener);
-    AccelParser::FileContext* tree = parser.file();
-    return TreeBuilder(source, diagnostics, offsets).Build(tree);
-  } catch (const std::exception& error) {
-    diagnostics.Emit(diag::Kind::SyntaxError, &source, {},
-                     std::string("the parser gave up: ") + error.what());
-  }
-  ast::File empty;
-  empty.source = &source;
-  return empty;
+  RunWithStack(kParserStackBytes, [&] {
+    // ANTLR is allowed to throw only inside this function (STYLE.md: one boundary per library).
+    try {
+      antlr4::ANTLRInputStream input(source.text());
+      AccelLexer lexer(&input);
+      lexer.removeErrorListeners();
+      antlr4::CommonTokenStream tokens(&lexer);
+      tokens.fill();
+      if (!CheckNesting(tokens, source, to_byte, diagnostics)) return;
+      AccelParser parser(&tokens);
+      SyntaxErrorListener listener(source, diagnostics, to_byte);
+      parser.removeErrorListeners();
+      parser.addErrorListener(&listener);
+      AccelParser::FileContext* tree = parser.file();
+      file = TreeBuilder(source, diagnostics, to_byte).Build(tree);
+    } catch (const std::exception& error) {
+      diagnostics.Emit(diag::Kind::SyntaxError, &source, {}, std::string("the parser gave up: ") + error.what());
+    }
+  });
+  return file;
 }
 
 }  // namespace accel::parse

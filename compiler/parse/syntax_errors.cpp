@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "AccelLexer.h"
 #include "AccelParser.h"
 #include "Parser.h"
@@ -77,8 +79,16 @@ void SyntaxErrorListener::syntaxError(antlr4::Recognizer* recognizer, antlr4::To
   } else {
     span = {to_byte_(offending->getStartIndex()), to_byte_(offending->getStopIndex() + 1)};
   }
+  if (offending->getType() == AccelLexer::UNTERMINATED_STRING) {
+    diagnostics_.Emit(diag::Kind::UnterminatedString, &source_, span);
+    return;
+  }
   if (offending->getType() == AccelLexer::UNEXPECTED) {
-    diagnostics_.Emit(diag::Kind::UnexpectedCharacter, &source_, span, offending->getText());
+    std::string text = offending->getText();
+    unsigned char c = text.empty() ? 0 : static_cast<unsigned char>(text[0]);
+    // Control characters are named by code, not printed.
+    diagnostics_.Emit(diag::Kind::UnexpectedCharacter, &source_, span,
+                      text.size() == 1 && (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : text);
     return;
   }
   std::string observed = offending->getType() == antlr4::Token::EOF

@@ -53,6 +53,9 @@ std::string DescribeFound(const ast::Expr& e) {
       return fmt::format("a call `{}`", ExprText(e));
     case ast::ExprKind::List:
       return "a list";
+    case ast::ExprKind::Map:
+      return "a map";
+    case ast::ExprKind::IsSet:
     case ast::ExprKind::Unary:
     case ast::ExprKind::Binary:
       return fmt::format("an expression `{}`", ExprText(e));
@@ -101,8 +104,22 @@ class Checker {
                         file_.jobs[i].name.text);
     }
     const ast::JobDecl& job = file_.jobs[0];
+    for (const ast::ImportDecl& import : file_.imports) {
+      diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file_.source, import.span, "`import`",
+                        "; composition of files arrives with issue #5");
+    }
     if (job.base) {
-      diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file_.source, job.base->span, "`extends`");
+      diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file_.source, job.base->span, "`extends`",
+                        "; composition of jobs arrives with issue #5");
+    }
+    for (const ast::LetDecl& let : file_.lets) {
+      auto [it, inserted] = lets_.emplace(let.name.text, &let);
+      if (!inserted) {
+        diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateDeclaration, file_.source, let.name.span,
+                                                let.name.text);
+        d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, file_.source,
+                                                       it->second->name.span, let.name.text));
+      }
     }
     auto root_schema = schema_.records.find("Job");
     if (root_schema == schema_.records.end()) {
@@ -128,12 +145,17 @@ class Checker {
     std::map<std::string, std::vector<Entry>, std::less<>> by_field;
     for (const Entry& entry : entries) {
       const ast::Name& name = entry.statement->path[entry.depth];
-      if (record.Find(name.text) == nullptr) {
+      const FieldSchema* field = record.Find(name.text);
+      if (field == nullptr) field = Renamed(record, name, file);
+      if (field == nullptr) {
         ReportUnknownField(record, name, file);
         ok = false;
         continue;
       }
-      by_field[name.text].push_back(entry);
+      if (field->deprecated) {
+        diagnostics_.Emit(diag::Kind::DeprecatedField, file, name.span, prefix + field->name, *field->deprecated);
+      }
+      by_field[field->name].push_back(entry);
     }
 
     Value value;
@@ -160,6 +182,16 @@ class Checker {
     CheckConstraints(record, value, failed, file, span, prefix);
     if (!ok) return std::nullopt;
     return value;
+  }
+
+  // A field set by one of its old names: warn, offer the new name, and carry on with it.
+  const FieldSchema* Renamed(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file) {
+    const FieldSchema* field = record.FindAlias(name.text);
+    if (field == nullptr) return nullptr;
+    diag::Diagnostic& d =
+        diagnostics_.Emit(diag::Kind::DeprecatedAlias, file, name.span, name.text, field->name, field->name);
+    d.fixit = diag::FixIt{name.span, field->name};
+    return field;
   }
 
   void ReportUnknownField(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file) {
@@ -329,6 +361,7 @@ class Checker {
   // Converts `expr` to a value of `type`, reporting what does not fit.
   std::optional<Value> Convert(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                const std::string& path) {
+    if (const ast::LetDecl* let = LetNamed(expr, file)) return ConvertLet(*let, expr, type, file, path);
     Value value;
     value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
     switch (type.kind) {
@@ -396,11 +429,56 @@ class Checker {
         if (!ok) return std::nullopt;
         return value;
       }
-      case Type::Kind::Map:
-        diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file, expr.span, "a map value");
-        return std::nullopt;
+      case Type::Kind::Map: {
+        if (expr.kind != ast::ExprKind::Map) return Mismatch(expr, type, file, path);
+        value.kind = Value::Kind::Map;
+        bool ok = true;
+        std::map<std::string, source::Span> seen;
+        for (size_t i = 0; i < expr.operands.size(); ++i) {
+          const ast::Name& key = expr.path[i];
+          if (auto [it, inserted] = seen.emplace(key.text, key.span); !inserted) {
+            diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateField, file, key.span,
+                                                    fmt::format("{}[\"{}\"]", path, key.text));
+            d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, file, it->second));
+            ok = false;
+            continue;
+          }
+          std::optional<Value> item =
+              Convert(*expr.operands[i], type.args[1], file, fmt::format("{}[\"{}\"]", path, key.text));
+          if (!item) {
+            ok = false;
+            continue;
+          }
+          value.keys.push_back(key.text);
+          value.items.push_back(std::move(*item));
+        }
+        if (!ok) return std::nullopt;
+        return value;
+      }
     }
     return Mismatch(expr, type, file, path);
+  }
+
+  // The `let` a bare name in the spec refers to, or null. Lets live in the spec file only.
+  const ast::LetDecl* LetNamed(const ast::Expr& expr, const source::SourceFile* file) const {
+    if (expr.kind != ast::ExprKind::Path || expr.path.size() != 1 || file != file_.source) return nullptr;
+    auto it = lets_.find(expr.path[0].text);
+    return it == lets_.end() ? nullptr : it->second;
+  }
+
+  std::optional<Value> ConvertLet(const ast::LetDecl& let, const ast::Expr& use, const Type& type,
+                                  const source::SourceFile* file, const std::string& path) {
+    if (!active_lets_.insert(let.name.text).second) {
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::CyclicLet, file, use.span, let.name.text);
+      d.notes.push_back(
+          diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, file, let.name.span, let.name.text));
+      return std::nullopt;
+    }
+    std::optional<Value> value = let.value ? Convert(*let.value, type, file, path) : std::nullopt;
+    active_lets_.erase(let.name.text);
+    // The value's provenance is the use site: that is where the user set the field.
+    if (value) value->provenance = {Provenance::Kind::Spec, file, use.span, ""};
+    return value;
   }
 
   std::optional<Value> ConvertEnum(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
@@ -438,6 +516,7 @@ class Checker {
     for (const Type& alternative : type.args) {
       diag::DiagnosticEngine scratch;
       Checker trial(file_, schema_, environment_, scratch);
+      trial.lets_ = lets_;
       if (std::optional<Value> value = trial.Convert(expr, alternative, file, path)) {
         if (!scratch.has_errors()) return value;
       }
@@ -464,8 +543,8 @@ class Checker {
       std::string error;
       std::optional<Value> result = Evaluate(*field.constraint, value, &error);
       if (!result || result->kind != Value::Kind::Bool) {
-        diagnostics_.Emit(diag::Kind::UnknownName, field.file, field.constraint->span,
-                          error.empty() ? "constraint is not a bool" : error, record.name);
+        diagnostics_.Emit(diag::Kind::BadSchemaExpression, field.file, field.constraint->span,
+                          ExprText(*field.constraint), record.name, error.empty() ? "it is not a bool" : error);
         continue;
       }
       if (result->bool_value) continue;
@@ -483,8 +562,8 @@ class Checker {
       std::string error;
       std::optional<Value> result = Evaluate(*rule.condition, value, &error);
       if (!result || result->kind != Value::Kind::Bool) {
-        diagnostics_.Emit(diag::Kind::UnknownName, rule.file, rule.condition->span,
-                          error.empty() ? "rule condition is not a bool" : error, record.name);
+        diagnostics_.Emit(diag::Kind::BadSchemaExpression, rule.file, rule.condition->span,
+                          ExprText(*rule.condition), record.name, error.empty() ? "it is not a bool" : error);
         continue;
       }
       if (result->bool_value) continue;
@@ -502,6 +581,8 @@ class Checker {
   const Schema& schema_;
   const Environment& environment_;
   diag::DiagnosticEngine& diagnostics_;
+  std::map<std::string, const ast::LetDecl*, std::less<>> lets_;
+  std::set<std::string> active_lets_;  // lets being expanded, to catch cycles
 };
 
 }  // namespace

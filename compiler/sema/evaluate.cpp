@@ -61,6 +61,13 @@ class Evaluator {
         return Value{};
       case ast::ExprKind::Path:
         return Lookup(e);
+      case ast::ExprKind::IsSet: {
+        // `x is set`: the field holds a value (an optional field left as `none` does not).
+        std::optional<Value> operand = Eval(*e.operands[0]);
+        if (!operand) return std::nullopt;
+        bool set = operand->kind != Value::Kind::None;
+        return MakeBool(e.bool_value ? !set : set);
+      }
       case ast::ExprKind::Unary:
         return Unary(e);
       case ast::ExprKind::Binary:
@@ -68,6 +75,7 @@ class Evaluator {
       case ast::ExprKind::Record:
       case ast::ExprKind::Call:
       case ast::ExprKind::List:
+      case ast::ExprKind::Map:
         break;
     }
     return Fail(fmt::format("`{}` cannot be used in a constraint", ExprText(e)));
@@ -130,6 +138,21 @@ class Evaluator {
       if (!rhs) return std::nullopt;
       if (rhs->kind != Value::Kind::Bool) return Fail(fmt::format("`{}` needs bool operands", op));
       return MakeBool(rhs->bool_value);
+    }
+    if (op == "in") {
+      // `x in [a, b, c]`: equal to one of the listed values.
+      const ast::Expr& list = *e.operands[1];
+      if (list.kind != ast::ExprKind::List) return Fail("`in` needs a list literal on its right");
+      std::optional<Value> lhs = Eval(*e.operands[0]);
+      if (!lhs) return std::nullopt;
+      for (const ast::ExprPtr& item : list.operands) {
+        std::optional<Value> candidate = Eval(*item);
+        if (!candidate) return std::nullopt;
+        std::optional<Value> equal = Compare("==", *lhs, *candidate);
+        if (!equal) return std::nullopt;
+        if (equal->bool_value) return MakeBool(true);
+      }
+      return MakeBool(false);
     }
     if (IsComparison(op)) {
       const ast::Expr& left = *e.operands[0];
@@ -242,8 +265,15 @@ std::string ExprText(const ast::Expr& e) {
       if (e.kind == ast::ExprKind::Call) out += "(...)";
       return out;
     }
-    case ast::ExprKind::List:
-      return "[...]";
+    case ast::ExprKind::List: {
+      std::string out = "[";
+      for (size_t i = 0; i < e.operands.size(); ++i) out += (i ? ", " : "") + ExprText(*e.operands[i]);
+      return out + "]";
+    }
+    case ast::ExprKind::Map:
+      return "{...}";
+    case ast::ExprKind::IsSet:
+      return ExprText(*e.operands[0]) + (e.bool_value ? " is not set" : " is set");
     case ast::ExprKind::Unary:
       return e.text == "not" ? "not " + ExprText(*e.operands[0]) : "-" + ExprText(*e.operands[0]);
     case ast::ExprKind::Binary:

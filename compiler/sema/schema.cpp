@@ -1,10 +1,21 @@
 #include "compiler/sema/schema.h"
 
+#include <fmt/format.h>
+
 namespace accel::sema {
 
 const FieldSchema* RecordSchema::Find(std::string_view field) const {
   for (const FieldSchema& f : fields) {
     if (f.name == field) return &f;
+  }
+  return nullptr;
+}
+
+const FieldSchema* RecordSchema::FindAlias(std::string_view alias) const {
+  for (const FieldSchema& f : fields) {
+    for (const std::string& name : f.aliases) {
+      if (name == alias) return &f;
+    }
   }
   return nullptr;
 }
@@ -37,6 +48,7 @@ class SchemaBuilder {
     for (const ast::File* file : files) {
       for (const ast::RecordDecl& decl : file->records) DefineRecord(*file, decl);
     }
+    for (auto& [name, record] : schema_.records) CheckNames(record);
     return std::move(schema_);
   }
 
@@ -86,6 +98,8 @@ class SchemaBuilder {
       field.default_value = f.default_value.get();
       for (const ast::Name& env : f.env_vars) field.env_vars.push_back(env.text);
       field.constraint = f.constraint.get();
+      for (const ast::Name& alias : f.aliases) field.aliases.push_back(alias.text);
+      field.deprecated = f.deprecated;
       field.file = file.source;
       field.span = f.name.span;
       record.fields.push_back(std::move(field));
@@ -101,6 +115,45 @@ class SchemaBuilder {
       rule.span = r.code.span;
       record.rules.push_back(std::move(rule));
     }
+  }
+
+  // Every name a constraint or rule reads must be a field path of the record, or a bare enum
+  // member; a typo here would otherwise surface only when some job happens to evaluate it.
+  void CheckNames(const RecordSchema& record) {
+    for (const FieldSchema& field : record.fields) {
+      if (field.constraint) CheckNames(record, field.file, *field.constraint, "a constraint");
+    }
+    for (const RuleSchema& rule : record.rules) {
+      if (rule.condition) CheckNames(record, rule.file, *rule.condition, "rule " + rule.code);
+    }
+  }
+
+  void CheckNames(const RecordSchema& record, const source::SourceFile* file, const ast::Expr& expr,
+                  const std::string& where) {
+    for (const ast::ExprPtr& operand : expr.operands) CheckNames(record, file, *operand, where);
+    if (expr.kind != ast::ExprKind::Path || expr.path.empty()) return;
+    const RecordSchema* scope = &record;
+    for (size_t i = 0; i < expr.path.size(); ++i) {
+      const ast::Name& name = expr.path[i];
+      const FieldSchema* field = scope ? scope->Find(name.text) : nullptr;
+      if (field == nullptr) {
+        if (expr.path.size() == 1 && IsEnumMember(name.text)) return;
+        diagnostics_.Emit(diag::Kind::UnknownName, file, name.span, name.text,
+                          fmt::format("{} of `{}`", where, record.name));
+        return;
+      }
+      const Type* type = &field->type;
+      if (type->kind == Type::Kind::Optional) type = &type->args[0];
+      auto next = type->kind == Type::Kind::Record ? schema_.records.find(type->name) : schema_.records.end();
+      scope = next == schema_.records.end() ? nullptr : &next->second;
+    }
+  }
+
+  bool IsEnumMember(const std::string& name) const {
+    for (const auto& [_, e] : schema_.enums) {
+      if (e.Find(name) != nullptr) return true;
+    }
+    return false;
   }
 
   Type Resolve(const ast::File& file, const ast::TypeRef& ref) {

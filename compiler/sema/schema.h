@@ -2,6 +2,7 @@
 #define ACCEL_COMPILER_SEMA_SCHEMA_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct FieldSchema {
   const ast::Expr* default_value = nullptr;  // null: required unless the type is optional
   std::vector<std::string> env_vars;
   const ast::Expr* constraint = nullptr;
+  std::vector<std::string> aliases;        // old names that still set this field, with a warning
+  std::optional<std::string> deprecated;   // why the field should no longer be set
   const source::SourceFile* file = nullptr;
   source::Span span;
 };
@@ -44,6 +47,8 @@ struct RecordSchema {
   source::Span span;
 
   const FieldSchema* Find(std::string_view field) const;
+  // The field that lists `alias` among its old names, or null.
+  const FieldSchema* FindAlias(std::string_view alias) const;
   std::vector<std::string> FieldNames() const;
 };
 
@@ -67,7 +72,8 @@ struct Schema {
 };
 
 // Collects the declarations of `files` into one Schema and resolves every type name.
-// Reports unknown types (A2001) and duplicate declarations (A2002) to `diagnostics`.
+// Reports unknown types (A2001), duplicate declarations (A2002), and names in `where`
+// constraints and rules that are neither a field of their record nor an enum member (A2008).
 Schema BuildSchema(const std::vector<const ast::File*>& files, diag::DiagnosticEngine& diagnostics);
 
 }  // namespace accel::sema

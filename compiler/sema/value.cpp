@@ -96,6 +96,8 @@ std::string Value::Describe() const {
       return text;
     case Kind::Record:
       return type_name + " {...}";
+    case Kind::Map:
+      return "{...}";
     case Kind::List: {
       std::string out = "[";
       for (size_t i = 0; i < items.size(); ++i) {

@@ -23,7 +23,7 @@ struct Provenance {
 
 // A fully resolved value: every field of a record is present, defaults applied.
 struct Value {
-  enum class Kind { None, Bool, Int, Float, String, Duration, Bytes, Enum, Record, List };
+  enum class Kind { None, Bool, Int, Float, String, Duration, Bytes, Enum, Record, List, Map };
   Kind kind = Kind::None;
   bool bool_value = false;
   int64_t int_value = 0;  // Int; Duration in milliseconds; Bytes in bytes
@@ -31,7 +31,8 @@ struct Value {
   std::string text;       // String and path text; Enum member name
   std::string enum_value; // Enum serialized value (`fp16`)
   std::string type_name;  // Enum or Record type
-  // Record fields in schema order: keys[i] names items[i]. List elements: items only.
+  // Record fields in schema order, and map entries in spec order: keys[i] names items[i].
+  // List elements: items only.
   std::vector<std::string> keys;
   std::vector<Value> items;
   Provenance provenance;

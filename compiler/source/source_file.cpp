@@ -15,6 +15,14 @@ SourceFile::SourceFile(std::string name, std::string text)
 }
 
 llvm::Expected<SourceFile> SourceFile::Read(const std::string& path) {
+  if (path == "-") {
+    auto buffer = llvm::MemoryBuffer::getSTDIN();
+    if (!buffer) {
+      return llvm::createStringError(buffer.getError(), "cannot read standard input: %s",
+                                     buffer.getError().message().c_str());
+    }
+    return SourceFile("<stdin>", (*buffer)->getBuffer().str());
+  }
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer) {
     return llvm::createStringError(buffer.getError(), "cannot read `%s`: %s", path.c_str(),

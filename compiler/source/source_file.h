@@ -34,7 +34,8 @@ class SourceFile {
   // Wraps in-memory text. `name` is what diagnostics print (a path or `<stdlib>/x.accel`).
   SourceFile(std::string name, std::string text);
 
-  // Reads `path` from disk. Fails with an error naming the path when it cannot be read.
+  // Reads `path` from disk, or standard input when `path` is `-` (named `<stdin>`). Fails
+  // with an error naming the path when it cannot be read.
   static llvm::Expected<SourceFile> Read(const std::string& path);
 
   const std::string& name() const { return name_; }
