@@ -96,6 +96,8 @@ DURATION : DIGITS ('ms' | 's' | 'm' | 'h') ;
 BYTES    : DIGITS ('B' | 'KB' | 'MB' | 'GB' | 'TB' | 'KiB' | 'MiB' | 'GiB' | 'TiB') ;
 FLOAT    : DIGITS '.' DIGITS EXPONENT? | DIGITS EXPONENT ;
 INT      : DIGITS ;
+// A number run into letters (`10Gb`, `5sec`): one token, so the error names all of it.
+BAD_NUMBER : DIGITS [a-zA-Z_] [a-zA-Z_0-9]* ;
 STRING   : '"' (~["\\\r\n] | '\\' .)* '"' ;
 // A string cut off by the end of the line or file; the parser reports it as A1007.
 UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '\\'? ;

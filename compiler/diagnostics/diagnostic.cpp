@@ -1,6 +1,7 @@
 #include "compiler/diagnostics/diagnostic.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace accel::diag {
 
@@ -62,12 +63,19 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 }  // namespace
 
 std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates) {
-  // A third of the word's length, as clang's typo correction does, but at least one edit.
-  size_t limit = std::max<size_t>(1, word.size() / 3);
+  // About a third of the word's length, as clang's typo correction does, at least one edit.
+  // Case is ignored: `Strng` is one edit from `string`.
+  size_t limit = std::max<size_t>(1, (word.size() + 1) / 3);
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  std::string lowered = lower(word);
   std::string best;
   size_t best_distance = limit + 1;
   for (const std::string& candidate : candidates) {
-    size_t distance = EditDistance(word, candidate);
+    size_t distance = EditDistance(lowered, lower(candidate));
     if (distance < best_distance) {
       best_distance = distance;
       best = candidate;

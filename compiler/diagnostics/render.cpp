@@ -1,6 +1,7 @@
 #include "compiler/diagnostics/render.h"
 
 #include <algorithm>
+#include <map>
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -120,6 +121,120 @@ std::string RenderJson(const std::vector<Diagnostic>& diagnostics) {
   llvm::raw_string_ostream stream(out);
   stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(array)));
   stream.flush();
+  return out;
+}
+
+namespace {
+
+const char* SarifLevel(Severity severity) {
+  switch (severity) {
+    case Severity::Note:
+      return "note";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Error:
+      return "error";
+  }
+  return "error";
+}
+
+llvm::json::Object SarifLocation(const Diagnostic& d) {
+  source::LineColumn begin = d.file->Locate(d.span.begin);
+  source::LineColumn end = d.file->Locate(std::max(d.span.end, d.span.begin + 1));
+  return llvm::json::Object{
+      {"physicalLocation",
+       llvm::json::Object{{"artifactLocation", llvm::json::Object{{"uri", d.file->name()}}},
+                          {"region", llvm::json::Object{{"startLine", begin.line},
+                                                        {"startColumn", begin.column},
+                                                        {"endLine", end.line},
+                                                        {"endColumn", end.column}}}}}};
+}
+
+std::string Print(const llvm::json::Value& value) {
+  std::string out;
+  llvm::raw_string_ostream stream(out);
+  stream << llvm::formatv("{0:2}", value) << "\n";
+  stream.flush();
+  return out;
+}
+
+// Escapes for a workflow command's message (`data`) and its properties.
+std::string GithubEscape(std::string_view text, bool property) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%') out += "%25";
+    else if (c == '\r') out += "%0D";
+    else if (c == '\n') out += "%0A";
+    else if (property && c == ':') out += "%3A";
+    else if (property && c == ',') out += "%2C";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderSarif(const std::vector<Diagnostic>& diagnostics, const std::string& tool_version) {
+  llvm::json::Array results;
+  std::map<std::string, std::string> rules;  // code -> a description
+  for (const Diagnostic& d : diagnostics) {
+    llvm::json::Object result{{"ruleId", d.code.empty() ? "accelc" : d.code},
+                              {"level", SarifLevel(d.severity)},
+                              {"message", llvm::json::Object{{"text", d.message}}}};
+    rules.emplace(d.code.empty() ? "accelc" : d.code, d.message);
+    if (d.file != nullptr) result["locations"] = llvm::json::Array{SarifLocation(d)};
+    llvm::json::Array related;
+    for (const Diagnostic& note : d.notes) {
+      if (note.file == nullptr) continue;
+      llvm::json::Object location = SarifLocation(note);
+      location["message"] = llvm::json::Object{{"text", note.message}};
+      related.push_back(std::move(location));
+    }
+    if (!related.empty()) result["relatedLocations"] = std::move(related);
+    if (d.fixit && d.file != nullptr) {
+      source::LineColumn begin = d.file->Locate(d.fixit->span.begin);
+      source::LineColumn end = d.file->Locate(d.fixit->span.end);
+      result["fixes"] = llvm::json::Array{llvm::json::Object{
+          {"description", llvm::json::Object{{"text", "replace with `" + d.fixit->replacement + "`"}}},
+          {"artifactChanges",
+           llvm::json::Array{llvm::json::Object{
+               {"artifactLocation", llvm::json::Object{{"uri", d.file->name()}}},
+               {"replacements",
+                llvm::json::Array{llvm::json::Object{
+                    {"deletedRegion", llvm::json::Object{{"startLine", begin.line},
+                                                         {"startColumn", begin.column},
+                                                         {"endLine", end.line},
+                                                         {"endColumn", end.column}}},
+                    {"insertedContent", llvm::json::Object{{"text", d.fixit->replacement}}}}}}}}}}};
+    }
+    results.push_back(std::move(result));
+  }
+  llvm::json::Array rule_list;
+  for (const auto& [code, description] : rules) {
+    rule_list.push_back(llvm::json::Object{{"id", code}, {"shortDescription", llvm::json::Object{{"text", description}}}});
+  }
+  llvm::json::Object driver{{"name", "accelc"}, {"version", tool_version}, {"rules", std::move(rule_list)}};
+  llvm::json::Object log{{"version", "2.1.0"},
+                         {"runs", llvm::json::Array{llvm::json::Object{
+                                      {"tool", llvm::json::Object{{"driver", std::move(driver)}}},
+                                      {"results", std::move(results)}}}}};
+  return Print(llvm::json::Value(std::move(log)));
+}
+
+std::string RenderGithub(const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  for (const Diagnostic& d : diagnostics) {
+    const char* command = d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warning" : "notice";
+    std::string properties;
+    if (d.file != nullptr) {
+      source::LineColumn begin = d.file->Locate(d.span.begin);
+      source::LineColumn end = d.file->Locate(d.span.end);
+      properties = fmt::format("file={},line={},col={},endLine={},endColumn={},", GithubEscape(d.file->name(), true),
+                               begin.line, begin.column, end.line, end.column);
+    }
+    properties += "title=" + GithubEscape(d.code.empty() ? "accelc" : d.code, true);
+    out += fmt::format("::{} {}::{}\n", command, properties, GithubEscape(d.message, false));
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/render.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/verify.h"
 #include "compiler/parse/parse.h"
 
 namespace {
@@ -20,6 +21,7 @@ using accel::driver::Compilation;
 constexpr int kExitClean = 0;
 constexpr int kExitDiagnostics = 1;
 constexpr int kExitUsage = 2;
+constexpr const char* kVersion = "0.1.0";
 
 constexpr const char* kUsage = R"(usage: accelc <command> [options] <file>...
 
@@ -29,7 +31,11 @@ commands:
   dump-ast <file>         print the syntax tree of a file
 
 options:
-  --format text|json      diagnostics format (default text; json goes to stdout)
+  --format <f>            diagnostics format: text (default, stderr), json, sarif (SARIF 2.1.0
+                          for code scanning) or github (workflow annotations); all but text
+                          go to stdout
+  --verify                check that each file produces exactly the diagnostics its
+                          `expected-error {{...}}` comments state (as clang -verify)
   --version               print the version
   -h, --help              print this help
 
@@ -41,6 +47,7 @@ struct Options {
   std::vector<std::string> files;
   std::string output;
   std::string format = "text";
+  bool verify = false;
 };
 
 // Parses argv; returns an error message, or "" on success.
@@ -56,9 +63,12 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       if (options.output.empty()) return "`-o` needs a file name";
     } else if (arg == "--format" || arg.rfind("--format=", 0) == 0) {
       options.format = arg == "--format" ? value(arg) : arg.substr(9);
-      if (options.format != "text" && options.format != "json") {
-        return fmt::format("unknown format `{}`; expected `text` or `json`", options.format);
+      if (options.format != "text" && options.format != "json" && options.format != "sarif" &&
+          options.format != "github") {
+        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`", options.format);
       }
+    } else if (arg == "--verify") {
+      options.verify = true;
     } else if (arg.size() > 1 && arg[0] == '-') {  // a lone `-` is standard input
       return fmt::format("unknown option `{}`", arg);
     } else if (options.command.empty()) {
@@ -77,14 +87,22 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
   return "";
 }
 
-void Report(const Compilation& compilation, const Options& options) {
-  const auto& diagnostics = compilation.diagnostics.diagnostics();
-  if (options.format == "json") {
-    fmt::print("{}\n", accel::diag::RenderJson(diagnostics));
-    return;
+// Prints the diagnostics of every compilation, in the requested format, as one document.
+void Report(const std::vector<Compilation>& compilations, const Options& options) {
+  std::vector<accel::diag::Diagnostic> all;
+  for (const Compilation& c : compilations) {
+    all.insert(all.end(), c.diagnostics.diagnostics().begin(), c.diagnostics.diagnostics().end());
   }
-  bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
-  fmt::print(stderr, "{}", accel::diag::RenderText(diagnostics, {color}));
+  if (options.format == "json") {
+    fmt::print("{}\n", accel::diag::RenderJson(all));
+  } else if (options.format == "sarif") {
+    fmt::print("{}", accel::diag::RenderSarif(all, kVersion));
+  } else if (options.format == "github") {
+    fmt::print("{}", accel::diag::RenderGithub(all));
+  } else {
+    bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    fmt::print(stderr, "{}", accel::diag::RenderText(all, {color}));
+  }
 }
 
 bool WriteFile(const std::string& path, const std::string& text) {
@@ -116,7 +134,7 @@ int main(int argc, char** argv) {
       return kExitClean;
     }
     if (arg == "--version") {
-      fmt::print("accelc 0.1.0 (plan format {})\n", accel::plan::kFormat);
+      fmt::print("accelc {} (plan format {})\n", kVersion, accel::plan::kFormat);
       return kExitClean;
     }
   }
@@ -139,13 +157,21 @@ int main(int argc, char** argv) {
   int status = kExitClean;
   int errors = 0;
   int warnings = 0;
+  std::vector<Compilation> compilations;
   for (const std::string& path : options.files) {
-    Compilation compilation = accel::driver::CompileFile(path, *stdlib, environment);
-    Report(compilation, options);
+    compilations.push_back(accel::driver::CompileFile(path, *stdlib, environment));
+    Compilation& compilation = compilations.back();
     errors += compilation.diagnostics.error_count();
     warnings += compilation.diagnostics.warning_count();
     if (!compilation.source) {
       status = kExitUsage;
+      continue;
+    }
+    if (options.verify) {
+      std::vector<std::string> problems =
+          accel::driver::Verify(*compilation.source, compilation.diagnostics.diagnostics());
+      for (const std::string& problem : problems) fmt::print(stderr, "{}\n", problem);
+      if (!problems.empty() && status == kExitClean) status = kExitDiagnostics;
       continue;
     }
     if (compilation.diagnostics.has_errors()) {
@@ -153,6 +179,11 @@ int main(int argc, char** argv) {
       continue;
     }
     if (options.command == "compile") {
+      if (compilation.schema_only) {
+        fmt::print(stderr, "accelc: error: `{}` declares schemas but no job; only a job compiles to a plan\n", path);
+        status = kExitDiagnostics;
+        continue;
+      }
       std::string json = accel::plan::ToJson(*compilation.plan);
       if (options.output.empty()) {
         fmt::print("{}", json);
@@ -162,6 +193,14 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (options.verify) {
+    // Unreadable files still say why.
+    for (const Compilation& c : compilations) {
+      if (!c.source) fmt::print(stderr, "{}", accel::diag::RenderText(c.diagnostics.diagnostics()));
+    }
+    return status;
+  }
+  Report(compilations, options);
   if (options.command == "check" && options.format == "text") {
     fmt::print(stderr, "{} file{} checked: {} error{}, {} warning{}\n", options.files.size(),
                options.files.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,

@@ -9,9 +9,23 @@
 namespace accel::driver {
 namespace {
 
+// A file with declarations but no job is a schema file: check that it resolves together with
+// the stdlib (unknown types, duplicates, names in constraints and rules).
+bool IsSchemaFile(const ast::File& file) {
+  return file.jobs.empty() && (!file.records.empty() || !file.enums.empty() || !file.rules.empty());
+}
+
 void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
   ast::File file = parse::Parse(*compilation.source, compilation.diagnostics);
   if (compilation.diagnostics.has_errors()) return;
+  if (IsSchemaFile(file)) {
+    std::vector<const ast::File*> files;
+    for (const ast::File& f : stdlib.files()) files.push_back(&f);
+    files.push_back(&file);
+    sema::BuildSchema(files, compilation.diagnostics);
+    compilation.schema_only = true;
+    return;
+  }
   std::optional<sema::Spec> spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics);
   if (!spec) return;
   compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);

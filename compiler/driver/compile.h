@@ -22,10 +22,12 @@ struct Compilation {
   std::unique_ptr<source::SourceFile> source;  // null when the file could not be read
   diag::DiagnosticEngine diagnostics;
   std::optional<plan::Plan> plan;  // set when every phase succeeded
+  bool schema_only = false;        // the file declares schemas and no job: checked, not lowered
 };
 
 // Runs the whole pipeline on the spec at `path`: parse, check against `stdlib`, lower. Stops
 // after the first phase that reports an error, having reported everything that phase found.
+// A file of schema declarations without a job is checked against the stdlib instead.
 // An unreadable file is an A-less error diagnostic with no location.
 Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
                         const sema::Environment& environment);

@@ -79,6 +79,10 @@ void SyntaxErrorListener::syntaxError(antlr4::Recognizer* recognizer, antlr4::To
   } else {
     span = {to_byte_(offending->getStartIndex()), to_byte_(offending->getStopIndex() + 1)};
   }
+  if (offending->getType() == AccelLexer::BAD_NUMBER) {
+    diagnostics_.Emit(diag::Kind::BadNumber, &source_, span, offending->getText());
+    return;
+  }
   if (offending->getType() == AccelLexer::UNTERMINATED_STRING) {
     diagnostics_.Emit(diag::Kind::UnterminatedString, &source_, span);
     return;

@@ -143,12 +143,15 @@ class Checker {
                                    const std::string& prefix) {
     bool ok = true;
     std::map<std::string, std::vector<Entry>, std::less<>> by_field;
+    std::set<std::string> misspelt;
     for (const Entry& entry : entries) {
       const ast::Name& name = entry.statement->path[entry.depth];
       const FieldSchema* field = record.Find(name.text);
       if (field == nullptr) field = Renamed(record, name, file);
       if (field == nullptr) {
-        ReportUnknownField(record, name, file);
+        // A misspelt field is reported once, as unknown: it is not also missing.
+        std::string guess = ReportUnknownField(record, name, file);
+        if (!guess.empty()) misspelt.insert(guess);
         ok = false;
         continue;
       }
@@ -166,9 +169,12 @@ class Checker {
     for (const FieldSchema& field : record.fields) {
       std::string path = prefix + field.name;
       auto it = by_field.find(field.name);
-      std::optional<Value> field_value = it == by_field.end()
-                                             ? DefaultFor(field, record, file, span, path)
-                                             : FromEntries(field, it->second, file, path);
+      std::optional<Value> field_value;
+      if (it != by_field.end()) {
+        field_value = FromEntries(field, it->second, file, path);
+      } else if (misspelt.count(field.name) == 0) {
+        field_value = DefaultFor(field, record, file, span, path);
+      }
       if (!field_value) {
         ok = false;
         failed.insert(field.name);
@@ -194,13 +200,15 @@ class Checker {
     return field;
   }
 
-  void ReportUnknownField(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file) {
+  // Reports A2003 and returns the suggested field name, if any.
+  std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file) {
     std::string guess = diag::ClosestMatch(name.text, record.FieldNames());
     diag::Diagnostic& d = diagnostics_.Emit(
         diag::Kind::UnknownField, file, name.span, name.text, record.name,
         guess.empty() ? fmt::format("; expected one of {}", Join(record.FieldNames()))
                       : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
+    return guess;
   }
 
   // The value of `field` from the statements that set it: one assignment, or any number of
@@ -524,7 +532,7 @@ class Checker {
     return Mismatch(expr, type, file, path);
   }
 
-  void CheckConstraints(const RecordSchema& record, const Value& value, const std::set<std::string>& failed,
+  void CheckConstraints(const RecordSchema& record, const Value& value, std::set<std::string> failed,
                         const source::SourceFile* file, source::Span span, const std::string& prefix) {
     auto reads_failed = [&](const ast::Expr& expr) {
       std::set<std::string> names;
@@ -548,6 +556,8 @@ class Checker {
         continue;
       }
       if (result->bool_value) continue;
+      // Rules reading this field would only restate the violation.
+      failed.insert(field.name);
       bool from_spec = field_value.provenance.kind == Provenance::Kind::Spec &&
                        field_value.provenance.file == file;
       source::Span where = from_spec ? field_value.provenance.span : span;

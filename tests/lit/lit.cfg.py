@@ -7,7 +7,7 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".accel", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.accel_binary_dir, "tests", "lit")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "check_coverage.py"]
 
 bin_dir = os.path.join(config.accel_binary_dir, "bin")
 config.substitutions.append(("%accelc", os.path.join(bin_dir, "accelc")))

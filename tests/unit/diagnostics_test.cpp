@@ -4,6 +4,7 @@
 
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/diagnostics/render.h"
+#include "llvm/Support/JSON.h"
 
 namespace accel::diag {
 namespace {
@@ -63,6 +64,56 @@ TEST(RenderJson, CarriesPositionsCodeAndNotes) {
   EXPECT_NE(json.find("\"end_column\": 3"), std::string::npos) << json;
   EXPECT_NE(json.find("\"code\": \"A2004\""), std::string::npos) << json;
   EXPECT_NE(json.find("first set here"), std::string::npos) << json;
+}
+
+TEST(RenderSarif, IsASarif21LogWithRulesLocationsAndFixes) {
+  source::SourceFile file("s.accel", "job j {\n  bucket_cap_mbb = 1\n}\n");
+  DiagnosticEngine engine;
+  Diagnostic& d = engine.Emit(Kind::UnknownField, &file, {10, 24}, "bucket_cap_mbb", "K", "");
+  d.fixit = FixIt{{10, 24}, "bucket_cap_mb"};
+  d.notes.push_back(DiagnosticEngine::Note(Kind::NotePreviousValue, &file, {0, 3}));
+  llvm::Expected<llvm::json::Value> log = llvm::json::parse(RenderSarif(engine.diagnostics(), "9.9"));
+  ASSERT_TRUE(static_cast<bool>(log));
+  const llvm::json::Object& root = *log->getAsObject();
+  EXPECT_EQ(root.getString("version").getValue(), "2.1.0");
+  const llvm::json::Object& run = *root.getArray("runs")->front().getAsObject();
+  EXPECT_EQ(run.getObject("tool")->getObject("driver")->getString("name").getValue(), "accelc");
+  const llvm::json::Object& result = *run.getArray("results")->front().getAsObject();
+  EXPECT_EQ(result.getString("ruleId").getValue(), "A2003");
+  EXPECT_EQ(result.getString("level").getValue(), "error");
+  const llvm::json::Object& region =
+      *result.getArray("locations")->front().getAsObject()->getObject("physicalLocation")->getObject("region");
+  EXPECT_EQ(region.getInteger("startLine").getValue(), 2);
+  EXPECT_EQ(region.getInteger("startColumn").getValue(), 3);
+  EXPECT_EQ(region.getInteger("endColumn").getValue(), 17);
+  EXPECT_EQ(result.getArray("relatedLocations")->size(), 1u);
+  EXPECT_EQ(result.getArray("fixes")->size(), 1u);
+}
+
+TEST(RenderGithub, WritesEscapedWorkflowCommands) {
+  source::SourceFile file("dir,x/s:1.accel", "a\n");
+  DiagnosticEngine engine;
+  engine.Emit(Kind::SyntaxError, &file, {0, 1}, "50% off\nnext line");
+  engine.Add(Diagnostic{"W9", Severity::Warning, "w", nullptr, {}, {}, {}});
+  EXPECT_EQ(RenderGithub(engine.diagnostics()),
+            "::error file=dir%2Cx/s%3A1.accel,line=1,col=1,endLine=1,endColumn=2,title=A1001::50%25 off%0Anext line\n"
+            "::warning title=W9::w\n");
+}
+
+TEST(RenderText, LongLinesShowAWindowAroundTheSpan) {
+  std::string line = "job j { a = \"" + std::string(5000, 'x') + "\" $ }";
+  source::SourceFile file("l.accel", line);
+  DiagnosticEngine engine;
+  uint32_t at = static_cast<uint32_t>(line.find('$'));
+  engine.Emit(Kind::UnexpectedCharacter, &file, {at, at + 1}, "$");
+  std::string text = RenderText(engine.diagnostics());
+  EXPECT_LT(text.size(), 600u);
+  EXPECT_NE(text.find("...xxx"), std::string::npos);
+  // The caret sits under the `$` in the window.
+  size_t source_line = text.find("    1 | ");
+  size_t caret_line = text.find('^');
+  size_t dollar = text.find('$', source_line);
+  EXPECT_EQ(dollar - text.rfind('\n', dollar), caret_line - text.rfind('\n', caret_line));
 }
 
 TEST(ClosestMatch, SuggestsNearTyposAndNothingForUnrelatedWords) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/parse/guards.h"
 #include "compiler/parse/literals.h"
 
 namespace accel::parse {
@@ -128,6 +129,60 @@ TEST(Parse, BadEscapeIsReportedAtTheBackslash) {
   const diag::Diagnostic& d = p->diagnostics.diagnostics()[0];
   EXPECT_EQ(d.code, "A1004");
   EXPECT_EQ(p->source->Slice(d.span), "\\q");
+}
+
+TEST(Parse, LetImportMapAndFieldModifiers) {
+  auto p = ParseText(R"(import "a.accel" as a
+let n: int = 3
+record R { x: int = 1  alias old  deprecated "gone"  where x in [1, 2] }
+job j { m = { "k": 1, v: 2 } }
+)");
+  ASSERT_FALSE(p->diagnostics.has_errors()) << p->diagnostics.diagnostics()[0].message;
+  ASSERT_EQ(p->file.imports.size(), 1u);
+  EXPECT_EQ(p->file.imports[0].path, "a.accel");
+  EXPECT_EQ(p->file.imports[0].alias->text, "a");
+  ASSERT_EQ(p->file.lets.size(), 1u);
+  EXPECT_EQ(p->file.lets[0].value->int_value, 3);
+  const ast::FieldDecl& x = p->file.records[0].fields[0];
+  EXPECT_EQ(x.aliases[0].text, "old");
+  EXPECT_EQ(*x.deprecated, "gone");
+  EXPECT_EQ(x.constraint->text, "in");
+  const ast::Expr& map = *p->file.jobs[0].body.statements[0].value;
+  EXPECT_EQ(map.kind, ast::ExprKind::Map);
+  EXPECT_EQ(map.path[0].text, "k");
+  EXPECT_EQ(map.path[1].text, "v");
+}
+
+TEST(Parse, InvalidUtf8StopsWithOneDiagnosticAtTheByte) {
+  auto p = ParseText("job j {}\n// \xe2\x28\xa1\n");
+  ASSERT_EQ(p->diagnostics.diagnostics().size(), 1u);
+  EXPECT_EQ(p->diagnostics.diagnostics()[0].code, "A1005");
+  EXPECT_EQ(p->diagnostics.diagnostics()[0].span.begin, 12u);
+}
+
+TEST(Parse, DeepNestingIsRejectedWithoutRecursingIntoIt) {
+  auto p = ParseText("job j { a = " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }");
+  ASSERT_EQ(p->diagnostics.diagnostics().size(), 1u);
+  EXPECT_EQ(p->diagnostics.diagnostics()[0].code, "A1006");
+  std::string chain = "job j { a = 1";
+  for (int i = 0; i < 20000; ++i) chain += "+1";
+  auto q = ParseText(chain + " }");
+  ASSERT_EQ(q->diagnostics.diagnostics().size(), 1u);
+  EXPECT_EQ(q->diagnostics.diagnostics()[0].code, "A1006");
+}
+
+TEST(Parse, NestingJustUnderTheLimitParses) {
+  auto p = ParseText("job j { a = " + std::string(200, '[') + std::string(200, ']') + " }");
+  EXPECT_FALSE(p->diagnostics.has_errors());
+}
+
+TEST(Guards, FirstInvalidUtf8FindsEveryKindOfBadSequence) {
+  EXPECT_FALSE(FirstInvalidUtf8("plain ascii, é, 日本, 😀").has_value());
+  EXPECT_EQ(FirstInvalidUtf8("ab\xff"), 2u);                   // never valid
+  EXPECT_EQ(FirstInvalidUtf8("a\xc3"), 1u);                    // truncated
+  EXPECT_EQ(FirstInvalidUtf8("\xc0\xaf"), 0u);                 // overlong `/`
+  EXPECT_EQ(FirstInvalidUtf8("x\xed\xa0\x80"), 1u);            // UTF-16 surrogate
+  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);         // above U+10FFFF
 }
 
 TEST(Literals, UnitsScale) {

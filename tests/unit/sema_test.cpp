@@ -19,6 +19,8 @@ kwargs Knobs {
   ratio: float = 0.5  where 0.0 <= ratio <= 1.0
   limit: duration = 10s
   label: string?
+  old_knob: int = 0  deprecated "it never did anything"
+  broken: int?  where broken > "text"
   rule KN1 error "slow mode needs a size above 100": mode == slow implies size > 100
 }
 record A { x: int = 1 }
@@ -156,9 +158,69 @@ TEST_F(CheckTest, UnionTakesTheNamedAlternative) {
   EXPECT_EQ(spec->root.Field("choice")->Field("y")->int_value, 7);
 }
 
+TEST_F(CheckTest, SettingADeprecatedFieldWarnsButStillChecks) {
+  std::optional<Spec> spec = CheckText("job j { needed = 1; knobs { old_knob = 3 } }");
+  ASSERT_TRUE(spec.has_value());
+  ASSERT_EQ(Codes(), std::vector<std::string>{"A2011"});
+  EXPECT_EQ(diagnostics_.diagnostics()[0].severity, diag::Severity::Warning);
+  EXPECT_NE(diagnostics_.diagnostics()[0].message.find("it never did anything"), std::string::npos);
+}
+
+TEST_F(CheckTest, IllTypedSchemaExpressionIsReportedAgainstTheSchema) {
+  EXPECT_FALSE(CheckText("job j { needed = 1; knobs { broken = 1 } }").has_value());
+  ASSERT_EQ(Codes(), std::vector<std::string>{"A2013"});
+  EXPECT_EQ(diagnostics_.diagnostics()[0].file, schema_source_.get());
+}
+
+TEST_F(CheckTest, LetConstantsExpandWhereTheyAreUsed) {
+  std::optional<Spec> spec = CheckText("let n = 12\nlet sizes = [n, 3]\njob j { needed = n; sizes = sizes }");
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->root.Field("needed")->int_value, 12);
+  EXPECT_EQ(spec->root.Field("sizes")->items.size(), 2u);
+  EXPECT_EQ(spec->root.Field("needed")->provenance.Describe(), "spec.accel:3:18");
+}
+
+TEST_F(CheckTest, MisspeltRequiredFieldIsNotAlsoReportedMissing) {
+  EXPECT_FALSE(CheckText("job j { neded = 1 }").has_value());
+  EXPECT_EQ(Codes(), std::vector<std::string>{"A2003"});
+}
+
 TEST_F(CheckTest, AFileWithoutAJobIsAnError) {
   EXPECT_FALSE(CheckText("record R { }").has_value());
   EXPECT_EQ(Codes(), std::vector<std::string>{"A2005"});
+}
+
+// Evaluates `expression` with `a` = 2 and `b` unset in scope.
+std::optional<bool> EvaluateText(const std::string& expression) {
+  source::SourceFile source("e.accel", "record R { x: int = 0 where " + expression + " }");
+  diag::DiagnosticEngine diagnostics;
+  ast::File file = parse::Parse(source, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  Value scope;
+  scope.kind = Value::Kind::Record;
+  Value a;
+  a.kind = Value::Kind::Int;
+  a.int_value = 2;
+  scope.keys = {"a", "b"};
+  scope.items = {a, Value{}};
+  std::string error;
+  std::optional<Value> result = Evaluate(*file.records[0].fields[0].constraint, scope, &error);
+  if (!result || result->kind != Value::Kind::Bool) return std::nullopt;
+  return result->bool_value;
+}
+
+TEST(Evaluate, OperatorsFollowTheLanguageReference) {
+  EXPECT_EQ(EvaluateText("a in [1, 2, 3]"), true);
+  EXPECT_EQ(EvaluateText("a in [5]"), false);
+  EXPECT_EQ(EvaluateText("a is set"), true);
+  EXPECT_EQ(EvaluateText("b is set"), false);
+  EXPECT_EQ(EvaluateText("b is not set"), true);
+  EXPECT_EQ(EvaluateText("1 <= a <= 2"), true);
+  EXPECT_EQ(EvaluateText("0 <= a < 2"), false);
+  EXPECT_EQ(EvaluateText("b is set implies b > 0"), true);  // short-circuit: never compares none
+  EXPECT_EQ(EvaluateText("a * 3 % 4 == 2"), true);
+  EXPECT_EQ(EvaluateText("not (a == 2) or a / 2 == 1"), true);
+  EXPECT_EQ(EvaluateText("a > \"x\""), std::nullopt);  // ill-typed
 }
 
 TEST(Stdlib, EmbeddedSchemasCheckCleanly) {
@@ -167,6 +229,7 @@ TEST(Stdlib, EmbeddedSchemasCheckCleanly) {
   for (const diag::Diagnostic& d : diagnostics.diagnostics()) ADD_FAILURE() << d.message;
   EXPECT_TRUE(stdlib->schema().records.count("Job"));
   EXPECT_TRUE(stdlib->schema().records.count("DistributedDataParallelKwargs"));
+  EXPECT_EQ(stdlib->schema().records.at("Compute").FindAlias("master_port")->name, "main_process_port");
   // Every field and rule of the stdlib is documented or self-explanatory is not checkable;
   // every record, though, must carry a doc comment for the generated reference.
   for (const auto& [name, record] : stdlib->schema().records) EXPECT_FALSE(record.doc.empty()) << name;
