@@ -17,6 +17,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev llvm-14-tools python3
 )
 
+# `--fuzz` adds clang and its sanitizer and libFuzzer runtimes (scripts/fuzz.sh).
+if [[ "${1:-}" == "--fuzz" ]]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
+
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the parser fuzz target with clang, libFuzzer, ASan and UBSan (compiler only, no
+# LibTorch) into build-fuzz/, then fuzzes from the committed seed corpus.
+#   scripts/fuzz.sh                 # 1,000,000 runs
+#   scripts/fuzz.sh -runs=100000    # any libFuzzer flags
+# Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build-fuzz"
+"$root/scripts/setup.sh" --fuzz
+if [[ ! -f "$build/build.ninja" ]]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_STANDARD=17 \
+    -DACCEL_BUILD_RUNTIME=OFF -DACCEL_BUILD_TESTS=OFF -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZ=ON \
+    "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
+fi
+cmake --build "$build" --target parse_fuzzer
+mkdir -p "$build/corpus" "$build/crashes"
+args=("$@")
+[[ ${#args[@]} -eq 0 ]] && args=(-runs=1000000)
+exec "$build/bin/parse_fuzzer" "$build/corpus" "$root/tests/fuzz/corpus" \
+  -dict="$root/tests/fuzz/accel.dict" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+  -artifact_prefix="$build/crashes/" -print_final_stats=1 "${args[@]}"
