@@ -444,10 +444,27 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
       tokens.fill();
       if (!CheckNesting(tokens, source, to_byte, diagnostics)) return;
       AccelParser parser(&tokens);
-      SyntaxErrorListener listener(source, diagnostics, to_byte);
+      // Two-stage parsing: the fast SLL prediction mode with bail-out on the first error
+      // decides almost every file; only a file with a syntax error (or a construct SLL cannot
+      // decide) is parsed again with full LL and error recovery, which reports every error.
       parser.removeErrorListeners();
-      parser.addErrorListener(&listener);
-      AccelParser::FileContext* tree = parser.file();
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+      parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+      AccelParser::FileContext* tree = nullptr;
+      try {
+        tree = parser.file();
+      } catch (const antlr4::ParseCancellationException&) {
+        tokens.seek(0);
+        parser.reset();
+        parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+        parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
+        tree = nullptr;
+      }
+      SyntaxErrorListener listener(source, diagnostics, to_byte);
+      if (tree == nullptr) {
+        parser.addErrorListener(&listener);
+        tree = parser.file();
+      }
       file = TreeBuilder(source, diagnostics, to_byte).Build(tree);
     } catch (const std::exception& error) {
       diagnostics.Emit(diag::Kind::SyntaxError, &source, {}, std::string("the parser gave up: ") + error.what());
