@@ -10,7 +10,10 @@ config.test_exec_root = os.path.join(config.accel_binary_dir, "tests", "lit")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "check_coverage.py"]
 
 bin_dir = os.path.join(config.accel_binary_dir, "bin")
-config.substitutions.append(("%accelc", os.path.join(bin_dir, "accelc")))
+# `lit --param accelc=build-fuzz/bin/accelc` runs the file tests against another build, e.g.
+# the sanitizer build of scripts/fuzz.sh.
+accelc = lit_config.params.get("accelc", os.path.join(bin_dir, "accelc"))
+config.substitutions.append(("%accelc", os.path.abspath(accelc)))
 config.substitutions.append(("%accelrun", os.path.join(bin_dir, "accelrun")))
 config.substitutions.append(("%specs", os.path.join(config.accel_source_dir, "specs")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
