@@ -65,6 +65,9 @@ struct Statement {
 struct Block {
   Span span;
   std::vector<Statement> statements;
+  // Error recovery dropped or repaired part of this block: a field missing from it may just
+  // be in the broken part, so the checker does not report missing fields here.
+  bool recovered = false;
 };
 
 // `name` or `list<T>`, `map<K, V>`, with an optional `?` suffix.

@@ -28,12 +28,14 @@ constexpr const char* kUsage = R"(usage: accelc <command> [options] <file>...
 commands:
   check <file>...         check job specs; print every problem found
   compile <file> [-o out] compile one spec to an execution plan (JSON, stdout by default)
-  dump-ast <file>         print the syntax tree of a file
+  parse <file>...         only parse: report syntax errors (with --dump-ast, print the tree)
+  dump-ast <file>         the same as `parse --dump-ast`
 
 options:
   --format <f>            diagnostics format: text (default, stderr), json, sarif (SARIF 2.1.0
                           for code scanning) or github (workflow annotations); all but text
                           go to stdout
+  --dump-ast              with `parse`: print the syntax tree of each file
   --verify                check that each file produces exactly the diagnostics its
                           `expected-error {{...}}` comments state (as clang -verify)
   --version               print the version
@@ -48,6 +50,7 @@ struct Options {
   std::string output;
   std::string format = "text";
   bool verify = false;
+  bool dump_ast = false;
 };
 
 // Parses argv; returns an error message, or "" on success.
@@ -69,6 +72,8 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       }
     } else if (arg == "--verify") {
       options.verify = true;
+    } else if (arg == "--dump-ast") {
+      options.dump_ast = true;
     } else if (arg.size() > 1 && arg[0] == '-') {  // a lone `-` is standard input
       return fmt::format("unknown option `{}`", arg);
     } else if (options.command.empty()) {
@@ -77,11 +82,15 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       options.files.push_back(arg);
     }
   }
-  if (options.command != "check" && options.command != "compile" && options.command != "dump-ast") {
+  if (options.command == "dump-ast") {
+    options.command = "parse";
+    options.dump_ast = true;
+  }
+  if (options.command != "check" && options.command != "compile" && options.command != "parse") {
     return options.command.empty() ? "missing command" : fmt::format("unknown command `{}`", options.command);
   }
   if (options.files.empty()) return "missing input file";
-  if (options.command != "check" && options.files.size() != 1) {
+  if (options.command == "compile" && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
   }
   return "";
@@ -111,17 +120,29 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return static_cast<bool>(out.flush());
 }
 
-int DumpAst(const std::string& path) {
-  llvm::Expected<accel::source::SourceFile> source = accel::source::SourceFile::Read(path);
-  if (!source) {
-    fmt::print(stderr, "accelc: error: {}\n", llvm::toString(source.takeError()));
-    return kExitUsage;
+// `accelc parse`: the parser alone, for syntax tests and tree dumps.
+int ParseOnly(const Options& options) {
+  int status = kExitClean;
+  for (const std::string& path : options.files) {
+    llvm::Expected<accel::source::SourceFile> source = accel::source::SourceFile::Read(path);
+    if (!source) {
+      fmt::print(stderr, "accelc: error: {}\n", llvm::toString(source.takeError()));
+      status = kExitUsage;
+      continue;
+    }
+    accel::diag::DiagnosticEngine diagnostics;
+    accel::ast::File file = accel::parse::Parse(*source, diagnostics);
+    if (options.dump_ast) fmt::print("{}", accel::ast::Dump(file));
+    if (options.verify) {
+      std::vector<std::string> problems = accel::driver::Verify(*source, diagnostics.diagnostics());
+      for (const std::string& problem : problems) fmt::print(stderr, "{}\n", problem);
+      if (!problems.empty() && status == kExitClean) status = kExitDiagnostics;
+      continue;
+    }
+    fmt::print(stderr, "{}", accel::diag::RenderText(diagnostics.diagnostics()));
+    if (diagnostics.has_errors() && status == kExitClean) status = kExitDiagnostics;
   }
-  accel::diag::DiagnosticEngine diagnostics;
-  accel::ast::File file = accel::parse::Parse(*source, diagnostics);
-  fmt::print("{}", accel::ast::Dump(file));
-  fmt::print(stderr, "{}", accel::diag::RenderText(diagnostics.diagnostics()));
-  return diagnostics.has_errors() ? kExitDiagnostics : kExitClean;
+  return status;
 }
 
 }  // namespace
@@ -143,7 +164,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "accelc: error: {}\n\n{}", error, kUsage);
     return kExitUsage;
   }
-  if (options.command == "dump-ast") return DumpAst(options.files[0]);
+  if (options.command == "parse") return ParseOnly(options);
 
   accel::diag::DiagnosticEngine stdlib_diagnostics;
   std::unique_ptr<accel::driver::Stdlib> stdlib = accel::driver::Stdlib::Load(stdlib_diagnostics);

@@ -17,7 +17,13 @@ bool IsSchemaFile(const ast::File& file) {
 
 void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
   ast::File file = parse::Parse(*compilation.source, compilation.diagnostics);
-  if (compilation.diagnostics.has_errors()) return;
+  if (compilation.diagnostics.has_errors()) {
+    // Check what parsed, so one run reports syntax and schema mistakes together; the parser
+    // marked the blocks it repaired, and the checker skips what they may lack. Nothing with a
+    // syntax error is lowered.
+    if (!file.jobs.empty()) sema::Check(file, stdlib.schema(), environment, compilation.diagnostics);
+    return;
+  }
   if (IsSchemaFile(file)) {
     std::vector<const ast::File*> files;
     for (const ast::File& f : stdlib.files()) files.push_back(&f);

@@ -173,20 +173,60 @@ class TreeBuilder {
     return job;
   }
 
+  // True when error recovery touched `tree`: a rule that failed, or tokens it skipped or
+  // made up (error nodes).
+  static bool HasError(antlr4::tree::ParseTree* tree) {
+    if (tree == nullptr) return false;
+    if (dynamic_cast<antlr4::tree::ErrorNode*>(tree) != nullptr) return true;
+    if (auto* rule = dynamic_cast<antlr4::ParserRuleContext*>(tree); rule && rule->exception) return true;
+    for (antlr4::tree::ParseTree* child : tree->children) {
+      if (HasError(child)) return true;
+    }
+    return false;
+  }
+
+  // Like HasError, but only for `context` itself and its direct tokens, not its sub-rules.
+  static bool HasOwnError(antlr4::ParserRuleContext* context) {
+    if (context->exception) return true;
+    for (antlr4::tree::ParseTree* child : context->children) {
+      if (dynamic_cast<antlr4::tree::ErrorNode*>(child) != nullptr) return true;
+    }
+    return false;
+  }
+
   ast::Block Body(AccelParser::BlockContext* context) {
-    ast::Block block{SpanOf(context), {}};
+    ast::Block block{SpanOf(context), {}, HasOwnError(context)};
     for (AccelParser::StatementContext* s : context->statement()) {
       ast::Statement statement;
       statement.span = SpanOf(s);
+      // A statement that error recovery broke is dropped (the syntax error was reported), and
+      // the block is marked, so that later phases skip what it leaves out instead of piling
+      // errors on it. Nested blocks and record literals keep their intact statements.
       if (auto* b = dynamic_cast<AccelParser::BlockStatementContext*>(s)) {
+        if (HasOwnError(b) || HasError(b->path()) || b->block() == nullptr) {
+          block.recovered = true;
+          continue;
+        }
         statement.path = Path(b->path());
-        if (b->block()) statement.block = std::make_unique<ast::Block>(Body(b->block()));
+        statement.block = std::make_unique<ast::Block>(Body(b->block()));
       } else if (auto* a = dynamic_cast<AccelParser::AssignStatementContext*>(s)) {
+        auto* primary = a->expr() ? dynamic_cast<AccelParser::PrimaryExprContext*>(a->expr()) : nullptr;
+        bool record = primary && dynamic_cast<AccelParser::RecordPrimaryContext*>(primary->primary());
+        if (HasOwnError(a) || HasError(a->path()) || (record ? HasOwnError(primary) : HasError(a->expr()))) {
+          block.recovered = true;
+          continue;
+        }
         statement.path = Path(a->path());
         statement.value = Expression(a->expr());
+      } else {
+        block.recovered = true;
+        continue;
       }
-      // A statement that error recovery left without a value carries no meaning.
-      if (statement.block || statement.value) block.statements.push_back(std::move(statement));
+      if (statement.block || statement.value) {
+        block.statements.push_back(std::move(statement));
+      } else {
+        block.recovered = true;
+      }
     }
     return block;
   }

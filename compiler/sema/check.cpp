@@ -130,7 +130,8 @@ class Checker {
     int errors_before = diagnostics_.error_count();
     std::vector<Entry> entries;
     for (const ast::Statement& s : job.body.statements) entries.push_back({&s, 0});
-    std::optional<Value> root = CheckRecord(root_schema->second, entries, file_.source, job.name.span, "");
+    std::optional<Value> root =
+        CheckRecord(root_schema->second, entries, file_.source, job.name.span, "", job.body.recovered);
     if (!root || diagnostics_.error_count() > errors_before) return std::nullopt;
     return Spec{job.name.text, file_.source, job.name.span, std::move(*root)};
   }
@@ -138,9 +139,11 @@ class Checker {
  private:
   // Checks the statements `entries` as the body of a `record` value. `span` locates the value
   // for diagnostics about missing fields and rules; `prefix` is the path of the value.
+  // `recovered`: the statements come from a block that error recovery repaired, so a missing
+  // field is not reported (it may be in the broken part).
   std::optional<Value> CheckRecord(const RecordSchema& record, const std::vector<Entry>& entries,
                                    const source::SourceFile* file, source::Span span,
-                                   const std::string& prefix) {
+                                   const std::string& prefix, bool recovered = false) {
     bool ok = true;
     std::map<std::string, std::vector<Entry>, std::less<>> by_field;
     std::set<std::string> misspelt;
@@ -173,7 +176,7 @@ class Checker {
       if (it != by_field.end()) {
         field_value = FromEntries(field, it->second, file, path);
       } else if (misspelt.count(field.name) == 0) {
-        field_value = DefaultFor(field, record, file, span, path);
+        field_value = DefaultFor(field, record, file, span, path, recovered);
       }
       if (!field_value) {
         ok = false;
@@ -245,8 +248,10 @@ class Checker {
       return std::nullopt;
     }
     std::vector<Entry> inner;
+    bool recovered = false;
     for (const Entry& entry : entries) {
       if (entry.depth + 1 == entry.statement->path.size()) {
+        recovered = recovered || entry.statement->block->recovered;
         for (const ast::Statement& s : entry.statement->block->statements) inner.push_back({&s, 0});
       } else {
         inner.push_back({entry.statement, entry.depth + 1});
@@ -254,14 +259,14 @@ class Checker {
     }
     const ast::Statement& first = *entries[0].statement;
     return CheckRecord(schema_.records.find(type->name)->second, inner, file,
-                       first.path[entries[0].depth].span, path + ".");
+                       first.path[entries[0].depth].span, path + ".", recovered);
   }
 
   // The value of an unset field: its environment variable, its schema default, `none` for an
   // optional, or a missing-field error.
   std::optional<Value> DefaultFor(const FieldSchema& field, const RecordSchema& record,
                                   const source::SourceFile* file, source::Span span,
-                                  const std::string& path) {
+                                  const std::string& path, bool recovered) {
     for (const std::string& name : field.env_vars) {
       std::optional<std::string> text = environment_.Get(name);
       if (!text) continue;
@@ -283,6 +288,7 @@ class Checker {
       none.provenance = {Provenance::Kind::SchemaDefault, field.file, field.span, ""};
       return none;
     }
+    if (recovered) return std::nullopt;
     diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::MissingField, file, span, path, record.name);
     d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, field.file, field.span, field.name));
     return std::nullopt;
@@ -420,7 +426,8 @@ class Checker {
         if (expr.text != type.name) return WrongRecordType(expr, type, file, path);
         std::vector<Entry> entries;
         for (const ast::Statement& s : expr.block->statements) entries.push_back({&s, 0});
-        return CheckRecord(schema_.records.find(type.name)->second, entries, file, expr.path[0].span, path + ".");
+        return CheckRecord(schema_.records.find(type.name)->second, entries, file, expr.path[0].span, path + ".",
+                           expr.block->recovered);
       }
       case Type::Kind::List: {
         if (expr.kind != ast::ExprKind::List) return Mismatch(expr, type, file, path);

@@ -111,6 +111,19 @@ TEST(Parse, ReportsEverySyntaxErrorWithLocationAndExpectation) {
   EXPECT_TRUE(saw_character);
 }
 
+TEST(Parse, RecoveryDropsBrokenStatementsAndMarksTheirBlock) {
+  auto p = ParseText("job j {\n  a = 1\n  b { c = 2; d = = 3 }\n  e = 4\n}\n");
+  ASSERT_TRUE(p->diagnostics.has_errors());
+  const ast::Block& body = p->file.jobs[0].body;
+  EXPECT_FALSE(body.recovered);
+  ASSERT_EQ(body.statements.size(), 3u);  // a, b, e survive
+  const ast::Block& b = *body.statements[1].block;
+  EXPECT_TRUE(b.recovered);
+  ASSERT_EQ(b.statements.size(), 1u);  // c survives, d is dropped
+  EXPECT_EQ(b.statements[0].path[0].text, "c");
+  EXPECT_EQ(body.statements[2].value->int_value, 4);
+}
+
 TEST(Parse, UnterminatedInputReportsEndOfFile) {
   auto p = ParseText("job j { a = 1");
   ASSERT_TRUE(p->diagnostics.has_errors());
