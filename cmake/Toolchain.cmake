@@ -1,7 +1,9 @@
 # Build-speed settings for 2-core machines: ccache when present, and a fast linker.
 find_program(ACCEL_CCACHE ccache)
 if(ACCEL_CCACHE)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${ACCEL_CCACHE})
+  # Relative paths in the hash let every checkout (CI's fresh clone included) share one cache.
+  set(CMAKE_CXX_COMPILER_LAUNCHER
+      ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} CCACHE_NOHASHDIR=1 ${ACCEL_CCACHE})
 endif()
 
 # lld links a LibTorch executable in ~0.3 s against ~1.7 s for ld.bfd.
