@@ -15,19 +15,19 @@ decl
   ;
 
 // A named constant: `let base_lr = 2e-5`.
-letDecl : doc? 'let' name=ident (':' type)? '=' expr ';'? ;
+letDecl : 'let' name=ident (':' type)? '=' expr ';'? ;
 
 // ---- schema declarations ------------------------------------------------------------------
 
-enumDecl : doc? 'enum' name=ident '{' enumMember (',' enumMember)* ','? '}' ;
-enumMember : doc? name=ident ('=' value=STRING)? ;
+enumDecl : 'enum' name=ident '{' enumMember (',' enumMember)* ','? '}' ;
+enumMember : name=ident ('=' value=STRING)? ;
 
 // `kwargs`, `plugin` and `config` are records with a role; `record` is a plain one.
-recordDecl : doc? kind=('kwargs' | 'plugin' | 'config' | 'record') name=ident '{' member* '}' ;
+recordDecl : kind=('kwargs' | 'plugin' | 'config' | 'record') name=ident '{' member* '}' ;
 member : fieldDecl | ruleDecl ;
 
 fieldDecl
-  : doc? name=ident ':' type ('=' defaultValue=expr)? fieldModifier* ';'?
+  : name=ident ':' type ('=' defaultValue=expr)? fieldModifier* ';'?
   ;
 fieldModifier
   : 'from' 'env' ID (',' ID)*          # envDefault
@@ -41,11 +41,11 @@ typeAtom
   : name=ident ('<' type (',' type)* '>')? optional='?'?
   ;
 
-ruleDecl : doc? 'rule' code=ID severity=ID message=STRING ':' expr ';'? ;
+ruleDecl : 'rule' code=ID severity=ID message=STRING ':' expr ';'? ;
 
 // ---- job specs ----------------------------------------------------------------------------
 
-jobDecl : doc? 'job' name=ident ('extends' base=ident)? block ;
+jobDecl : 'job' name=ident ('extends' base=ident)? block ;
 
 block : '{' statement* '}' ;
 statement
@@ -88,8 +88,6 @@ mapEntry : (key=STRING | name=ident) ':' expr ;
 
 literal : INT | FLOAT | STRING | DURATION | BYTES | 'true' | 'false' | 'none' ;
 
-doc : DOC_COMMENT+ ;
-
 // ---- lexer --------------------------------------------------------------------------------
 
 DURATION : DIGITS ('ms' | 's' | 'm' | 'h') ;
@@ -103,7 +101,9 @@ STRING   : '"' (~["\\\r\n] | '\\' .)* '"' ;
 UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '\\'? ;
 ID       : [a-zA-Z_] [a-zA-Z0-9_]* ;
 
-DOC_COMMENT  : '///' ~[\r\n]* ;
+// Doc comments go to their own channel: allowed anywhere a comment is, and collected by the
+// tree builder for the declaration that follows them.
+DOC_COMMENT  : '///' ~[\r\n]* -> channel(2) ;
 LINE_COMMENT : '//' ~[\r\n]* -> skip ;
 BLOCK_COMMENT: '/*' .*? '*/' -> skip ;
 WS           : [ \t\r\n]+ -> skip ;

@@ -9,6 +9,8 @@
 namespace accel::diag {
 namespace {
 
+bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
 // Source bytes shown on either side of a diagnostic's span.
 constexpr uint32_t kContext = 100;
 
@@ -70,12 +72,18 @@ void RenderOne(const Diagnostic& d, TextStyle style, std::string& out) {
   std::string shown = Printable(line.substr(window_begin, window_end - window_begin));
   std::string gutter = fmt::format("{:>5}", begin.line);
   out += fmt::format("{} | {}{}{}\n", gutter, prefix, shown, suffix);
-  std::string marker(prefix.size() + (first - window_begin), ' ');
-  // Keep tabs so the caret lines up under tab-indented source.
+  // One marker column per character (code point), not per byte, so the caret sits under the
+  // span after `é` or `日本`; tabs are kept so it lines up under tab-indented source.
+  std::string marker = prefix.empty() ? "" : std::string(prefix.size(), ' ');
   for (uint32_t i = window_begin; i < first && i < line.size(); ++i) {
-    if (line[i] == '\t') marker[prefix.size() + (i - window_begin)] = '\t';
+    if (IsContinuationByte(line[i])) continue;
+    marker += line[i] == '\t' ? '\t' : ' ';
   }
-  uint32_t width = std::min<uint32_t>(last, window_end > first ? window_end : first + 1) - first;
+  uint32_t span_end = std::min<uint32_t>(last, window_end > first ? window_end : first + 1);
+  uint32_t width = 0;
+  for (uint32_t i = first; i < span_end; ++i) {
+    if (i >= line.size() || !IsContinuationByte(line[i])) ++width;
+  }
   marker += '^';
   marker += std::string(width > 1 ? width - 1 : 0, '~');
   out += fmt::format("{} | {}{}{}\n", std::string(gutter.size(), ' '), green, marker, reset);

@@ -131,6 +131,12 @@ int ParseOnly(const Options& options) {
       continue;
     }
     accel::diag::DiagnosticEngine diagnostics;
+    if (source->text().size() > accel::driver::kMaxSourceBytes) {
+      fmt::print(stderr, "accelc: error: `{}` is {} bytes; spec files are limited to {} MiB [A1008]\n", path,
+                 source->text().size(), accel::driver::kMaxSourceBytes >> 20);
+      status = kExitDiagnostics;
+      continue;
+    }
     accel::ast::File file = accel::parse::Parse(*source, diagnostics);
     if (options.dump_ast) fmt::print("{}", accel::ast::Dump(file));
     if (options.verify) {

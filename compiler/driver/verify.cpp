@@ -1,5 +1,6 @@
 #include "compiler/driver/verify.h"
 
+#include <charconv>
 #include <regex>
 
 #include <fmt/format.h>
@@ -38,10 +39,17 @@ std::vector<Expectation> ParseExpectations(const source::SourceFile& file, std::
                                        : diag::Severity::Note;
       e.line = line;
       if (m[2].matched) {
-        long offset = std::stol(m[4].str());
-        if (m[3] == "+") e.line = line + offset;
-        else if (m[3] == "-") e.line = offset < line ? line - offset : 0;
-        else e.line = static_cast<uint32_t>(offset);
+        // Parsed without exceptions or wrap-around; anything outside the file is reported below.
+        uint64_t offset = 0;
+        std::string digits = m[4].str();
+        auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), offset);
+        uint64_t target = 0;
+        if (error == std::errc() && offset <= file.line_count()) {
+          if (m[3] == "+") target = line + offset;
+          else if (m[3] == "-") target = offset < line ? line - offset : 0;
+          else target = offset;
+        }
+        e.line = target <= file.line_count() ? static_cast<uint32_t>(target) : 0;
       }
       e.code = m[6].matched ? m[6].str() : "";
       e.text = m[7].str();

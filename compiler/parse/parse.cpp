@@ -1,5 +1,6 @@
 #include "compiler/parse/parse.h"
 
+#include <cmath>
 #include <exception>
 
 #include "AccelLexer.h"
@@ -15,14 +16,17 @@ namespace {
 using accel::grammar::AccelLexer;
 using accel::grammar::AccelParser;
 
+// The lexer channel of `///` doc comments (grammar/Accel.g4).
+constexpr size_t kDocChannel = 2;
+
 // ANTLR indexes characters by code point; spans are byte offsets. This table maps one to the
 // other (entry i = byte offset of code point i; one extra entry for the end).
 std::vector<uint32_t> CodePointOffsets(const std::string& text) {
   std::vector<uint32_t> offsets;
   offsets.reserve(text.size() + 1);
-  for (uint32_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size(); ++i) {
     // Continuation bytes (10xxxxxx) do not start a code point.
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) offsets.push_back(i);
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) offsets.push_back(static_cast<uint32_t>(i));
   }
   offsets.push_back(static_cast<uint32_t>(text.size()));
   return offsets;
@@ -33,8 +37,8 @@ std::vector<uint32_t> CodePointOffsets(const std::string& text) {
 class TreeBuilder {
  public:
   TreeBuilder(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
-              std::function<uint32_t(size_t)> to_byte)
-      : source_(source), diagnostics_(diagnostics), to_byte_(std::move(to_byte)) {}
+              std::function<uint32_t(size_t)> to_byte, antlr4::BufferedTokenStream& tokens)
+      : source_(source), diagnostics_(diagnostics), to_byte_(std::move(to_byte)), tokens_(tokens) {}
 
   ast::File Build(AccelParser::FileContext* tree) {
     ast::File file;
@@ -46,7 +50,10 @@ class TreeBuilder {
     }
     for (AccelParser::DeclContext* decl : tree->decl()) {
       if (auto* l = decl->letDecl()) {
-        ast::LetDecl let{SpanOf(l), Doc(l->doc()), NameOf(l->name), std::nullopt, Expression(l->expr())};
+        // A value that error recovery repaired is dropped: uses of the let then report nothing
+        // more, instead of checking a value the user did not write.
+        ast::LetDecl let{SpanOf(l), Doc(l), NameOf(l->name), std::nullopt,
+                         HasError(l->expr()) ? nullptr : Expression(l->expr())};
         if (l->type()) let.type = Type(l->type());
         file.lets.push_back(std::move(let));
       }
@@ -84,10 +91,11 @@ class TreeBuilder {
     return {token->getText(), SpanOf(token)};
   }
 
-  std::string Doc(AccelParser::DocContext* doc) const {
-    if (doc == nullptr) return "";
+  // The `///` lines directly before `context` (on the doc channel), joined by newlines.
+  std::string Doc(antlr4::ParserRuleContext* context) const {
+    if (context == nullptr || context->getStart() == nullptr) return "";
     std::string out;
-    for (antlr4::tree::TerminalNode* line : doc->DOC_COMMENT()) {
+    for (antlr4::Token* line : tokens_.getHiddenTokensToLeft(context->getStart()->getTokenIndex(), kDocChannel)) {
       std::string text = line->getText().substr(3);  // drop `///`
       if (!text.empty() && text.front() == ' ') text.erase(0, 1);
       if (!out.empty()) out += '\n';
@@ -97,9 +105,9 @@ class TreeBuilder {
   }
 
   ast::EnumDecl Enum(AccelParser::EnumDeclContext* context) {
-    ast::EnumDecl decl{SpanOf(context), Doc(context->doc()), NameOf(context->name), {}};
+    ast::EnumDecl decl{SpanOf(context), Doc(context), NameOf(context->name), {}};
     for (AccelParser::EnumMemberContext* m : context->enumMember()) {
-      ast::EnumMember member{SpanOf(m), Doc(m->doc()), NameOf(m->name), ""};
+      ast::EnumMember member{SpanOf(m), Doc(m), NameOf(m->name), ""};
       member.value = m->value ? StringValue(m->value) : member.name.text;
       decl.members.push_back(std::move(member));
     }
@@ -109,7 +117,7 @@ class TreeBuilder {
   ast::RecordDecl Record(AccelParser::RecordDeclContext* context) {
     ast::RecordDecl decl;
     decl.span = SpanOf(context);
-    decl.doc = Doc(context->doc());
+    decl.doc = Doc(context);
     decl.kind = context->kind ? context->kind->getText() : "record";
     decl.name = NameOf(context->name);
     for (AccelParser::MemberContext* member : context->member()) {
@@ -122,7 +130,7 @@ class TreeBuilder {
   ast::FieldDecl Field(AccelParser::FieldDeclContext* context) {
     ast::FieldDecl field;
     field.span = SpanOf(context);
-    field.doc = Doc(context->doc());
+    field.doc = Doc(context);
     field.name = NameOf(context->name);
     field.type = Type(context->type());
     if (context->defaultValue) field.default_value = Expression(context->defaultValue);
@@ -155,7 +163,7 @@ class TreeBuilder {
   ast::RuleDecl Rule(AccelParser::RuleDeclContext* context) {
     ast::RuleDecl rule;
     rule.span = SpanOf(context);
-    rule.doc = Doc(context->doc());
+    rule.doc = Doc(context);
     rule.code = NameOf(context->code);
     rule.severity = NameOf(context->severity);
     if (context->message) rule.message = StringValue(context->message);
@@ -166,7 +174,7 @@ class TreeBuilder {
   ast::JobDecl Job(AccelParser::JobDeclContext* context) {
     ast::JobDecl job;
     job.span = SpanOf(context);
-    job.doc = Doc(context->doc());
+    job.doc = Doc(context);
     job.name = NameOf(context->name);
     if (context->base) job.base = NameOf(context->base);
     if (auto* body = context->block()) job.body = Body(body);
@@ -175,12 +183,17 @@ class TreeBuilder {
 
   // True when error recovery touched `tree`: a rule that failed, or tokens it skipped or
   // made up (error nodes).
+  // Iterative: a long `1+1+...` chain is one parse-tree level per operator, deeper than any
+  // stack would allow to recurse over.
   static bool HasError(antlr4::tree::ParseTree* tree) {
-    if (tree == nullptr) return false;
-    if (dynamic_cast<antlr4::tree::ErrorNode*>(tree) != nullptr) return true;
-    if (auto* rule = dynamic_cast<antlr4::ParserRuleContext*>(tree); rule && rule->exception) return true;
-    for (antlr4::tree::ParseTree* child : tree->children) {
-      if (HasError(child)) return true;
+    std::vector<antlr4::tree::ParseTree*> pending;
+    if (tree != nullptr) pending.push_back(tree);
+    while (!pending.empty()) {
+      antlr4::tree::ParseTree* node = pending.back();
+      pending.pop_back();
+      if (dynamic_cast<antlr4::tree::ErrorNode*>(node) != nullptr) return true;
+      if (auto* rule = dynamic_cast<antlr4::ParserRuleContext*>(node); rule && rule->exception) return true;
+      pending.insert(pending.end(), node->children.begin(), node->children.end());
     }
     return false;
   }
@@ -369,16 +382,22 @@ class TreeBuilder {
     switch (token->getType()) {
       case AccelLexer::INT: {
         ast::ExprPtr expr = Make(ast::ExprKind::Int, span);
-        if (std::optional<int64_t> value = ParseIntLiteral(text)) {
-          expr->int_value = *value;
-        } else {
+        std::optional<int64_t> value = ParseIntLiteral(text);
+        if (!value) {
+          // No value rather than a wrong one: the statement is dropped, not checked as 0.
           diagnostics_.Emit(diag::Kind::IntegerTooLarge, &source_, span, text);
+          return nullptr;
         }
+        expr->int_value = *value;
         return expr;
       }
       case AccelLexer::FLOAT: {
         ast::ExprPtr expr = Make(ast::ExprKind::Float, span);
         expr->float_value = ParseFloatLiteral(text);
+        if (!std::isfinite(expr->float_value)) {
+          diagnostics_.Emit(diag::Kind::FloatOutOfRange, &source_, span, text);
+          return nullptr;
+        }
         return expr;
       }
       case AccelLexer::DURATION:
@@ -387,11 +406,11 @@ class TreeBuilder {
         ast::ExprPtr expr = Make(duration ? ast::ExprKind::Duration : ast::ExprKind::Bytes, span);
         expr->text = text;
         std::optional<int64_t> value = duration ? ParseDurationMs(text) : ParseByteSize(text);
-        if (value) {
-          expr->int_value = *value;
-        } else {
+        if (!value) {
           diagnostics_.Emit(diag::Kind::IntegerTooLarge, &source_, span, text);
+          return nullptr;
         }
+        expr->int_value = *value;
         return expr;
       }
       case AccelLexer::STRING: {
@@ -424,6 +443,7 @@ class TreeBuilder {
   const source::SourceFile& source_;
   diag::DiagnosticEngine& diagnostics_;
   std::function<uint32_t(size_t)> to_byte_;
+  antlr4::BufferedTokenStream& tokens_;
   int depth_ = 0;
   bool reported_depth_ = false;
 };
@@ -437,13 +457,22 @@ namespace {
 bool CheckNesting(antlr4::CommonTokenStream& tokens, const source::SourceFile& source,
                   const std::function<uint32_t(size_t)>& to_byte, diag::DiagnosticEngine& diagnostics) {
   int depth = 0;
-  int prefix_run = 0;
+  int type_depth = 0;   // `list<map<...` type arguments
+  int prefix_run = 0;   // `- - - x`, `not not x`
+  int implies_run = 0;  // `a implies b implies ...` (right-associative, so recursive)
+  std::string previous;
   for (antlr4::Token* token : tokens.getTokens()) {
+    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
     std::string text = token->getType() == antlr4::Token::EOF ? "" : token->getText();
     if (text == "(" || text == "[" || text == "{") ++depth;
     if (text == ")" || text == "]" || text == "}") depth = std::max(0, depth - 1);
+    if (text == "<" && (previous == "list" || previous == "map")) ++type_depth;
+    if (text == ">" && type_depth > 0) --type_depth;
     prefix_run = (text == "-" || text == "not") ? prefix_run + 1 : 0;
-    if (depth > kMaxNesting || prefix_run > kMaxNesting) {
+    if (text == "implies") ++implies_run;
+    if (text == ";" || text == "{" || text == "}" || text == "rule") implies_run = 0;
+    previous = text;
+    if (depth > kMaxNesting || type_depth > kMaxNesting || prefix_run > kMaxNesting || implies_run > kMaxNesting) {
       uint32_t at = to_byte(token->getStartIndex());
       diagnostics.Emit(diag::Kind::NestingTooDeep, &source, {at, at + 1}, kMaxNesting);
       return false;
@@ -505,7 +534,7 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
         parser.addErrorListener(&listener);
         tree = parser.file();
       }
-      file = TreeBuilder(source, diagnostics, to_byte).Build(tree);
+      file = TreeBuilder(source, diagnostics, to_byte, tokens).Build(tree);
     } catch (const std::exception& error) {
       diagnostics.Emit(diag::Kind::SyntaxError, &source, {}, std::string("the parser gave up: ") + error.what());
     }

@@ -109,7 +109,8 @@ std::string ComputeHash(const Plan& plan);
 
 // Parses and validates a plan. Fails with a message naming the JSON path of the first problem
 // (`plan.json: expected integer at steps[2].inputs`) for malformed JSON, an unknown `format`
-// or `op`, a missing or ill-typed field, or a hash that does not match the content.
+// or `op`, a missing or ill-typed field, a count, size or timeout that is not positive, or a
+// hash that does not match the content.
 llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name = "plan");
 
 }  // namespace accel::plan

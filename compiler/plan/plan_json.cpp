@@ -136,6 +136,49 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
   return true;
 }
 
+// Range checks: the compiler guarantees these for plans it writes; a plan edited by hand (and
+// rehashed) must not crash a worker (`log_every: 0`) or disable every timeout (`timeout_ms: 0`).
+std::string CheckRanges(const Plan& plan) {
+  auto positive = [](int64_t value, size_t step, const char* field) -> std::string {
+    if (value > 0) return "";
+    return fmt::format("invalid value {} at steps[{}].{}: must be positive", value, step, field);
+  };
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    std::string problem;
+    const Step& step = plan.steps[i];
+    if (const auto* s = std::get_if<InitProcessGroup>(&step)) {
+      for (auto [value, field] : {std::pair{s->timeout_ms, "timeout_ms"}, {s->num_machines, "num_machines"},
+                                  {s->processes_per_machine, "processes_per_machine"}}) {
+        if (problem.empty()) problem = positive(value, i, field);
+      }
+      if (problem.empty() && (s->main_process_port < 0 || s->main_process_port > 65535)) {
+        problem = fmt::format("invalid value {} at steps[{}].main_process_port: not a port", s->main_process_port, i);
+      }
+    } else if (const auto* s = std::get_if<BuildModel>(&step)) {
+      problem = positive(s->inputs, i, "inputs");
+      if (problem.empty()) problem = positive(s->outputs, i, "outputs");
+      for (size_t h = 0; problem.empty() && h < s->hidden.size(); ++h) {
+        problem = positive(s->hidden[h], i, fmt::format("hidden[{}]", h).c_str());
+      }
+    } else if (const auto* s = std::get_if<BuildDataloader>(&step)) {
+      for (auto [value, field] : {std::pair{s->samples, "samples"}, {s->features, "features"},
+                                  {s->outputs, "outputs"}, {s->batch_size, "batch_size"}}) {
+        if (problem.empty()) problem = positive(value, i, field);
+      }
+    } else if (const auto* s = std::get_if<TrainLoop>(&step)) {
+      for (auto [value, field] : {std::pair{s->steps, "steps"}, {s->log_every, "log_every"},
+                                  {s->bucket_cap_mb, "bucket_cap_mb"}}) {
+        if (problem.empty()) problem = positive(value, i, field);
+      }
+      if (problem.empty() && !(s->optimizer.lr > 0)) {
+        problem = fmt::format("invalid value {} at steps[{}].optimizer.lr: must be positive", s->optimizer.lr, i);
+      }
+    }
+    if (!problem.empty()) return problem;
+  }
+  return "";
+}
+
 }  // namespace
 
 llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name) {
@@ -171,6 +214,10 @@ llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name) {
     Step step;
     if (!ReadStep((*steps)[i], step, path.field("steps").index(static_cast<unsigned>(i)))) return fail();
     plan.steps.push_back(std::move(step));
+  }
+  if (std::string problem = CheckRanges(plan); !problem.empty()) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", std::string(name).c_str(),
+                                   problem.c_str());
   }
   std::string expected = ComputeHash(plan);
   if (plan.hash != expected) {

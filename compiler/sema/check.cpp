@@ -474,6 +474,21 @@ class Checker {
     return Mismatch(expr, type, file, path);
   }
 
+  // A typed `let` (`let port: int = 8080`) must hold a value of its own type, checked once at
+  // its first use; the use site then checks it against the field.
+  bool LetTypeAccepts(const ast::LetDecl& let, const source::SourceFile* file) {
+    if (!let.type) return true;
+    auto [it, first] = checked_lets_.emplace(let.name.text, true);
+    if (!first) return it->second;
+    const ast::Name* unknown = nullptr;
+    std::optional<Type> type = ResolveType(*let.type, schema_, &unknown);
+    if (!type) {
+      if (unknown) diagnostics_.Emit(diag::Kind::UnknownType, file, unknown->span, unknown->text, "");
+      return it->second = false;
+    }
+    return it->second = Convert(*let.value, *type, file, let.name.text).has_value();
+  }
+
   // The `let` a bare name in the spec refers to, or null. Lets live in the spec file only.
   const ast::LetDecl* LetNamed(const ast::Expr& expr, const source::SourceFile* file) const {
     if (expr.kind != ast::ExprKind::Path || expr.path.size() != 1 || file != file_.source) return nullptr;
@@ -489,7 +504,8 @@ class Checker {
           diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, file, let.name.span, let.name.text));
       return std::nullopt;
     }
-    std::optional<Value> value = let.value ? Convert(*let.value, type, file, path) : std::nullopt;
+    std::optional<Value> value;
+    if (let.value && LetTypeAccepts(let, file)) value = Convert(*let.value, type, file, path);
     active_lets_.erase(let.name.text);
     // The value's provenance is the use site: that is where the user set the field.
     if (value) value->provenance = {Provenance::Kind::Spec, file, use.span, ""};
@@ -532,6 +548,7 @@ class Checker {
       diag::DiagnosticEngine scratch;
       Checker trial(file_, schema_, environment_, scratch);
       trial.lets_ = lets_;
+      trial.active_lets_ = active_lets_;
       if (std::optional<Value> value = trial.Convert(expr, alternative, file, path)) {
         if (!scratch.has_errors()) return value;
       }
@@ -600,6 +617,7 @@ class Checker {
   diag::DiagnosticEngine& diagnostics_;
   std::map<std::string, const ast::LetDecl*, std::less<>> lets_;
   std::set<std::string> active_lets_;  // lets being expanded, to catch cycles
+  std::map<std::string, bool> checked_lets_;  // typed lets already checked, and whether they fit
 };
 
 }  // namespace

@@ -223,11 +223,15 @@ class Evaluator {
     }
     int64_t x = a.int_value, y = b.int_value;
     if ((op == "/" || op == "%") && y == 0) return Fail("division by zero");
-    if (op == "+") result.int_value = x + y;
-    if (op == "-") result.int_value = x - y;
-    if (op == "*") result.int_value = x * y;
-    if (op == "/") result.int_value = x / y;
-    if (op == "%") result.int_value = x % y;
+    // Overflow must fail, not wrap: a wrapped product could satisfy a rule it breaks.
+    bool overflow = false;
+    if (op == "+") overflow = __builtin_add_overflow(x, y, &result.int_value);
+    if (op == "-") overflow = __builtin_sub_overflow(x, y, &result.int_value);
+    if (op == "*") overflow = __builtin_mul_overflow(x, y, &result.int_value);
+    if ((op == "/" || op == "%") && x == INT64_MIN && y == -1) overflow = true;
+    if (!overflow && op == "/") result.int_value = x / y;
+    if (!overflow && op == "%") result.int_value = x % y;
+    if (overflow) return Fail(fmt::format("`{} {} {}` overflows 64 bits", x, op, y));
     return result;
   }
 

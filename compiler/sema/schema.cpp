@@ -107,6 +107,9 @@ class SchemaBuilder {
     for (const ast::RuleDecl& r : decl.rules) {
       RuleSchema rule;
       rule.code = r.code.text;
+      if (r.severity.text != "error" && r.severity.text != "warning") {
+        diagnostics_.Emit(diag::Kind::UnknownSeverity, file.source, r.severity.span, r.severity.text);
+      }
       rule.severity = r.severity.text == "warning" ? diag::Severity::Warning : diag::Severity::Error;
       rule.message = r.message;
       rule.doc = r.doc;
@@ -215,6 +218,42 @@ class SchemaBuilder {
 };
 
 }  // namespace
+
+std::optional<Type> ResolveType(const ast::TypeRef& ref, const Schema& schema, const ast::Name** unknown) {
+  static const std::map<std::string, Type::Kind, std::less<>> kBuiltins = {
+      {"bool", Type::Kind::Bool},     {"int", Type::Kind::Int},           {"float", Type::Kind::Float},
+      {"string", Type::Kind::String}, {"path", Type::Kind::Path},         {"duration", Type::Kind::Duration},
+      {"bytes", Type::Kind::Bytes}};
+  std::vector<Type> alternatives;
+  bool optional = false;
+  for (const ast::TypeAtom& atom : ref.alternatives) {
+    const std::string& name = atom.name.text;
+    Type type;
+    if ((name == "list" && atom.arguments.size() == 1) || (name == "map" && atom.arguments.size() == 2)) {
+      type.kind = name == "list" ? Type::Kind::List : Type::Kind::Map;
+      for (const ast::TypeRef& argument : atom.arguments) {
+        std::optional<Type> resolved = ResolveType(argument, schema, unknown);
+        if (!resolved) return std::nullopt;
+        type.args.push_back(std::move(*resolved));
+      }
+    } else if (auto it = kBuiltins.find(name); it != kBuiltins.end()) {
+      type.kind = it->second;
+    } else if (schema.enums.count(name)) {
+      type = Type{Type::Kind::Enum, name, {}};
+    } else if (schema.records.count(name)) {
+      type = Type{Type::Kind::Record, name, {}};
+    } else {
+      if (unknown) *unknown = &atom.name;
+      return std::nullopt;
+    }
+    optional = optional || atom.optional;
+    alternatives.push_back(std::move(type));
+  }
+  if (alternatives.empty()) return std::nullopt;
+  Type result = alternatives.size() == 1 ? alternatives[0] : Type{Type::Kind::Union, "", alternatives};
+  if (optional) return Type{Type::Kind::Optional, "", {result}};
+  return result;
+}
 
 Schema BuildSchema(const std::vector<const ast::File*>& files, diag::DiagnosticEngine& diagnostics) {
   return SchemaBuilder(diagnostics).Build(files);

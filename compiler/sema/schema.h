@@ -71,6 +71,10 @@ struct Schema {
   std::map<std::string, EnumSchema, std::less<>> enums;
 };
 
+// Resolves a type written in a spec (a typed `let`) against `schema`. Returns empty and sets
+// `unknown` to the first name that is neither a builtin type nor declared in the schema.
+std::optional<Type> ResolveType(const ast::TypeRef& ref, const Schema& schema, const ast::Name** unknown);
+
 // Collects the declarations of `files` into one Schema and resolves every type name.
 // Reports unknown types (A2001), duplicate declarations (A2002), and names in `where`
 // constraints and rules that are neither a field of their record nor an enum member (A2008).

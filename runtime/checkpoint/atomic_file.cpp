@@ -52,7 +52,11 @@ llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::
       return error;
     }
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  bool synced = ::fsync(fd) == 0;
+  int sync_errno = errno;
+  bool closed = ::close(fd) == 0;
+  if (!synced || !closed) {
+    if (!synced) errno = sync_errno;
     llvm::Error error = SystemError("cannot flush", temporary);
     ::unlink(temporary.c_str());
     return error;
@@ -64,9 +68,13 @@ llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::
   }
   // The rename is durable only once the directory entry is on disk.
   int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
+  if (dir_fd < 0) return SystemError("cannot open directory", directory.string());
+  bool dir_synced = ::fsync(dir_fd) == 0;
+  int dir_errno = errno;
+  ::close(dir_fd);
+  if (!dir_synced) {
+    errno = dir_errno;
+    return SystemError("cannot flush directory", directory.string());
   }
   return llvm::Error::success();
 }

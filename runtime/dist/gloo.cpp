@@ -82,10 +82,13 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
     auto store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
 
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    // On one machine bind to loopback; across machines use the interface the hostname resolves to.
-    gloo_options->devices.push_back(IsLoopback(options.master_addr)
-                                        ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                        : c10d::ProcessGroupGloo::createDefaultDevice());
+    // GLOO_SOCKET_IFNAME names the interface, as in PyTorch; otherwise bind to loopback on one
+    // machine, and across machines to the interface the hostname resolves to.
+    const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+    gloo_options->devices.push_back(
+        interface != nullptr && *interface != '\0' ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
+        : IsLoopback(options.master_addr)          ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                                   : c10d::ProcessGroupGloo::createDefaultDevice());
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
     return std::make_unique<GlooCollectives>(options, store, group);
   } catch (const std::exception& error) {

@@ -68,8 +68,11 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
     if (it == running.end()) continue;  // not one of ours
     int rank = it->second;
     running.erase(it);
-    exited.push_back(exit->pid);
     if (exit->success()) continue;
+    // The failed worker was reaped just now, so its pid (and group id) cannot have been
+    // reused yet: stop what it left behind too. Workers that finished earlier are left alone,
+    // since their ids may belong to other processes by now.
+    exited.push_back(exit->pid);
     result.failed_rank = rank;
     result.failed_status = *exit;
     size_t others = running.size();
@@ -83,6 +86,8 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
 }
 
 int PickFreePort() {
+  // Bound to 127.0.0.1 and released at once: rank 0's store binds it a moment later. Another
+  // process could take it in between; the store then fails to bind and the job fails fast.
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   sockaddr_in address{};

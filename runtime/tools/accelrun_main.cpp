@@ -1,6 +1,7 @@
 // accelrun: runs an execution plan (or compiles and runs a `.accel` spec) on this machine:
 // launches one worker per process, supervises them, and reports the result.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -54,7 +55,8 @@ struct Options {
   bool worker = false;
 };
 
-std::atomic<bool> g_interrupted{false};
+// The signal that asked the launcher to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT), or 0.
+std::atomic<int> g_interrupted{0};
 
 std::string ReadFile(const std::string& path, bool* ok) {
   std::ifstream in(path, std::ios::binary);
@@ -124,6 +126,13 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path) {
 }
 
 int RunAsWorker(const Options& options) {
+  // A worker must not outlive its launcher: if the launcher dies (even by SIGKILL), the kernel
+  // kills this worker. The parent check covers a launcher that died before the prctl.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (const char* launcher = std::getenv("ACCEL_LAUNCHER_PID"); launcher && ::getppid() != std::atoi(launcher)) {
+    fmt::print(stderr, "accelrun: error: the launcher is gone; stopping\n");
+    return kExitFailed;
+  }
   std::optional<accel::plan::Plan> plan = LoadPlan(options.input);
   if (!plan) return kExitUsage;
   accel::rt::train::WorkerContext context;
@@ -162,6 +171,11 @@ int RunAsLauncher(const Options& options, const char* argv0) {
     fmt::print(stderr, "accelrun: error: `{}` has no init_process_group or save_model step\n", options.input);
     return kExitUsage;
   }
+  if (options.node_rank >= init->num_machines) {
+    fmt::print(stderr, "accelrun: error: `--node-rank {}` is out of range: the plan runs on {} machine{}\n",
+               options.node_rank, init->num_machines, init->num_machines == 1 ? "" : "s");
+    return kExitUsage;
+  }
   fs::path output_dir = options.output_dir.empty() ? fs::path(save->dir) : fs::path(options.output_dir);
   fs::path plan_path = output_dir / "plan.json";
   std::string plan_json = accel::plan::ToJson(*plan);
@@ -178,6 +192,11 @@ int RunAsLauncher(const Options& options, const char* argv0) {
   launch_options.master_port = options.master_port != 0 ? options.master_port
                                : init->num_machines == 1 ? launch::PickFreePort()
                                                          : static_cast<int>(init->main_process_port);
+  if (launch_options.master_port <= 0) {
+    fmt::print(stderr, "accelrun: error: found no free port for the rendezvous; pass --master-port\n");
+    return kExitUsage;
+  }
+  launch_options.worker_env["ACCEL_LAUNCHER_PID"] = std::to_string(::getpid());
   std::error_code ec;
   fs::path self = fs::canonical("/proc/self/exe", ec);
   launch_options.worker_argv = {ec ? std::string(argv0) : self.string(), "--worker", plan_path.string(),
@@ -200,11 +219,12 @@ int RunAsLauncher(const Options& options, const char* argv0) {
     const char* tunables = std::getenv("GLIBC_TUNABLES");
     launch_options.worker_env["GLIBC_TUNABLES"] = launch::WithHugePageMalloc(tunables ? tunables : "");
   }
-  launch_options.interrupted = [] { return g_interrupted.load(); };
+  launch_options.interrupted = [] { return g_interrupted.load() != 0; };
   struct sigaction action {};
-  action.sa_handler = [](int) { g_interrupted = true; };
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  action.sa_handler = [](int signal) { g_interrupted = signal; };
+  // The workers lead their own process groups, so the terminal's signals reach only this
+  // process: every stop request is turned into stopping the workers.
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(signal, &action, nullptr);
 
   fmt::print("accelrun: job `{}` ({}), {} process{} on {} machine{}, rendezvous {}:{}\n", plan->job,
              plan->hash.substr(0, 19), launch_options.processes_per_machine,
@@ -218,6 +238,8 @@ int RunAsLauncher(const Options& options, const char* argv0) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!result.success) {
     fmt::print(stderr, "accelrun: error: {}\n", result.message);
+    // Interrupted: the shell convention 128 + signal, so schedulers can tell it from a failure.
+    if (int signal = g_interrupted.load()) return 128 + signal;
     return kExitFailed;
   }
   bool ok = false;

@@ -46,6 +46,16 @@ TEST(RenderText, ShowsLocationSourceLineCaretRangeAndFixIt) {
             "      = help: replace with `bucket_cap_mb`\n");
 }
 
+TEST(RenderText, CaretCountsCharactersNotBytes) {
+  source::SourceFile file("u.accel", "s = \"é日\" x\n");
+  DiagnosticEngine engine;
+  uint32_t at = static_cast<uint32_t>(file.text().find('x'));
+  engine.Emit(Kind::UnexpectedCharacter, &file, {at, at + 1}, "x");
+  std::string text = RenderText(engine.diagnostics());
+  // `s = "é日" ` is 9 characters, so the caret is the 10th column after the gutter.
+  EXPECT_NE(text.find("      |          ^\n"), std::string::npos) << text;
+}
+
 TEST(RenderText, ColorsOnlyWhenAsked) {
   source::SourceFile file("a.accel", "x\n");
   DiagnosticEngine engine;

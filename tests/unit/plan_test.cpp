@@ -73,6 +73,21 @@ TEST(PlanJson, EditedContentFailsTheHashCheck) {
   EXPECT_NE(llvm::toString(read.takeError()).find("content hash mismatch"), std::string::npos);
 }
 
+TEST(PlanJson, NonPositiveCountsAndTimeoutsAreRejectedEvenWithAValidHash) {
+  Plan plan = SamplePlan();
+  std::get<TrainLoop>(plan.steps[4]).log_every = 0;
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> read = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_EQ(llvm::toString(read.takeError()), "p.json: invalid value 0 at steps[4].log_every: must be positive");
+  plan = SamplePlan();
+  std::get<InitProcessGroup>(plan.steps[0]).timeout_ms = 0;
+  plan.hash = ComputeHash(plan);
+  read = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("steps[0].timeout_ms"), std::string::npos);
+}
+
 TEST(PlanJson, UnknownOpAndMalformedJsonAreErrors) {
   std::string json = ToJson(SamplePlan());
   json.replace(json.find("\"save_model\""), 12, "\"launch_rocket\"");

@@ -57,6 +57,9 @@ TEST(Verify, NotesAreCheckedOnlyWhenTheFileExpectsThem) {
 TEST(Verify, ExpectationOutsideTheFileIsAProblem) {
   source::SourceFile file("v.accel", "// expected-error@+5 {{x}}\n");
   EXPECT_EQ(Verify(file, {}).size(), 1u);
+  // Huge offsets neither throw nor wrap around to a line inside the file.
+  source::SourceFile huge("v.accel", "// expected-error@99999999999999999999 {{x}}\n// expected-error@+4294967296 {{y}}\n");
+  EXPECT_EQ(Verify(huge, {}).size(), 2u);
 }
 
 }  // namespace
