@@ -20,6 +20,13 @@ fs::path TempDir() {
   return dir;
 }
 
+// Removes this binary's scratch directory after the last test.
+class RemoveTempDir : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(TempDir()); }
+};
+const ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+
 std::string Bytes(const void* data, size_t size) { return std::string(static_cast<const char*>(data), size); }
 
 // The worked example of catalog §8.3: w = F32 [2], b = F16 [3], metadata format=pt.
