@@ -62,8 +62,12 @@ void RenderOne(const Diagnostic& d, TextStyle style, std::string& out) {
   // around the span, so a 100 MB line prints as a few hundred bytes.
   std::string_view line = d.file->LineText(begin.line);
   source::LineColumn end = d.file->Locate(d.span.end);
-  uint32_t first = begin.column - 1;  // 0-based byte offsets within the line
-  uint32_t last = end.line == begin.line ? end.column - 1 : static_cast<uint32_t>(line.size());
+  // 0-based byte offsets within the shown line. The span may lie past the shown text: the
+  // line's trailing `\r`s are not shown, and a diagnostic at the end of such a file sits after
+  // them, so clamp to one past the end.
+  uint32_t line_size = static_cast<uint32_t>(line.size());
+  uint32_t first = std::min(begin.column - 1, line_size);
+  uint32_t last = end.line == begin.line ? std::min(end.column - 1, line_size) : line_size;
   if (last <= first) last = first + 1;
   uint32_t window_begin = first > kContext ? first - kContext : 0;
   uint32_t window_end = std::min<uint32_t>(static_cast<uint32_t>(line.size()), std::max(last, first + 1) + kContext);

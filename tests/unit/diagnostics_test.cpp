@@ -56,6 +56,18 @@ TEST(RenderText, CaretCountsCharactersNotBytes) {
   EXPECT_NE(text.find("      |          ^\n"), std::string::npos) << text;
 }
 
+// Found by the fuzzer: a diagnostic at the end of a file whose last line is only `\r`s lies
+// past the shown (trimmed) line and made the renderer throw std::out_of_range.
+TEST(RenderText, SpanPastTheShownLineIsClamped) {
+  source::SourceFile file("r.accel", "job j {\n\r\r\r\r");
+  DiagnosticEngine engine;
+  uint32_t end = static_cast<uint32_t>(file.text().size());
+  engine.Emit(Kind::SyntaxError, &file, {end, end}, "unexpected end of file");
+  std::string text;
+  EXPECT_NO_THROW(text = RenderText(engine.diagnostics()));
+  EXPECT_NE(text.find("r.accel:2:5: error: unexpected end of file"), std::string::npos) << text;
+}
+
 TEST(RenderText, ColorsOnlyWhenAsked) {
   source::SourceFile file("a.accel", "x\n");
   DiagnosticEngine engine;
