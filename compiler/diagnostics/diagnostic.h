@@ -63,8 +63,7 @@ class DiagnosticEngine {
   Diagnostic& Emit(Kind kind, const source::SourceFile* file, source::Span span, Args&&... args) {
     const KindInfo& info = Info(kind);
     return Add(Diagnostic{std::string(info.code), info.severity,
-                          fmt::format(fmt::runtime(info.format), std::forward<Args>(args)...),
-                          file, span, {}, std::nullopt});
+                          Format(info, std::forward<Args>(args)...), file, span, {}, std::nullopt});
   }
 
   // Builds a note from a kinds.def row of severity Note.
@@ -72,9 +71,19 @@ class DiagnosticEngine {
   static Diagnostic Note(Kind kind, const source::SourceFile* file, source::Span span,
                          Args&&... args) {
     const KindInfo& info = Info(kind);
-    return Diagnostic{std::string(info.code), Severity::Note,
-                      fmt::format(fmt::runtime(info.format), std::forward<Args>(args)...), file,
-                      span, {}, std::nullopt};
+    return Diagnostic{std::string(info.code), Severity::Note, Format(info, std::forward<Args>(args)...),
+                      file, span, {}, std::nullopt};
+  }
+
+  // The row's message with `args`. A call site passing too few arguments is our bug, but it
+  // must not take down the user's run: the raw format is shown instead.
+  template <typename... Args>
+  static std::string Format(const KindInfo& info, Args&&... args) {
+    try {
+      return fmt::format(fmt::runtime(info.format), std::forward<Args>(args)...);
+    } catch (const fmt::format_error&) {
+      return std::string(info.format) + " (internal error: wrong diagnostic arguments)";
+    }
   }
 
   // Records an already-built diagnostic (schema rules carry their own code and message).

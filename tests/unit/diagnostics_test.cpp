@@ -20,6 +20,12 @@ TEST(DiagnosticKinds, CodesAreUniqueAndWellFormed) {
   }
 }
 
+TEST(DiagnosticEngine, WrongArgumentsNeverThrow) {
+  DiagnosticEngine engine;
+  Diagnostic& d = engine.Emit(Kind::UnknownField, nullptr, {}, "only-one-argument");
+  EXPECT_NE(d.message.find("internal error"), std::string::npos);
+}
+
 TEST(DiagnosticEngine, FormatsTheTableMessageAndCountsBySeverity) {
   DiagnosticEngine engine;
   source::SourceFile file("spec.accel", "x = 1\n");
