@@ -57,7 +57,9 @@ const T& Require(const plan::Plan& plan, const char* op) {
   return *step;
 }
 
-RunSummary Run(const plan::Plan& plan, const WorkerContext& context) {
+// `group` receives the process group as soon as it exists, so that RunWorker can keep it alive
+// past a failure (see there).
+RunSummary Run(const plan::Plan& plan, const WorkerContext& context, std::unique_ptr<dist::Collectives>& group) {
   const auto& init = Require<plan::InitProcessGroup>(plan, "init_process_group");
   const auto& model_spec = Require<plan::BuildModel>(plan, "build_model");
   const auto& data_spec = Require<plan::BuildDataloader>(plan, "build_dataloader");
@@ -65,11 +67,11 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context) {
   const auto& save = Require<plan::SaveModel>(plan, "save_model");
   bool main_process = context.rank == 0;
 
-  std::unique_ptr<dist::Collectives> collectives =
-      context.world_size > 1
-          ? dist::ConnectGloo({context.rank, context.world_size, context.master_addr, context.master_port,
-                               std::chrono::milliseconds(init.timeout_ms)})
-          : dist::MakeSingleProcess();
+  group = context.world_size > 1
+              ? dist::ConnectGloo({context.rank, context.world_size, context.master_addr, context.master_port,
+                                   std::chrono::milliseconds(init.timeout_ms)})
+              : dist::MakeSingleProcess();
+  dist::Collectives* collectives = group.get();
 
   if (const plan::Seed* seed = plan.Find<plan::Seed>()) at::manual_seed(static_cast<uint64_t>(seed->seed));
   std::unique_ptr<Trainer> trainer = MakeTrainer(model_spec, loop);
@@ -150,9 +152,13 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context) {
 
 llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context) {
   // The runtime's exception boundary: LibTorch and c10d throw; callers get an llvm::Error.
+  std::unique_ptr<dist::Collectives> group;
   try {
-    return Run(plan, context);
+    return Run(plan, context, group);
   } catch (const std::exception& error) {
+    // After a failed collective, destroying the Gloo group would wait for every queued bucket
+    // to time out in turn. The worker is about to exit, so the group is left to the OS.
+    (void)group.release();
     std::string text = error.what();
     return Fail(fmt::format("rank {}: {}", context.rank, text.substr(0, text.find('\n'))));
   }
