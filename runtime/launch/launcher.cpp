@@ -23,10 +23,12 @@ void StopAll(std::map<pid_t, int>& running, const std::vector<pid_t>& exited, Pr
   }
   for (pid_t pid : exited) spawner.Signal(pid, SIGKILL);
   for (const auto& [pid, rank] : running) spawner.Signal(pid, SIGKILL);
-  while (!running.empty()) {
+  // SIGKILL cannot be ignored, but a process stuck in the kernel (a hung network file system)
+  // dies only when the kernel lets it: wait for it, within reason, rather than leave it behind.
+  auto kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!running.empty() && std::chrono::steady_clock::now() < kill_deadline) {
     std::optional<ExitStatus> exit = spawner.WaitAny(std::chrono::milliseconds(1000));
-    if (!exit) break;  // nothing left to reap
-    running.erase(exit->pid);
+    if (exit) running.erase(exit->pid);
   }
 }
 
