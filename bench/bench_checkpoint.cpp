@@ -31,7 +31,8 @@ void RawWrite(benchmark::State& state) {
   for (auto _ : state) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     for (const std::string& t : Payload()) {
-      if (::write(fd, t.data(), t.size()) != static_cast<ssize_t>(t.size())) state.SkipWithError("write failed");
+      if (::write(fd, t.data(), t.size()) != static_cast<ssize_t>(t.size()))
+        state.SkipWithError("write failed");
     }
     ::fsync(fd);
     ::close(fd);
@@ -46,8 +47,10 @@ void SafetensorsWrite(benchmark::State& state) {
   std::string path = Path(".safetensors");
   std::vector<accel::rt::checkpoint::TensorRef> tensors;
   for (int i = 0; i < kTensors; ++i) {
-    tensors.push_back({"layer." + std::to_string(i) + ".weight", "F32",
-                       {static_cast<int64_t>(kTensorBytes / 4)}, Payload()[i]});
+    tensors.push_back({"layer." + std::to_string(i) + ".weight",
+                       "F32",
+                       {static_cast<int64_t>(kTensorBytes / 4)},
+                       Payload()[i]});
   }
   for (auto _ : state) {
     if (llvm::Error error = accel::rt::checkpoint::WriteSafetensors(path, tensors)) {
@@ -64,7 +67,8 @@ void SafetensorsRead(benchmark::State& state) {
   std::string path = Path("_read.safetensors");
   std::vector<accel::rt::checkpoint::TensorRef> tensors;
   for (int i = 0; i < kTensors; ++i) {
-    tensors.push_back({"t" + std::to_string(i), "F32", {static_cast<int64_t>(kTensorBytes / 4)}, Payload()[i]});
+    tensors.push_back(
+        {"t" + std::to_string(i), "F32", {static_cast<int64_t>(kTensorBytes / 4)}, Payload()[i]});
   }
   if (llvm::Error error = accel::rt::checkpoint::WriteSafetensors(path, tensors)) {
     state.SkipWithError(llvm::toString(std::move(error)).c_str());
@@ -78,7 +82,9 @@ void SafetensorsRead(benchmark::State& state) {
   ::unlink(path.c_str());
   state.SetBytesProcessed(state.iterations() * kTensorBytes * kTensors);
 }
-BENCHMARK(SafetensorsRead)->Name("safetensors_write_32MiB/accel_validated_read")->Unit(benchmark::kMillisecond);
+BENCHMARK(SafetensorsRead)
+    ->Name("safetensors_write_32MiB/accel_validated_read")
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -63,10 +63,12 @@ std::string LargeSpec(size_t bytes) {
   std::string text;
   for (int i = 0; text.size() < bytes; ++i) {
     text += "/// Constant " + std::to_string(i) + ".\n";
-    text += "let c" + std::to_string(i) + " = [" + std::to_string(i) +
-            ", 2.5e-3, \"name_" + std::to_string(i) + "\", 800s, 512MiB, true, MULTI_CPU, { k: 1, \"v\": none }]\n";
+    text += "let c" + std::to_string(i) + " = [" + std::to_string(i) + ", 2.5e-3, \"name_" +
+            std::to_string(i) + "\", 800s, 512MiB, true, MULTI_CPU, { k: 1, \"v\": none }]\n";
   }
-  return text + "job big { model = MLP { inputs = 4 }; data = SyntheticRegression { features = 4 }; train { steps = 1 } }\n";
+  return text +
+         "job big { model = MLP { inputs = 4 }; data = SyntheticRegression { features = 4 }; train { steps = "
+         "1 } }\n";
 }
 
 // A JSON document of the same size and a similar shape, for LLVM's JSON parser.
@@ -74,8 +76,8 @@ std::string LargeJson(size_t bytes) {
   std::string text = "{";
   for (int i = 0; text.size() < bytes; ++i) {
     if (i) text += ",";
-    text += "\"c" + std::to_string(i) + "\": [" + std::to_string(i) + ", 2.5e-3, \"name_" + std::to_string(i) +
-            "\", \"800s\", 536870912, true, \"MULTI_CPU\", {\"k\": 1, \"v\": null}]";
+    text += "\"c" + std::to_string(i) + "\": [" + std::to_string(i) + ", 2.5e-3, \"name_" +
+            std::to_string(i) + "\", \"800s\", 536870912, true, \"MULTI_CPU\", {\"k\": 1, \"v\": null}]";
   }
   return text + "}";
 }
@@ -92,7 +94,10 @@ void JsonParseLarge(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * json.size());
 }
-BENCHMARK(JsonParseLarge)->Name("parse_1MiB/baseline:llvm_json_parse")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(JsonParseLarge)
+    ->Name("parse_1MiB/baseline:llvm_json_parse")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The full front end (parse + check + lower) on a 1 MiB spec.
 void CompileLarge(benchmark::State& state) {

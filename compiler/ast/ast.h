@@ -89,10 +89,10 @@ struct FieldDecl {
   std::string doc;
   Name name;
   TypeRef type;
-  ExprPtr default_value;         // null: the field is required (unless optional)
-  std::vector<Name> env_vars;    // `from env A, B`: first one set wins
-  ExprPtr constraint;            // `where ...`, null when absent
-  std::vector<Name> aliases;     // `alias old_name`: other names that set this field
+  ExprPtr default_value;                  // null: the field is required (unless optional)
+  std::vector<Name> env_vars;             // `from env A, B`: first one set wins
+  ExprPtr constraint;                     // `where ...`, null when absent
+  std::vector<Name> aliases;              // `alias old_name`: other names that set this field
   std::optional<std::string> deprecated;  // `deprecated "why"`: setting it warns
 };
 

@@ -46,7 +46,8 @@ class Dumper {
     }
     for (const EnumDecl& e : file_.enums) {
       Line(0, fmt::format("enum {}", e.name.text), e.span);
-      for (const EnumMember& m : e.members) Line(1, fmt::format("member {} = \"{}\"", m.name.text, m.value), m.span);
+      for (const EnumMember& m : e.members)
+        Line(1, fmt::format("member {} = \"{}\"", m.name.text, m.value), m.span);
     }
     for (const RecordDecl& r : file_.records) {
       Line(0, fmt::format("{} {}", r.kind, r.name.text), r.span);
@@ -76,7 +77,8 @@ class Dumper {
   }
 
   void Rule(int depth, const RuleDecl& rule) {
-    Line(depth, fmt::format("rule {} {} \"{}\"", rule.code.text, rule.severity.text, rule.message), rule.span);
+    Line(depth, fmt::format("rule {} {} \"{}\"", rule.code.text, rule.severity.text, rule.message),
+         rule.span);
     if (rule.condition) Expression(depth + 1, "when", *rule.condition);
   }
 
@@ -133,7 +135,8 @@ class Dumper {
         return;
       case ExprKind::Map:
         out_ += "map\n";
-        for (size_t i = 0; i < e.operands.size(); ++i) Expression(depth + 1, "key " + e.path[i].text, *e.operands[i]);
+        for (size_t i = 0; i < e.operands.size(); ++i)
+          Expression(depth + 1, "key " + e.path[i].text, *e.operands[i]);
         return;
       case ExprKind::IsSet:
         out_ += e.bool_value ? "is not set\n" : "is set\n";

@@ -62,17 +62,26 @@ class DiagnosticEngine {
   template <typename... Args>
   Diagnostic& Emit(Kind kind, const source::SourceFile* file, source::Span span, Args&&... args) {
     const KindInfo& info = Info(kind);
-    return Add(Diagnostic{std::string(info.code), info.severity,
-                          Format(info, std::forward<Args>(args)...), file, span, {}, std::nullopt});
+    return Add(Diagnostic{std::string(info.code),
+                          info.severity,
+                          Format(info, std::forward<Args>(args)...),
+                          file,
+                          span,
+                          {},
+                          std::nullopt});
   }
 
   // Builds a note from a kinds.def row of severity Note.
   template <typename... Args>
-  static Diagnostic Note(Kind kind, const source::SourceFile* file, source::Span span,
-                         Args&&... args) {
+  static Diagnostic Note(Kind kind, const source::SourceFile* file, source::Span span, Args&&... args) {
     const KindInfo& info = Info(kind);
-    return Diagnostic{std::string(info.code), Severity::Note, Format(info, std::forward<Args>(args)...),
-                      file, span, {}, std::nullopt};
+    return Diagnostic{std::string(info.code),
+                      Severity::Note,
+                      Format(info, std::forward<Args>(args)...),
+                      file,
+                      span,
+                      {},
+                      std::nullopt};
   }
 
   // The row's message with `args`. A call site passing too few arguments is our bug, but it

@@ -50,9 +50,9 @@ void RenderOne(const Diagnostic& d, TextStyle style, std::string& out) {
     return;
   }
   source::LineColumn begin = d.file->Locate(d.span.begin);
-  out += fmt::format("{}{}:{}:{}: {}{}{}{}: {}{}", bold, d.file->name(), begin.line, begin.column,
-                     reset, style.color ? SeverityColor(d.severity) : "", SeverityName(d.severity),
-                     reset, bold, d.message);
+  out += fmt::format("{}{}:{}:{}: {}{}{}{}: {}{}", bold, d.file->name(), begin.line, begin.column, reset,
+                     style.color ? SeverityColor(d.severity) : "", SeverityName(d.severity), reset, bold,
+                     d.message);
   if (!d.code.empty() && d.severity != Severity::Note) out += fmt::format(" [{}]", d.code);
   out += reset;
   out += '\n';
@@ -70,7 +70,8 @@ void RenderOne(const Diagnostic& d, TextStyle style, std::string& out) {
   uint32_t last = end.line == begin.line ? std::min(end.column - 1, line_size) : line_size;
   if (last <= first) last = first + 1;
   uint32_t window_begin = first > kContext ? first - kContext : 0;
-  uint32_t window_end = std::min<uint32_t>(static_cast<uint32_t>(line.size()), std::max(last, first + 1) + kContext);
+  uint32_t window_end =
+      std::min<uint32_t>(static_cast<uint32_t>(line.size()), std::max(last, first + 1) + kContext);
   std::string prefix = window_begin > 0 ? "..." : "";
   std::string suffix = window_end < line.size() ? "..." : "";
   std::string shown = Printable(line.substr(window_begin, window_end - window_begin));
@@ -92,16 +93,15 @@ void RenderOne(const Diagnostic& d, TextStyle style, std::string& out) {
   marker += std::string(width > 1 ? width - 1 : 0, '~');
   out += fmt::format("{} | {}{}{}\n", std::string(gutter.size(), ' '), green, marker, reset);
   if (d.fixit) {
-    out += fmt::format("{} = help: replace with `{}`\n", std::string(gutter.size(), ' '),
-                       d.fixit->replacement);
+    out +=
+        fmt::format("{} = help: replace with `{}`\n", std::string(gutter.size(), ' '), d.fixit->replacement);
   }
   for (const Diagnostic& note : d.notes) RenderOne(note, style, out);
 }
 
 llvm::json::Object JsonOne(const Diagnostic& d) {
-  llvm::json::Object object{{"severity", std::string(SeverityName(d.severity))},
-                            {"code", d.code},
-                            {"message", d.message}};
+  llvm::json::Object object{
+      {"severity", std::string(SeverityName(d.severity))}, {"code", d.code}, {"message", d.message}};
   if (d.file != nullptr) {
     source::LineColumn begin = d.file->Locate(d.span.begin);
     source::LineColumn end = d.file->Locate(d.span.end);
@@ -174,12 +174,18 @@ std::string Print(const llvm::json::Value& value) {
 std::string GithubEscape(std::string_view text, bool property) {
   std::string out;
   for (char c : text) {
-    if (c == '%') out += "%25";
-    else if (c == '\r') out += "%0D";
-    else if (c == '\n') out += "%0A";
-    else if (property && c == ':') out += "%3A";
-    else if (property && c == ',') out += "%2C";
-    else out += c;
+    if (c == '%')
+      out += "%25";
+    else if (c == '\r')
+      out += "%0D";
+    else if (c == '\n')
+      out += "%0A";
+    else if (property && c == ':')
+      out += "%3A";
+    else if (property && c == ',')
+      out += "%2C";
+    else
+      out += c;
   }
   return out;
 }
@@ -223,7 +229,8 @@ std::string RenderSarif(const std::vector<Diagnostic>& diagnostics, const std::s
   }
   llvm::json::Array rule_list;
   for (const auto& [code, description] : rules) {
-    rule_list.push_back(llvm::json::Object{{"id", code}, {"shortDescription", llvm::json::Object{{"text", description}}}});
+    rule_list.push_back(
+        llvm::json::Object{{"id", code}, {"shortDescription", llvm::json::Object{{"text", description}}}});
   }
   llvm::json::Object driver{{"name", "accelc"}, {"version", tool_version}, {"rules", std::move(rule_list)}};
   llvm::json::Object log{{"version", "2.1.0"},
@@ -236,13 +243,16 @@ std::string RenderSarif(const std::vector<Diagnostic>& diagnostics, const std::s
 std::string RenderGithub(const std::vector<Diagnostic>& diagnostics) {
   std::string out;
   for (const Diagnostic& d : diagnostics) {
-    const char* command = d.severity == Severity::Error ? "error" : d.severity == Severity::Warning ? "warning" : "notice";
+    const char* command = d.severity == Severity::Error     ? "error"
+                          : d.severity == Severity::Warning ? "warning"
+                                                            : "notice";
     std::string properties;
     if (d.file != nullptr) {
       source::LineColumn begin = d.file->Locate(d.span.begin);
       source::LineColumn end = d.file->Locate(d.span.end);
-      properties = fmt::format("file={},line={},col={},endLine={},endColumn={},", GithubEscape(d.file->name(), true),
-                               begin.line, begin.column, end.line, end.column);
+      properties =
+          fmt::format("file={},line={},col={},endLine={},endColumn={},", GithubEscape(d.file->name(), true),
+                      begin.line, begin.column, end.line, end.column);
     }
     properties += "title=" + GithubEscape(d.code.empty() ? "accelc" : d.code, true);
     out += fmt::format("::{} {}::{}\n", command, properties, GithubEscape(d.message, false));

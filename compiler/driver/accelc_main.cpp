@@ -68,7 +68,8 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       options.format = arg == "--format" ? value(arg) : arg.substr(9);
       if (options.format != "text" && options.format != "json" && options.format != "sarif" &&
           options.format != "github") {
-        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`", options.format);
+        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`",
+                           options.format);
       }
     } else if (arg == "--verify") {
       options.verify = true;
@@ -207,7 +208,8 @@ int main(int argc, char** argv) {
     }
     if (options.command == "compile") {
       if (compilation.schema_only) {
-        fmt::print(stderr, "accelc: error: `{}` declares schemas but no job; only a job compiles to a plan\n", path);
+        fmt::print(stderr, "accelc: error: `{}` declares schemas but no job; only a job compiles to a plan\n",
+                   path);
         status = kExitDiagnostics;
         continue;
       }

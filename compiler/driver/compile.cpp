@@ -41,8 +41,7 @@ void Finish(Compilation& compilation) { compilation.diagnostics.SortByLocation()
 
 }  // namespace
 
-Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
-                        const sema::Environment& environment) {
+Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment) {
   Compilation compilation;
   // Refuse oversized files before reading them: memory stays bounded whatever the input.
   std::error_code ec;

@@ -29,8 +29,7 @@ struct Compilation {
 // after the first phase that reports an error, having reported everything that phase found.
 // A file of schema declarations without a job is checked against the stdlib instead.
 // An unreadable file is an A-less error diagnostic with no location.
-Compilation CompileFile(const std::string& path, const Stdlib& stdlib,
-                        const sema::Environment& environment);
+Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment);
 
 // The same on in-memory text; `name` is what diagnostics print.
 Compilation CompileText(const std::string& name, std::string text, const Stdlib& stdlib,

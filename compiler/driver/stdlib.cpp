@@ -8,8 +8,8 @@ namespace accel::driver {
 std::unique_ptr<Stdlib> Stdlib::Load(diag::DiagnosticEngine& diagnostics) {
   std::unique_ptr<Stdlib> stdlib(new Stdlib());
   for (const stdlib::EmbeddedFile& embedded : stdlib::Files()) {
-    stdlib->sources_.push_back(std::make_unique<source::SourceFile>(std::string(embedded.name),
-                                                                     std::string(embedded.text)));
+    stdlib->sources_.push_back(
+        std::make_unique<source::SourceFile>(std::string(embedded.name), std::string(embedded.text)));
   }
   stdlib->files_.reserve(stdlib->sources_.size());
   for (const auto& source : stdlib->sources_) stdlib->files_.push_back(parse::Parse(*source, diagnostics));

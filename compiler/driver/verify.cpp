@@ -19,22 +19,24 @@ struct Expectation {
 // The directive is split in two so that verify.cpp itself never reads as one.
 const std::regex& DirectivePattern() {
   static const std::regex pattern(
-      std::string("expected-") + R"((error|warning|note)(@([+-]?)(\d+))?\s*(\[([A-Za-z0-9_]+)\])?\s*\{\{(.*?)\}\})");
+      std::string("expected-") +
+      R"((error|warning|note)(@([+-]?)(\d+))?\s*(\[([A-Za-z0-9_]+)\])?\s*\{\{(.*?)\}\})");
   return pattern;
 }
 
-std::vector<Expectation> ParseExpectations(const source::SourceFile& file, std::vector<std::string>& problems) {
+std::vector<Expectation> ParseExpectations(const source::SourceFile& file,
+                                           std::vector<std::string>& problems) {
   std::vector<Expectation> expectations;
   for (uint32_t line = 1; line <= file.line_count(); ++line) {
     std::string text(file.LineText(line));
     size_t comment = text.find("//");
     if (comment == std::string::npos) continue;
     std::string tail = text.substr(comment);
-    for (auto it = std::sregex_iterator(tail.begin(), tail.end(), DirectivePattern()); it != std::sregex_iterator();
-         ++it) {
+    for (auto it = std::sregex_iterator(tail.begin(), tail.end(), DirectivePattern());
+         it != std::sregex_iterator(); ++it) {
       const std::smatch& m = *it;
       Expectation e;
-      e.severity = m[1] == "error" ? diag::Severity::Error
+      e.severity = m[1] == "error"     ? diag::Severity::Error
                    : m[1] == "warning" ? diag::Severity::Warning
                                        : diag::Severity::Note;
       e.line = line;
@@ -45,17 +47,20 @@ std::vector<Expectation> ParseExpectations(const source::SourceFile& file, std::
         auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), offset);
         uint64_t target = 0;
         if (error == std::errc() && offset <= file.line_count()) {
-          if (m[3] == "+") target = line + offset;
-          else if (m[3] == "-") target = offset < line ? line - offset : 0;
-          else target = offset;
+          if (m[3] == "+")
+            target = line + offset;
+          else if (m[3] == "-")
+            target = offset < line ? line - offset : 0;
+          else
+            target = offset;
         }
         e.line = target <= file.line_count() ? static_cast<uint32_t>(target) : 0;
       }
       e.code = m[6].matched ? m[6].str() : "";
       e.text = m[7].str();
       if (e.line == 0 || e.line > file.line_count()) {
-        problems.push_back(fmt::format("{}:{}: expectation points at line {}, outside the file", file.name(), line,
-                                       e.line));
+        problems.push_back(
+            fmt::format("{}:{}: expectation points at line {}, outside the file", file.name(), line, e.line));
         continue;
       }
       expectations.push_back(std::move(e));
@@ -71,7 +76,8 @@ bool Matches(const Expectation& e, const diag::Diagnostic& d, uint32_t line) {
 
 }  // namespace
 
-std::vector<std::string> Verify(const source::SourceFile& file, const std::vector<diag::Diagnostic>& produced) {
+std::vector<std::string> Verify(const source::SourceFile& file,
+                                const std::vector<diag::Diagnostic>& produced) {
   std::vector<std::string> problems;
   std::vector<Expectation> expectations = ParseExpectations(file, problems);
   bool check_notes = std::any_of(expectations.begin(), expectations.end(),
@@ -98,8 +104,8 @@ std::vector<std::string> Verify(const source::SourceFile& file, const std::vecto
     if (found) continue;
     std::string where = here ? fmt::format("{}:{}", file.name(), line)
                              : (d->file ? d->file->name() : std::string("<no file>"));
-    problems.push_back(fmt::format("{}: unexpected {} [{}]: {}", where, diag::SeverityName(d->severity), d->code,
-                                   d->message));
+    problems.push_back(fmt::format("{}: unexpected {} [{}]: {}", where, diag::SeverityName(d->severity),
+                                   d->code, d->message));
   }
   for (const Expectation& e : expectations) {
     if (e.matched) continue;

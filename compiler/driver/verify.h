@@ -22,7 +22,8 @@ namespace accel::driver {
 //
 // Returns one line per mismatch (`file:line: expected error not produced: {{...}}`,
 // `file:line: unexpected error [A2003]: ...`); empty means the file verifies.
-std::vector<std::string> Verify(const source::SourceFile& file, const std::vector<diag::Diagnostic>& produced);
+std::vector<std::string> Verify(const source::SourceFile& file,
+                                const std::vector<diag::Diagnostic>& produced);
 
 }  // namespace accel::driver
 

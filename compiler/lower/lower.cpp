@@ -125,10 +125,9 @@ class Lowerer {
     plan.steps.push_back(build_model);
 
     Fields data = job.Record("data");
-    plan.steps.push_back(plan::BuildDataloader{"synthetic_regression", data.Int("samples"),
-                                               data.Int("features"), model.Int("outputs"),
-                                               data.Float("noise"), data.Int("seed"),
-                                               data.Int("batch_size"), data.Bool("shuffle")});
+    plan.steps.push_back(plan::BuildDataloader{
+        "synthetic_regression", data.Int("samples"), data.Int("features"), model.Int("outputs"),
+        data.Float("noise"), data.Int("seed"), data.Int("batch_size"), data.Bool("shuffle")});
 
     Fields train = job.Record("train");
     plan::TrainLoop loop;
@@ -161,7 +160,8 @@ class Lowerer {
  private:
   void Unsupported(const Value& value, const std::string& what, const std::string& hint) {
     failed_ = true;
-    bool located = value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file == spec_.file;
+    bool located =
+        value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file == spec_.file;
     diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::NotLowerable, spec_.file,
                                             located ? value.provenance.span : spec_.span, what, hint);
     if (value.provenance.kind == sema::Provenance::Kind::Environment) {

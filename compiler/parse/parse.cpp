@@ -95,7 +95,8 @@ class TreeBuilder {
   std::string Doc(antlr4::ParserRuleContext* context) const {
     if (context == nullptr || context->getStart() == nullptr) return "";
     std::string out;
-    for (antlr4::Token* line : tokens_.getHiddenTokensToLeft(context->getStart()->getTokenIndex(), kDocChannel)) {
+    for (antlr4::Token* line :
+         tokens_.getHiddenTokensToLeft(context->getStart()->getTokenIndex(), kDocChannel)) {
       std::string text = line->getText().substr(3);  // drop `///`
       if (!text.empty() && text.front() == ' ') text.erase(0, 1);
       if (!out.empty()) out += '\n';
@@ -362,7 +363,8 @@ class TreeBuilder {
       for (AccelParser::MapEntryContext* entry : map->mapEntry()) {
         ast::ExprPtr value = Expression(entry->expr());
         if (!value) continue;
-        ast::Name key = entry->key ? ast::Name{StringValue(entry->key), SpanOf(entry->key)} : NameOf(entry->name);
+        ast::Name key =
+            entry->key ? ast::Name{StringValue(entry->key), SpanOf(entry->key)} : NameOf(entry->name);
         expr->path.push_back(std::move(key));
         expr->operands.push_back(std::move(value));
       }
@@ -434,8 +436,7 @@ class TreeBuilder {
     UnescapeResult result = UnescapeString(token->getText());
     if (result.bad_escape_at) {
       uint32_t at = SpanOf(token).begin + static_cast<uint32_t>(*result.bad_escape_at);
-      diagnostics_.Emit(diag::Kind::InvalidEscape, &source_, {at, at + 2},
-                        source_.Slice({at, at + 2}));
+      diagnostics_.Emit(diag::Kind::InvalidEscape, &source_, {at, at + 2}, source_.Slice({at, at + 2}));
     }
     return result.value;
   }
@@ -472,7 +473,8 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const source::SourceFile& s
     if (text == "implies") ++implies_run;
     if (text == ";" || text == "{" || text == "}" || text == "rule") implies_run = 0;
     previous = text;
-    if (depth > kMaxNesting || type_depth > kMaxNesting || prefix_run > kMaxNesting || implies_run > kMaxNesting) {
+    if (depth > kMaxNesting || type_depth > kMaxNesting || prefix_run > kMaxNesting ||
+        implies_run > kMaxNesting) {
       uint32_t at = to_byte(token->getStartIndex());
       diagnostics.Emit(diag::Kind::NestingTooDeep, &source, {at, at + 1}, kMaxNesting);
       return false;
@@ -491,7 +493,8 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
   file.source = &source;
   if (std::optional<size_t> bad = FirstInvalidUtf8(source.text())) {
     uint32_t at = static_cast<uint32_t>(*bad);
-    diagnostics.Emit(diag::Kind::InvalidUtf8, &source, {at, at + 1}, static_cast<unsigned char>(source.text()[at]));
+    diagnostics.Emit(diag::Kind::InvalidUtf8, &source, {at, at + 1},
+                     static_cast<unsigned char>(source.text()[at]));
     return file;
   }
   // Pure ASCII (the common case) needs no table: code point i is byte i.
@@ -517,7 +520,8 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
       // decides almost every file; only a file with a syntax error (or a construct SLL cannot
       // decide) is parsed again with full LL and error recovery, which reports every error.
       parser.removeErrorListeners();
-      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::SLL);
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+          antlr4::atn::PredictionMode::SLL);
       parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
       AccelParser::FileContext* tree = nullptr;
       try {
@@ -526,7 +530,8 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
         tokens.seek(0);
         parser.reset();
         parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
-        parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(antlr4::atn::PredictionMode::LL);
+        parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+            antlr4::atn::PredictionMode::LL);
         tree = nullptr;
       }
       SyntaxErrorListener listener(source, diagnostics, to_byte);
@@ -536,7 +541,8 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
       }
       file = TreeBuilder(source, diagnostics, to_byte, tokens).Build(tree);
     } catch (const std::exception& error) {
-      diagnostics.Emit(diag::Kind::SyntaxError, &source, {}, std::string("the parser gave up: ") + error.what());
+      diagnostics.Emit(diag::Kind::SyntaxError, &source, {},
+                       std::string("the parser gave up: ") + error.what());
     }
   });
   return file;

@@ -64,9 +64,8 @@ std::string ExpectedList(antlr4::Parser& parser) {
 
 }  // namespace
 
-void SyntaxErrorListener::syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending,
-                                      size_t line, size_t column, const std::string& message,
-                                      std::exception_ptr error) {
+void SyntaxErrorListener::syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
+                                      size_t column, const std::string& message, std::exception_ptr error) {
   if (offending == nullptr) {
     // Lexer errors cannot happen (UNEXPECTED matches any character); keep ANTLR's text anyway.
     diagnostics_.Emit(diag::Kind::SyntaxError, &source_, {}, message);

@@ -19,8 +19,8 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
                       OffsetMap to_byte)
       : source_(source), diagnostics_(diagnostics), to_byte_(std::move(to_byte)) {}
 
-  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
-                   size_t column, const std::string& message, std::exception_ptr error) override;
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line, size_t column,
+                   const std::string& message, std::exception_ptr error) override;
 
  private:
   const source::SourceFile& source_;

@@ -54,10 +54,10 @@ struct BuildDataloader {
 struct Optimizer {
   std::string name;  // sgd or adamw
   double lr = 0;
-  double momentum = 0;      // sgd
-  double beta1 = 0;         // adamw
-  double beta2 = 0;         // adamw
-  double eps = 0;           // adamw
+  double momentum = 0;  // sgd
+  double beta1 = 0;     // adamw
+  double beta2 = 0;     // adamw
+  double eps = 0;       // adamw
   double weight_decay = 0;
 };
 

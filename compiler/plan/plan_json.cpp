@@ -48,10 +48,9 @@ json::Object StepJson(const Step& step) {
     o["mixed_precision"] = s->mixed_precision;
     o["bucket_cap_mb"] = s->bucket_cap_mb;
     const Optimizer& opt = s->optimizer;
-    o["optimizer"] = json::Object{{"name", opt.name},         {"lr", opt.lr},
-                                  {"momentum", opt.momentum}, {"beta1", opt.beta1},
-                                  {"beta2", opt.beta2},       {"eps", opt.eps},
-                                  {"weight_decay", opt.weight_decay}};
+    o["optimizer"] = json::Object{
+        {"name", opt.name},   {"lr", opt.lr},   {"momentum", opt.momentum},        {"beta1", opt.beta1},
+        {"beta2", opt.beta2}, {"eps", opt.eps}, {"weight_decay", opt.weight_decay}};
   } else if (const auto* s = std::get_if<SaveModel>(&step)) {
     o["dir"] = s->dir;
     o["file"] = s->file;
@@ -64,9 +63,9 @@ json::Object StepJson(const Step& step) {
 std::string ToJson(const Plan& plan) {
   json::Array steps;
   for (const Step& step : plan.steps) steps.push_back(StepJson(step));
-  json::Value root = json::Object{{"format", plan.format}, {"job", plan.job},
-                                  {"source", plan.source}, {"hash", plan.hash},
-                                  {"config", plan.config}, {"steps", std::move(steps)}};
+  json::Value root =
+      json::Object{{"format", plan.format}, {"job", plan.job},       {"source", plan.source},
+                   {"hash", plan.hash},     {"config", plan.config}, {"steps", std::move(steps)}};
   std::string out;
   llvm::raw_string_ostream stream(out);
   // llvm::json prints object keys sorted, which makes the output deterministic.
@@ -147,12 +146,14 @@ std::string CheckRanges(const Plan& plan) {
     std::string problem;
     const Step& step = plan.steps[i];
     if (const auto* s = std::get_if<InitProcessGroup>(&step)) {
-      for (auto [value, field] : {std::pair{s->timeout_ms, "timeout_ms"}, {s->num_machines, "num_machines"},
+      for (auto [value, field] : {std::pair{s->timeout_ms, "timeout_ms"},
+                                  {s->num_machines, "num_machines"},
                                   {s->processes_per_machine, "processes_per_machine"}}) {
         if (problem.empty()) problem = positive(value, i, field);
       }
       if (problem.empty() && (s->main_process_port < 0 || s->main_process_port > 65535)) {
-        problem = fmt::format("invalid value {} at steps[{}].main_process_port: not a port", s->main_process_port, i);
+        problem = fmt::format("invalid value {} at steps[{}].main_process_port: not a port",
+                              s->main_process_port, i);
       }
     } else if (const auto* s = std::get_if<BuildModel>(&step)) {
       problem = positive(s->inputs, i, "inputs");
@@ -161,17 +162,20 @@ std::string CheckRanges(const Plan& plan) {
         problem = positive(s->hidden[h], i, fmt::format("hidden[{}]", h).c_str());
       }
     } else if (const auto* s = std::get_if<BuildDataloader>(&step)) {
-      for (auto [value, field] : {std::pair{s->samples, "samples"}, {s->features, "features"},
-                                  {s->outputs, "outputs"}, {s->batch_size, "batch_size"}}) {
+      for (auto [value, field] : {std::pair{s->samples, "samples"},
+                                  {s->features, "features"},
+                                  {s->outputs, "outputs"},
+                                  {s->batch_size, "batch_size"}}) {
         if (problem.empty()) problem = positive(value, i, field);
       }
     } else if (const auto* s = std::get_if<TrainLoop>(&step)) {
-      for (auto [value, field] : {std::pair{s->steps, "steps"}, {s->log_every, "log_every"},
-                                  {s->bucket_cap_mb, "bucket_cap_mb"}}) {
+      for (auto [value, field] :
+           {std::pair{s->steps, "steps"}, {s->log_every, "log_every"}, {s->bucket_cap_mb, "bucket_cap_mb"}}) {
         if (problem.empty()) problem = positive(value, i, field);
       }
       if (problem.empty() && !(s->optimizer.lr > 0)) {
-        problem = fmt::format("invalid value {} at steps[{}].optimizer.lr: must be positive", s->optimizer.lr, i);
+        problem =
+            fmt::format("invalid value {} at steps[{}].optimizer.lr: must be positive", s->optimizer.lr, i);
       }
     }
     if (!problem.empty()) return problem;
@@ -200,7 +204,8 @@ llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "%s: unsupported plan format `%s` at format; this accelrun reads `%s`, "
                                    "recompile the spec with the matching accelc",
-                                   std::string(name).c_str(), plan.format.c_str(), std::string(kFormat).c_str());
+                                   std::string(name).c_str(), plan.format.c_str(),
+                                   std::string(kFormat).c_str());
   }
   if (!(m.map("job", plan.job) && m.map("source", plan.source) && m.map("hash", plan.hash))) return fail();
   const json::Object* object = parsed->getAsObject();
@@ -221,10 +226,11 @@ llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name) {
   }
   std::string expected = ComputeHash(plan);
   if (plan.hash != expected) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "%s: content hash mismatch at hash: the file says `%s` but its content hashes "
-                                   "to `%s`; the plan was edited by hand or damaged, recompile it with accelc",
-                                   std::string(name).c_str(), plan.hash.c_str(), expected.c_str());
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "%s: content hash mismatch at hash: the file says `%s` but its content hashes "
+        "to `%s`; the plan was edited by hand or damaged, recompile it with accelc",
+        std::string(name).c_str(), plan.hash.c_str(), expected.c_str());
   }
   return plan;
 }

@@ -115,8 +115,8 @@ class Checker {
     for (const ast::LetDecl& let : file_.lets) {
       auto [it, inserted] = lets_.emplace(let.name.text, &let);
       if (!inserted) {
-        diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateDeclaration, file_.source, let.name.span,
-                                                let.name.text);
+        diag::Diagnostic& d =
+            diagnostics_.Emit(diag::Kind::DuplicateDeclaration, file_.source, let.name.span, let.name.text);
         d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, file_.source,
                                                        it->second->name.span, let.name.text));
       }
@@ -159,7 +159,8 @@ class Checker {
         continue;
       }
       if (field->deprecated) {
-        diagnostics_.Emit(diag::Kind::DeprecatedField, file, name.span, prefix + field->name, *field->deprecated);
+        diagnostics_.Emit(diag::Kind::DeprecatedField, file, name.span, prefix + field->name,
+                          *field->deprecated);
       }
       by_field[field->name].push_back(entry);
     }
@@ -194,7 +195,8 @@ class Checker {
   }
 
   // A field set by one of its old names: warn, offer the new name, and carry on with it.
-  const FieldSchema* Renamed(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file) {
+  const FieldSchema* Renamed(const RecordSchema& record, const ast::Name& name,
+                             const source::SourceFile* file) {
     const FieldSchema* field = record.FindAlias(name.text);
     if (field == nullptr) return nullptr;
     diag::Diagnostic& d =
@@ -204,12 +206,13 @@ class Checker {
   }
 
   // Reports A2003 and returns the suggested field name, if any.
-  std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file) {
+  std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
+                                 const source::SourceFile* file) {
     std::string guess = diag::ClosestMatch(name.text, record.FieldNames());
-    diag::Diagnostic& d = diagnostics_.Emit(
-        diag::Kind::UnknownField, file, name.span, name.text, record.name,
-        guess.empty() ? fmt::format("; expected one of {}", Join(record.FieldNames()))
-                      : fmt::format("; did you mean `{}`?", guess));
+    diag::Diagnostic& d =
+        diagnostics_.Emit(diag::Kind::UnknownField, file, name.span, name.text, record.name,
+                          guess.empty() ? fmt::format("; expected one of {}", Join(record.FieldNames()))
+                                        : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
     return guess;
   }
@@ -240,11 +243,11 @@ class Checker {
     if (type->kind == Type::Kind::Optional) type = &type->args[0];
     if (type->kind != Type::Kind::Record) {
       const ast::Statement& s = *entries[0].statement;
-      diagnostics_.Emit(diag::Kind::TypeMismatch, file, s.path[entries[0].depth].span, path,
-                        field.type.Describe(),
-                        type->kind == Type::Kind::Union ? "a block; name the type, e.g. `" + path +
-                                                              " = " + type->args[0].Describe() + " { ... }`"
-                                                        : std::string("a block"));
+      diagnostics_.Emit(
+          diag::Kind::TypeMismatch, file, s.path[entries[0].depth].span, path, field.type.Describe(),
+          type->kind == Type::Kind::Union
+              ? "a block; name the type, e.g. `" + path + " = " + type->args[0].Describe() + " { ... }`"
+              : std::string("a block"));
       return std::nullopt;
     }
     std::vector<Entry> inner;
@@ -265,8 +268,8 @@ class Checker {
   // The value of an unset field: its environment variable, its schema default, `none` for an
   // optional, or a missing-field error.
   std::optional<Value> DefaultFor(const FieldSchema& field, const RecordSchema& record,
-                                  const source::SourceFile* file, source::Span span,
-                                  const std::string& path, bool recovered) {
+                                  const source::SourceFile* file, source::Span span, const std::string& path,
+                                  bool recovered) {
     for (const std::string& name : field.env_vars) {
       std::optional<std::string> text = environment_.Get(name);
       if (!text) continue;
@@ -290,7 +293,8 @@ class Checker {
     }
     if (recovered) return std::nullopt;
     diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::MissingField, file, span, path, record.name);
-    d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, field.file, field.span, field.name));
+    d.notes.push_back(
+        diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, field.file, field.span, field.name));
     return std::nullopt;
   }
 
@@ -356,18 +360,18 @@ class Checker {
 
   // A record literal whose type is not what the field takes: a typo gets a did-you-mean
   // among the types the field accepts.
-  std::optional<Value> WrongRecordType(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
-                                       const std::string& path) {
+  std::optional<Value> WrongRecordType(const ast::Expr& expr, const Type& type,
+                                       const source::SourceFile* file, const std::string& path) {
     if (schema_.records.count(expr.text) > 0) return Mismatch(expr, type, file, path);
     std::vector<std::string> accepted;
     for (const Type& t : type.kind == Type::Kind::Union ? type.args : std::vector<Type>{type}) {
       if (t.kind == Type::Kind::Record) accepted.push_back(t.name);
     }
     std::string guess = diag::ClosestMatch(expr.text, accepted);
-    diag::Diagnostic& d = diagnostics_.Emit(
-        diag::Kind::UnknownType, file, expr.path[0].span, expr.text,
-        guess.empty() ? fmt::format("; `{}` takes {}", path, type.Describe())
-                      : fmt::format("; did you mean `{}`?", guess));
+    diag::Diagnostic& d =
+        diagnostics_.Emit(diag::Kind::UnknownType, file, expr.path[0].span, expr.text,
+                          guess.empty() ? fmt::format("; `{}` takes {}", path, type.Describe())
+                                        : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{expr.path[0].span, guess};
     return std::nullopt;
   }
@@ -399,7 +403,8 @@ class Checker {
           return Mismatch(expr, type, file, path);
         }
         value.kind = Value::Kind::Float;
-        value.float_value = expr.kind == ast::ExprKind::Int ? static_cast<double>(expr.int_value) : expr.float_value;
+        value.float_value =
+            expr.kind == ast::ExprKind::Int ? static_cast<double>(expr.int_value) : expr.float_value;
         return value;
       case Type::Kind::String:
       case Type::Kind::Path:
@@ -426,15 +431,16 @@ class Checker {
         if (expr.text != type.name) return WrongRecordType(expr, type, file, path);
         std::vector<Entry> entries;
         for (const ast::Statement& s : expr.block->statements) entries.push_back({&s, 0});
-        return CheckRecord(schema_.records.find(type.name)->second, entries, file, expr.path[0].span, path + ".",
-                           expr.block->recovered);
+        return CheckRecord(schema_.records.find(type.name)->second, entries, file, expr.path[0].span,
+                           path + ".", expr.block->recovered);
       }
       case Type::Kind::List: {
         if (expr.kind != ast::ExprKind::List) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::List;
         bool ok = true;
         for (size_t i = 0; i < expr.operands.size(); ++i) {
-          std::optional<Value> item = Convert(*expr.operands[i], type.args[0], file, fmt::format("{}[{}]", path, i));
+          std::optional<Value> item =
+              Convert(*expr.operands[i], type.args[0], file, fmt::format("{}[{}]", path, i));
           if (!item) {
             ok = false;
             continue;
@@ -516,15 +522,19 @@ class Checker {
                                    const std::string& path) {
     const EnumSchema& e = schema_.enums.find(type.name)->second;
     std::string word;
-    if (expr.kind == ast::ExprKind::Path && expr.path.size() == 1) word = expr.path[0].text;
-    else if (expr.kind == ast::ExprKind::String) word = expr.text;
-    else return Mismatch(expr, type, file, path);
+    if (expr.kind == ast::ExprKind::Path && expr.path.size() == 1)
+      word = expr.path[0].text;
+    else if (expr.kind == ast::ExprKind::String)
+      word = expr.text;
+    else
+      return Mismatch(expr, type, file, path);
     const EnumSchema::Member* member = e.Find(word);
     if (member == nullptr) {
       std::vector<std::string> names;
       for (const EnumSchema::Member& m : e.members) names.push_back(m.name);
       std::string guess = diag::ClosestMatch(word, names);
-      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, Join(names));
+      diag::Diagnostic& d =
+          diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, Join(names));
       if (!guess.empty()) d.fixit = diag::FixIt{expr.span, guess};
       return std::nullopt;
     }
@@ -576,17 +586,19 @@ class Checker {
       std::optional<Value> result = Evaluate(*field.constraint, value, &error);
       if (!result || result->kind != Value::Kind::Bool) {
         diagnostics_.Emit(diag::Kind::BadSchemaExpression, field.file, field.constraint->span,
-                          ExprText(*field.constraint), record.name, error.empty() ? "it is not a bool" : error);
+                          ExprText(*field.constraint), record.name,
+                          error.empty() ? "it is not a bool" : error);
         continue;
       }
       if (result->bool_value) continue;
       // Rules reading this field would only restate the violation.
       failed.insert(field.name);
-      bool from_spec = field_value.provenance.kind == Provenance::Kind::Spec &&
-                       field_value.provenance.file == file;
+      bool from_spec =
+          field_value.provenance.kind == Provenance::Kind::Spec && field_value.provenance.file == file;
       source::Span where = from_spec ? field_value.provenance.span : span;
-      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::ConstraintViolated, file, where, prefix + field.name,
-                                              field_value.Describe(), ExprText(*field.constraint));
+      diag::Diagnostic& d =
+          diagnostics_.Emit(diag::Kind::ConstraintViolated, file, where, prefix + field.name,
+                            field_value.Describe(), ExprText(*field.constraint));
       if (field_value.provenance.kind == Provenance::Kind::Environment) {
         d.message += fmt::format(" (value from environment variable `{}`)", field_value.provenance.env_var);
       }
@@ -604,7 +616,9 @@ class Checker {
       diag::Diagnostic d;
       d.code = rule.code;
       d.severity = rule.severity;
-      d.message = prefix.empty() ? rule.message : fmt::format("{} (in `{}`)", rule.message, prefix.substr(0, prefix.size() - 1));
+      d.message = prefix.empty()
+                      ? rule.message
+                      : fmt::format("{} (in `{}`)", rule.message, prefix.substr(0, prefix.size() - 1));
       d.file = file;
       d.span = span;
       diagnostics_.Add(std::move(d));
@@ -616,7 +630,7 @@ class Checker {
   const Environment& environment_;
   diag::DiagnosticEngine& diagnostics_;
   std::map<std::string, const ast::LetDecl*, std::less<>> lets_;
-  std::set<std::string> active_lets_;  // lets being expanded, to catch cycles
+  std::set<std::string> active_lets_;         // lets being expanded, to catch cycles
   std::map<std::string, bool> checked_lets_;  // typed lets already checked, and whether they fit
 };
 

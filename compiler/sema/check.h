@@ -24,8 +24,8 @@ struct Spec {
 // constraints (`where`) and rules, with defaults from the schema and from `environment`.
 // Reports every problem it finds to `diagnostics` and returns no Spec if any was an error.
 // `file` and `schema` must outlive the returned Spec (it points at their source files).
-std::optional<Spec> Check(const ast::File& file, const Schema& schema,
-                          const Environment& environment, diag::DiagnosticEngine& diagnostics);
+std::optional<Spec> Check(const ast::File& file, const Schema& schema, const Environment& environment,
+                          diag::DiagnosticEngine& diagnostics);
 
 }  // namespace accel::sema
 

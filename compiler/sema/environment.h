@@ -24,8 +24,7 @@ class ProcessEnvironment final : public Environment {
 // A fixed set of variables, for tests and for `accelc --env-file`-style use.
 class MapEnvironment final : public Environment {
  public:
-  explicit MapEnvironment(std::map<std::string, std::string> values = {})
-      : values_(std::move(values)) {}
+  explicit MapEnvironment(std::map<std::string, std::string> values = {}) : values_(std::move(values)) {}
   std::optional<std::string> Get(const std::string& name) const override;
 
  private:

@@ -12,8 +12,8 @@ bool IsComparison(const std::string& op) {
 }
 
 bool IsNumeric(const Value& v) {
-  return v.kind == Value::Kind::Int || v.kind == Value::Kind::Float ||
-         v.kind == Value::Kind::Duration || v.kind == Value::Kind::Bytes;
+  return v.kind == Value::Kind::Int || v.kind == Value::Kind::Float || v.kind == Value::Kind::Duration ||
+         v.kind == Value::Kind::Bytes;
 }
 
 double AsDouble(const Value& v) {
@@ -193,8 +193,7 @@ class Evaluator {
       order = same ? 0 : 1;
       ordered = false;
     } else if (a.kind == b.kind && (a.kind == Value::Kind::String || a.kind == Value::Kind::Bool)) {
-      order = a.kind == Value::Kind::Bool ? (a.bool_value == b.bool_value ? 0 : 1)
-                                          : a.text.compare(b.text);
+      order = a.kind == Value::Kind::Bool ? (a.bool_value == b.bool_value ? 0 : 1) : a.text.compare(b.text);
       ordered = a.kind == Value::Kind::String;
     } else {
       return Fail(fmt::format("cannot compare {} with {}", a.Describe(), b.Describe()));

@@ -76,7 +76,8 @@ class SchemaBuilder {
   bool Claim(const ast::File& file, const ast::Name& name) {
     auto [it, inserted] = declared_.emplace(name.text, std::make_pair(file.source, name.span));
     if (inserted) return true;
-    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateDeclaration, file.source, name.span, name.text);
+    diag::Diagnostic& d =
+        diagnostics_.Emit(diag::Kind::DuplicateDeclaration, file.source, name.span, name.text);
     d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, it->second.first,
                                                    it->second.second, name.text));
     return false;
@@ -183,9 +184,8 @@ class SchemaBuilder {
 
   Type ResolveAtom(const ast::File& file, const ast::TypeAtom& atom) {
     static const std::map<std::string, Type::Kind, std::less<>> kBuiltins = {
-        {"bool", Type::Kind::Bool},         {"int", Type::Kind::Int},
-        {"float", Type::Kind::Float},       {"string", Type::Kind::String},
-        {"path", Type::Kind::Path},         {"duration", Type::Kind::Duration},
+        {"bool", Type::Kind::Bool},     {"int", Type::Kind::Int},   {"float", Type::Kind::Float},
+        {"string", Type::Kind::String}, {"path", Type::Kind::Path}, {"duration", Type::Kind::Duration},
         {"bytes", Type::Kind::Bytes}};
     const std::string& name = atom.name.text;
     if (name == "list" || name == "map") {
@@ -202,7 +202,8 @@ class SchemaBuilder {
     if (auto it = kBuiltins.find(name); it != kBuiltins.end()) return Type{it->second, "", {}};
     if (schema_.enums.count(name)) return Type{Type::Kind::Enum, name, {}};
     if (schema_.records.count(name)) return Type{Type::Kind::Record, name, {}};
-    std::vector<std::string> candidates = {"bool", "int", "float", "string", "path", "duration", "bytes", "list", "map"};
+    std::vector<std::string> candidates = {"bool",     "int",   "float", "string", "path",
+                                           "duration", "bytes", "list",  "map"};
     for (const auto& [n, _] : schema_.enums) candidates.push_back(n);
     for (const auto& [n, _] : schema_.records) candidates.push_back(n);
     std::string guess = diag::ClosestMatch(name, candidates);
@@ -221,8 +222,8 @@ class SchemaBuilder {
 
 std::optional<Type> ResolveType(const ast::TypeRef& ref, const Schema& schema, const ast::Name** unknown) {
   static const std::map<std::string, Type::Kind, std::less<>> kBuiltins = {
-      {"bool", Type::Kind::Bool},     {"int", Type::Kind::Int},           {"float", Type::Kind::Float},
-      {"string", Type::Kind::String}, {"path", Type::Kind::Path},         {"duration", Type::Kind::Duration},
+      {"bool", Type::Kind::Bool},     {"int", Type::Kind::Int},   {"float", Type::Kind::Float},
+      {"string", Type::Kind::String}, {"path", Type::Kind::Path}, {"duration", Type::Kind::Duration},
       {"bytes", Type::Kind::Bytes}};
   std::vector<Type> alternatives;
   bool optional = false;

@@ -21,8 +21,8 @@ struct FieldSchema {
   const ast::Expr* default_value = nullptr;  // null: required unless the type is optional
   std::vector<std::string> env_vars;
   const ast::Expr* constraint = nullptr;
-  std::vector<std::string> aliases;        // old names that still set this field, with a warning
-  std::optional<std::string> deprecated;   // why the field should no longer be set
+  std::vector<std::string> aliases;       // old names that still set this field, with a warning
+  std::optional<std::string> deprecated;  // why the field should no longer be set
   const source::SourceFile* file = nullptr;
   source::Span span;
 };

@@ -8,7 +8,21 @@ namespace accel::sema {
 
 // A resolved schema type.
 struct Type {
-  enum class Kind { Bool, Int, Float, String, Path, Duration, Bytes, Enum, Record, List, Map, Optional, Union };
+  enum class Kind {
+    Bool,
+    Int,
+    Float,
+    String,
+    Path,
+    Duration,
+    Bytes,
+    Enum,
+    Record,
+    List,
+    Map,
+    Optional,
+    Union
+  };
   Kind kind = Kind::Bool;
   std::string name;        // enum or record name
   std::vector<Type> args;  // list element; map key and value; optional inner; union alternatives

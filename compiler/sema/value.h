@@ -28,9 +28,9 @@ struct Value {
   bool bool_value = false;
   int64_t int_value = 0;  // Int; Duration in milliseconds; Bytes in bytes
   double float_value = 0;
-  std::string text;       // String and path text; Enum member name
-  std::string enum_value; // Enum serialized value (`fp16`)
-  std::string type_name;  // Enum or Record type
+  std::string text;        // String and path text; Enum member name
+  std::string enum_value;  // Enum serialized value (`fp16`)
+  std::string type_name;   // Enum or Record type
   // Record fields in schema order, and map entries in spec order: keys[i] names items[i].
   // List elements: items only.
   std::vector<std::string> keys;

@@ -14,8 +14,8 @@ namespace {
 
 llvm::Error SystemError(const std::string& what, const std::string& path) {
   int error = errno;
-  return llvm::createStringError(std::error_code(error, std::generic_category()), "%s `%s`: %s",
-                                 what.c_str(), path.c_str(), std::strerror(error));
+  return llvm::createStringError(std::error_code(error, std::generic_category()), "%s `%s`: %s", what.c_str(),
+                                 path.c_str(), std::strerror(error));
 }
 
 bool WriteAll(int fd, std::string_view data) {
@@ -38,7 +38,8 @@ llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec) {
-    return llvm::createStringError(ec, "cannot create directory `%s`: %s", directory.c_str(), ec.message().c_str());
+    return llvm::createStringError(ec, "cannot create directory `%s`: %s", directory.c_str(),
+                                   ec.message().c_str());
   }
   // The temporary name carries the pid so two writers never share one.
   std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());

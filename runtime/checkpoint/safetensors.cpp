@@ -1,9 +1,9 @@
 #include "runtime/checkpoint/safetensors.h"
 
-#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <cstring>
@@ -27,11 +27,10 @@ struct DtypeInfo {
 
 // In the reference writer's alignment ranking (ascending): the writer sorts by descending rank.
 constexpr DtypeInfo kDtypes[] = {
-    {"BOOL", 8},     {"F4", 4},          {"F6_E2M3", 6},     {"F6_E3M2", 6}, {"U8", 8},
-    {"I8", 8},       {"F8_E5M2", 8},     {"F8_E4M3", 8},     {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8},
-    {"F8_E5M2FNUZ", 8}, {"I16", 16},     {"U16", 16},        {"F16", 16},    {"BF16", 16},
-    {"I32", 32},     {"U32", 32},        {"F32", 32},        {"C64", 64},    {"F64", 64},
-    {"I64", 64},     {"U64", 64},
+    {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6},     {"U8", 8},          {"I8", 8},
+    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
+    {"U16", 16},    {"F16", 16},    {"BF16", 16},   {"I32", 32},        {"U32", 32},        {"F32", 32},
+    {"C64", 64},    {"F64", 64},    {"I64", 64},    {"U64", 64},
 };
 
 int DtypeRank(std::string_view dtype) {
@@ -116,8 +115,8 @@ llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
     if (bits == 0) return Fail(t.name, fmt::format("unknown dtype `{}`", t.dtype));
     std::optional<uint64_t> count = Elements(t.shape);
     if (!count || (*count * bits) % 8 != 0 || *count * bits / 8 != t.bytes.size()) {
-      return Fail(t.name, fmt::format("{} bytes do not match dtype {} and shape of {} elements", t.bytes.size(),
-                                      t.dtype, count ? *count : 0));
+      return Fail(t.name, fmt::format("{} bytes do not match dtype {} and shape of {} elements",
+                                      t.bytes.size(), t.dtype, count ? *count : 0));
     }
   }
   std::vector<size_t> indices(tensors.size());
@@ -207,11 +206,13 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const 
   for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(bytes[i]);
   if (length > kMaxHeaderBytes) return Fail(name, fmt::format("header too large: {} bytes (ST-002)", length));
   if (8 + length > bytes.size()) {
-    return Fail(name, fmt::format("invalid header length {}: the file has {} bytes (ST-003)", length, bytes.size()));
+    return Fail(
+        name, fmt::format("invalid header length {}: the file has {} bytes (ST-003)", length, bytes.size()));
   }
   std::string_view header(bytes.data() + 8, length);
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(llvm::StringRef(header.data(), header.size()));
-  if (!parsed) return Fail(name, "invalid header JSON: " + llvm::toString(parsed.takeError()) + " (ST-004/ST-005)");
+  if (!parsed)
+    return Fail(name, "invalid header JSON: " + llvm::toString(parsed.takeError()) + " (ST-004/ST-005)");
   const llvm::json::Object* root = parsed->getAsObject();
   if (root == nullptr) return Fail(name, "the header is not a JSON object (ST-005)");
 
@@ -228,7 +229,8 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const 
       }
       continue;
     }
-    if (object == nullptr) return Fail(name, fmt::format("tensor `{}` is not an object (ST-005)", tensor_name));
+    if (object == nullptr)
+      return Fail(name, fmt::format("tensor `{}` is not an object (ST-005)", tensor_name));
     TensorInfo info;
     auto dtype = object->getString("dtype");
     if (!dtype || DtypeRank(*dtype) < 0) {
@@ -238,11 +240,13 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const 
     const llvm::json::Array* shape = object->getArray("shape");
     const llvm::json::Array* offsets = object->getArray("data_offsets");
     if (shape == nullptr || offsets == nullptr || offsets->size() != 2) {
-      return Fail(name, fmt::format("tensor `{}` needs `shape` and two `data_offsets` (ST-005)", tensor_name));
+      return Fail(name,
+                  fmt::format("tensor `{}` needs `shape` and two `data_offsets` (ST-005)", tensor_name));
     }
     for (const llvm::json::Value& d : *shape) {
       auto dim = d.getAsInteger();
-      if (!dim || *dim < 0) return Fail(name, fmt::format("tensor `{}` has an invalid shape (ST-005)", tensor_name));
+      if (!dim || *dim < 0)
+        return Fail(name, fmt::format("tensor `{}` has an invalid shape (ST-005)", tensor_name));
       info.shape.push_back(*dim);
     }
     auto begin = (*offsets)[0].getAsInteger();
@@ -257,7 +261,8 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const 
     if (!count || (*count != 0 && bits > UINT64_MAX / *count)) {
       return Fail(name, fmt::format("tensor `{}`: shape overflows (ST-007)", tensor_name));
     }
-    if ((*count * bits) % 8 != 0) return Fail(name, fmt::format("tensor `{}` is misaligned (ST-008)", tensor_name));
+    if ((*count * bits) % 8 != 0)
+      return Fail(name, fmt::format("tensor `{}` is misaligned (ST-008)", tensor_name));
     if (info.end < info.begin || info.end - info.begin != *count * bits / 8) {
       return Fail(name, fmt::format("tensor `{}`: invalid shape, data type or offset (ST-009)", tensor_name));
     }
@@ -270,14 +275,16 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const 
   uint64_t expected = 0;
   for (const auto& [tensor_name, info] : ordered) {
     if (info.begin != expected) {
-      return Fail(name, fmt::format("tensor `{}` starts at {}, expected {}: invalid offset (ST-006)", tensor_name,
-                                    info.begin, expected));
+      return Fail(name, fmt::format("tensor `{}` starts at {}, expected {}: invalid offset (ST-006)",
+                                    tensor_name, info.begin, expected));
     }
     expected = info.end;
   }
   if (8 + length + expected != bytes.size()) {
-    return Fail(name, fmt::format("the tensors cover {} data bytes but the file has {}: file not fully covered (ST-010)",
-                                  expected, bytes.size() - 8 - length));
+    return Fail(
+        name,
+        fmt::format("the tensors cover {} data bytes but the file has {}: file not fully covered (ST-010)",
+                    expected, bytes.size() - 8 - length));
   }
   for (auto& [tensor_name, info] : ordered) file.tensors_.emplace(tensor_name, info);
   file.data_offset_ = 8 + length;

@@ -53,7 +53,8 @@ class GlooCollectives final : public Collectives {
       body();
     } catch (const std::exception& error) {
       throw CollectiveError(fmt::format("{} failed on rank {} of {} (timeout {} ms): {}", what, options_.rank,
-                                        options_.world_size, options_.timeout.count(), FirstLine(error.what())));
+                                        options_.world_size, options_.timeout.count(),
+                                        FirstLine(error.what())));
     }
   }
 
@@ -85,17 +86,20 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
     // GLOO_SOCKET_IFNAME names the interface, as in PyTorch; otherwise bind to loopback on one
     // machine, and across machines to the interface the hostname resolves to.
     const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-    gloo_options->devices.push_back(
-        interface != nullptr && *interface != '\0' ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
-        : IsLoopback(options.master_addr)          ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                                   : c10d::ProcessGroupGloo::createDefaultDevice());
-    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
+    gloo_options->devices.push_back(interface != nullptr && *interface != '\0'
+                                        ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
+                                    : IsLoopback(options.master_addr)
+                                        ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                        : c10d::ProcessGroupGloo::createDefaultDevice());
+    auto group =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
     return std::make_unique<GlooCollectives>(options, store, group);
   } catch (const std::exception& error) {
     std::string text = error.what();
     throw CollectiveError(fmt::format("rendezvous at {}:{} failed on rank {} of {} within {} ms: {}",
-                                      options.master_addr, options.master_port, options.rank, options.world_size,
-                                      options.timeout.count(), text.substr(0, text.find('\n'))));
+                                      options.master_addr, options.master_port, options.rank,
+                                      options.world_size, options.timeout.count(),
+                                      text.substr(0, text.find('\n'))));
   }
 }
 

@@ -19,7 +19,8 @@ void StopAll(std::map<pid_t, int>& running, const std::vector<pid_t>& exited, Pr
   for (const auto& [pid, rank] : running) spawner.Signal(pid, SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + grace;
   while (!running.empty() && std::chrono::steady_clock::now() < deadline) {
-    if (std::optional<ExitStatus> exit = spawner.WaitAny(std::chrono::milliseconds(50))) running.erase(exit->pid);
+    if (std::optional<ExitStatus> exit = spawner.WaitAny(std::chrono::milliseconds(50)))
+      running.erase(exit->pid);
   }
   for (pid_t pid : exited) spawner.Signal(pid, SIGKILL);
   for (const auto& [pid, rank] : running) spawner.Signal(pid, SIGKILL);
@@ -60,7 +61,8 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
 
   while (!running.empty()) {
     if (options.interrupted()) {
-      result.message = fmt::format("interrupted; stopped {} worker{}", running.size(), running.size() == 1 ? "" : "s");
+      result.message =
+          fmt::format("interrupted; stopped {} worker{}", running.size(), running.size() == 1 ? "" : "s");
       StopAll(running, exited, spawner, options.grace);
       return result;
     }
@@ -79,8 +81,8 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
     result.failed_status = *exit;
     size_t others = running.size();
     StopAll(running, exited, spawner, options.grace);
-    result.message = fmt::format("rank {} (pid {}) failed with {}; stopped {} other worker{}", rank, exit->pid,
-                                 exit->Describe(), others, others == 1 ? "" : "s");
+    result.message = fmt::format("rank {} (pid {}) failed with {}; stopped {} other worker{}", rank,
+                                 exit->pid, exit->Describe(), others, others == 1 ? "" : "s");
     return result;
   }
   result.success = true;

@@ -25,8 +25,8 @@ struct LaunchOptions {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
-  std::vector<std::string> worker_argv;             // argv[0] must be an absolute path
-  std::map<std::string, std::string> worker_env;    // added to every worker's environment
+  std::vector<std::string> worker_argv;           // argv[0] must be an absolute path
+  std::map<std::string, std::string> worker_env;  // added to every worker's environment
   // After one worker fails, how long the others get to exit on SIGTERM before SIGKILL.
   std::chrono::milliseconds grace{3000};
   // Polled while waiting; returning true stops every worker (Ctrl-C in the launcher).
@@ -37,7 +37,7 @@ struct LaunchResult {
   bool success = false;
   int failed_rank = -1;  // the first rank that failed, or -1
   ExitStatus failed_status;
-  std::string message;   // for the user: which rank failed and how, or why nothing started
+  std::string message;  // for the user: which rank failed and how, or why nothing started
 };
 
 // Starts one worker per local rank and supervises them until all succeed or one fails. When a

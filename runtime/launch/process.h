@@ -16,8 +16,8 @@ namespace accel::rt::launch {
 // How a child process ended.
 struct ExitStatus {
   pid_t pid = 0;
-  int code = 0;     // exit code when !signaled
-  int signal = 0;   // terminating signal when signaled
+  int code = 0;    // exit code when !signaled
+  int signal = 0;  // terminating signal when signaled
   bool signaled = false;
 
   bool success() const { return !signaled && code == 0; }

@@ -66,8 +66,9 @@ BlasInfo DetectLoadedBlas() {
 }
 
 std::optional<std::string> FindOptimizedBlasDirectory() {
-  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/lib/aarch64-linux-gnu/openblas-pthread",
-                          "/usr/lib/x86_64-linux-gnu/openblas-openmp", "/usr/lib/x86_64-linux-gnu/openblas-serial"}) {
+  for (const char* dir :
+       {"/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/lib/aarch64-linux-gnu/openblas-pthread",
+        "/usr/lib/x86_64-linux-gnu/openblas-openmp", "/usr/lib/x86_64-linux-gnu/openblas-serial"}) {
     if (std::filesystem::exists(std::filesystem::path(dir) / "libblas.so.3")) return std::string(dir);
   }
   return std::nullopt;

@@ -129,7 +129,8 @@ int RunAsWorker(const Options& options) {
   // A worker must not outlive its launcher: if the launcher dies (even by SIGKILL), the kernel
   // kills this worker. The parent check covers a launcher that died before the prctl.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (const char* launcher = std::getenv("ACCEL_LAUNCHER_PID"); launcher && ::getppid() != std::atoi(launcher)) {
+  if (const char* launcher = std::getenv("ACCEL_LAUNCHER_PID");
+      launcher && ::getppid() != std::atoi(launcher)) {
     fmt::print(stderr, "accelrun: error: the launcher is gone; stopping\n");
     return kExitFailed;
   }
@@ -189,7 +190,7 @@ int RunAsLauncher(const Options& options, const char* argv0) {
   launch_options.num_machines = static_cast<int>(init->num_machines);
   launch_options.node_rank = options.node_rank;
   launch_options.master_addr = options.master_addr.empty() ? init->main_process_ip : options.master_addr;
-  launch_options.master_port = options.master_port != 0 ? options.master_port
+  launch_options.master_port = options.master_port != 0  ? options.master_port
                                : init->num_machines == 1 ? launch::PickFreePort()
                                                          : static_cast<int>(init->main_process_port);
   if (launch_options.master_port <= 0) {
@@ -229,7 +230,8 @@ int RunAsLauncher(const Options& options, const char* argv0) {
   fmt::print("accelrun: job `{}` ({}), {} process{} on {} machine{}, rendezvous {}:{}\n", plan->job,
              plan->hash.substr(0, 19), launch_options.processes_per_machine,
              launch_options.processes_per_machine == 1 ? "" : "es", launch_options.num_machines,
-             launch_options.num_machines == 1 ? "" : "s", launch_options.master_addr, launch_options.master_port);
+             launch_options.num_machines == 1 ? "" : "s", launch_options.master_addr,
+             launch_options.master_port);
   fmt::print("accelrun: BLAS: {}\n", blas_note);
   std::fflush(stdout);
 

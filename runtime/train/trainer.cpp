@@ -26,11 +26,11 @@ class TorchTrainer final : public Trainer {
           net_->parameters(),
           torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
     } else if (opt.name == "adamw") {
-      optimizer_ = std::make_unique<torch::optim::AdamW>(
-          net_->parameters(), torch::optim::AdamWOptions(opt.lr)
-                                  .betas({opt.beta1, opt.beta2})
-                                  .eps(opt.eps)
-                                  .weight_decay(opt.weight_decay));
+      optimizer_ =
+          std::make_unique<torch::optim::AdamW>(net_->parameters(), torch::optim::AdamWOptions(opt.lr)
+                                                                        .betas({opt.beta1, opt.beta2})
+                                                                        .eps(opt.eps)
+                                                                        .weight_decay(opt.weight_decay));
     } else {
       throw std::invalid_argument("unknown optimizer `" + opt.name + "`");
     }

@@ -26,7 +26,8 @@ llvm::Error Fail(const std::string& message) {
 }
 
 std::string_view TensorBytes(const at::Tensor& tensor) {
-  return std::string_view(static_cast<const char*>(tensor.data_ptr()), tensor.numel() * tensor.element_size());
+  return std::string_view(static_cast<const char*>(tensor.data_ptr()),
+                          tensor.numel() * tensor.element_size());
 }
 
 std::string Digest(const std::vector<std::pair<std::string, at::Tensor>>& named) {
@@ -59,7 +60,8 @@ const T& Require(const plan::Plan& plan, const char* op) {
 
 // `group` receives the process group as soon as it exists, so that RunWorker can keep it alive
 // past a failure (see there).
-RunSummary Run(const plan::Plan& plan, const WorkerContext& context, std::unique_ptr<dist::Collectives>& group) {
+RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
+               std::unique_ptr<dist::Collectives>& group) {
   const auto& init = Require<plan::InitProcessGroup>(plan, "init_process_group");
   const auto& model_spec = Require<plan::BuildModel>(plan, "build_model");
   const auto& data_spec = Require<plan::BuildDataloader>(plan, "build_dataloader");
@@ -105,7 +107,9 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context, std::unique
       double mean = loss_sum.item<float>() / context.world_size;
       if (step == 1) summary.first_loss = mean;
       summary.final_loss = mean;
-      if (main_process) fmt::print("step {:>{}}/{}  loss {:.6f}\n", step, fmt::formatted_size("{}", loop.steps), loop.steps, mean);
+      if (main_process)
+        fmt::print("step {:>{}}/{}  loss {:.6f}\n", step, fmt::formatted_size("{}", loop.steps), loop.steps,
+                   mean);
       std::fflush(stdout);
     }
   }
@@ -139,8 +143,8 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context, std::unique
     }
   }
   llvm::json::Object rank_record{{"rank", context.rank}, {"parameter_digest", summary.parameter_digest}};
-  if (llvm::Error error =
-          WriteJson((dir / "ranks" / fmt::format("rank-{}.json", context.rank)).string(), std::move(rank_record))) {
+  if (llvm::Error error = WriteJson((dir / "ranks" / fmt::format("rank-{}.json", context.rank)).string(),
+                                    std::move(rank_record))) {
     throw std::runtime_error(llvm::toString(std::move(error)));
   }
   // Rank 0 serves the store: nobody leaves while a peer may still need it.

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& diagnostics = compilation.diagnostics.diagnostics();
   // Rendering reads spans against the source: a bad span would be caught here by ASan.
   std::string rendered = accel::diag::RenderText(diagnostics) + accel::diag::RenderJson(diagnostics) +
-                         accel::diag::RenderSarif(diagnostics, "fuzz") + accel::diag::RenderGithub(diagnostics);
+                         accel::diag::RenderSarif(diagnostics, "fuzz") +
+                         accel::diag::RenderGithub(diagnostics);
   if (compilation.plan) rendered += accel::plan::ToJson(*compilation.plan);
   return rendered.empty() ? 0 : 0;
 }

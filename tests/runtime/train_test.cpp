@@ -41,7 +41,8 @@ TEST(GradientBuckets, GroupsParametersUpToTheCapInReverseOrder) {
 }
 
 TEST(GradientBuckets, AveragesGradientsWithThePeer) {
-  std::vector<at::Tensor> params = {at::zeros({4}).set_requires_grad(true), at::zeros({2, 3}).set_requires_grad(true)};
+  std::vector<at::Tensor> params = {at::zeros({4}).set_requires_grad(true),
+                                    at::zeros({2, 3}).set_requires_grad(true)};
   params[0].mutable_grad() = at::full({4}, 1.0f);
   params[1].mutable_grad() = at::arange(6, at::kFloat).view({2, 3});
   GradientBuckets buckets(params, 16);  // one bucket per parameter

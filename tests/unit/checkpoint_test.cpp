@@ -61,7 +61,8 @@ TEST(Safetensors, RoundTripIsBitIdentical) {
       {"empty", "F32", {0, 4}, {}},
   };
   fs::path path = TempDir() / "round.safetensors";
-  ASSERT_FALSE(static_cast<bool>(WriteSafetensors(path.string(), tensors, {{"format", "pt"}, {"note", "x\"y"}})));
+  ASSERT_FALSE(
+      static_cast<bool>(WriteSafetensors(path.string(), tensors, {{"format", "pt"}, {"note", "x\"y"}})));
   llvm::Expected<SafetensorsFile> file = SafetensorsFile::Read(path.string());
   ASSERT_TRUE(static_cast<bool>(file)) << llvm::toString(file.takeError());
   EXPECT_EQ(file->Bytes("layer.weight"), weight_bytes);
@@ -80,9 +81,10 @@ TEST(Safetensors, WriterRejectsInconsistentTensors) {
   EXPECT_TRUE(static_cast<bool>(
       EncodeHeader({{"a", "F33", {2}, Bytes(x, 8)}}, {}, nullptr).takeError()));  // unknown dtype
   EXPECT_TRUE(static_cast<bool>(
-      EncodeHeader({{"a", "F32", {2}, Bytes(x, 8)}, {"a", "F32", {2}, Bytes(x, 8)}}, {}, nullptr).takeError()));
-  EXPECT_TRUE(static_cast<bool>(
-      EncodeHeader({{"__metadata__", "F32", {2}, Bytes(x, 8)}}, {}, nullptr).takeError()));
+      EncodeHeader({{"a", "F32", {2}, Bytes(x, 8)}, {"a", "F32", {2}, Bytes(x, 8)}}, {}, nullptr)
+          .takeError()));
+  EXPECT_TRUE(
+      static_cast<bool>(EncodeHeader({{"__metadata__", "F32", {2}, Bytes(x, 8)}}, {}, nullptr).takeError()));
 }
 
 std::string FileImage(const std::string& header, const std::string& data) {
@@ -105,19 +107,22 @@ TEST(Safetensors, ReaderEnforcesTheValidationRules) {
   EXPECT_NE(ParseError(huge).find("ST-002"), std::string::npos);
   EXPECT_NE(ParseError(FileImage("{}", "").substr(0, 9)).find("ST-003"), std::string::npos);
   EXPECT_NE(ParseError(FileImage("[1]", "")).find("ST-005"), std::string::npos);
-  EXPECT_NE(ParseError(FileImage(R"({"a":{"dtype":"Q8","shape":[1],"data_offsets":[0,1]}})", "x")).find("ST-005"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseError(FileImage(R"({"a":{"dtype":"Q8","shape":[1],"data_offsets":[0,1]}})", "x")).find("ST-005"),
+      std::string::npos);
   // A hole before the second tensor.
   EXPECT_NE(ParseError(FileImage(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
                                  R"("b":{"dtype":"U8","shape":[1],"data_offsets":[2,3]}})",
                                  "xyz"))
                 .find("ST-006"),
             std::string::npos);
-  EXPECT_NE(ParseError(FileImage(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd")).find("ST-009"),
+  EXPECT_NE(ParseError(FileImage(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd"))
+                .find("ST-009"),
             std::string::npos);
   // Trailing bytes after the last tensor: a polyglot file.
-  EXPECT_NE(ParseError(FileImage(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "xy")).find("ST-010"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseError(FileImage(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "xy")).find("ST-010"),
+      std::string::npos);
   EXPECT_NE(ParseError(FileImage(R"({"__metadata__":{"n":1}})", "")).find("ST-005"), std::string::npos);
   // Valid corner cases: empty file body, a scalar, leading whitespace.
   EXPECT_EQ(ParseError(FileImage("{}", "")), "");

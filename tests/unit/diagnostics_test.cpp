@@ -41,8 +41,8 @@ TEST(DiagnosticEngine, FormatsTheTableMessageAndCountsBySeverity) {
 TEST(RenderText, ShowsLocationSourceLineCaretRangeAndFixIt) {
   source::SourceFile file("specs/bert.accel", "job j {\n    bucket_cap_mbb = 50\n}\n");
   DiagnosticEngine engine;
-  Diagnostic& d = engine.Emit(Kind::UnknownField, &file, {12, 26}, "bucket_cap_mbb", "DistributedDataParallelKwargs",
-                              "; did you mean `bucket_cap_mb`?");
+  Diagnostic& d = engine.Emit(Kind::UnknownField, &file, {12, 26}, "bucket_cap_mbb",
+                              "DistributedDataParallelKwargs", "; did you mean `bucket_cap_mb`?");
   d.fixit = FixIt{{12, 26}, "bucket_cap_mb"};
   EXPECT_EQ(RenderText(engine.diagnostics()),
             "specs/bert.accel:2:5: error: unknown field `bucket_cap_mbb` in `DistributedDataParallelKwargs`; "
@@ -109,8 +109,11 @@ TEST(RenderSarif, IsASarif21LogWithRulesLocationsAndFixes) {
   const llvm::json::Object& result = *run.getArray("results")->front().getAsObject();
   EXPECT_EQ(result.getString("ruleId").getValue(), "A2003");
   EXPECT_EQ(result.getString("level").getValue(), "error");
-  const llvm::json::Object& region =
-      *result.getArray("locations")->front().getAsObject()->getObject("physicalLocation")->getObject("region");
+  const llvm::json::Object& region = *result.getArray("locations")
+                                          ->front()
+                                          .getAsObject()
+                                          ->getObject("physicalLocation")
+                                          ->getObject("region");
   EXPECT_EQ(region.getInteger("startLine").getValue(), 2);
   EXPECT_EQ(region.getInteger("startColumn").getValue(), 3);
   EXPECT_EQ(region.getInteger("endColumn").getValue(), 17);
@@ -124,7 +127,8 @@ TEST(RenderGithub, WritesEscapedWorkflowCommands) {
   engine.Emit(Kind::SyntaxError, &file, {0, 1}, "50% off\nnext line");
   engine.Add(Diagnostic{"W9", Severity::Warning, "w", nullptr, {}, {}, {}});
   EXPECT_EQ(RenderGithub(engine.diagnostics()),
-            "::error file=dir%2Cx/s%3A1.accel,line=1,col=1,endLine=1,endColumn=2,title=A1001::50%25 off%0Anext line\n"
+            "::error file=dir%2Cx/s%3A1.accel,line=1,col=1,endLine=1,endColumn=2,title=A1001::50%25 "
+            "off%0Anext line\n"
             "::warning title=W9::w\n");
 }
 

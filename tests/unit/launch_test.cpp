@@ -48,7 +48,8 @@ TEST(Launcher, NamesTheFailedRankAndStopsTheOthersQuickly) {
 
 TEST(Launcher, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
   PosixSpawner spawner;
-  LaunchOptions options = ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 0 ]; then exit 1; fi; trap '' TERM; sleep 60");
+  LaunchOptions options =
+      ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 0 ]; then exit 1; fi; trap '' TERM; sleep 60");
   options.grace = std::chrono::milliseconds(500);
   auto started = std::chrono::steady_clock::now();
   LaunchResult result = RunWorkers(options, spawner);
@@ -61,10 +62,9 @@ TEST(Launcher, StoppingAWorkerAlsoStopsWhatItStarted) {
   PosixSpawner spawner;
   std::string pid_file = "/tmp/accel_launch_test_grandchild_" + std::to_string(::getpid());
   // Rank 0 starts a background sleeper (a grandchild of the launcher) and waits; rank 1 fails.
-  LaunchResult result = RunWorkers(
-      ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 0 ]; then sleep 60 & echo $! > " + pid_file +
-                          "; wait; else sleep 0.5; exit 1; fi"),
-      spawner);
+  LaunchResult result = RunWorkers(ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 0 ]; then sleep 60 & echo $! > " +
+                                                       pid_file + "; wait; else sleep 0.5; exit 1; fi"),
+                                   spawner);
   EXPECT_EQ(result.failed_rank, 1);
   std::ifstream in(pid_file);
   pid_t grandchild = 0;
@@ -96,9 +96,10 @@ TEST(Launcher, SignalDeathIsDescribed) {
 
 TEST(Launcher, WorkersSeeTheirRankAndWorld) {
   PosixSpawner spawner;
-  LaunchOptions options = ShellWorkers(
-      2, "[ \"$ACCEL_WORLD_SIZE\" = 4 ] && [ \"$RANK\" = \"$ACCEL_RANK\" ] && [ \"$ACCEL_MASTER_PORT\" = 12345 ] && "
-         "[ \"$ACCEL_RANK\" -ge 2 ] && [ \"$SHARED\" = yes ]");
+  LaunchOptions options = ShellWorkers(2,
+                                       "[ \"$ACCEL_WORLD_SIZE\" = 4 ] && [ \"$RANK\" = \"$ACCEL_RANK\" ] && "
+                                       "[ \"$ACCEL_MASTER_PORT\" = 12345 ] && "
+                                       "[ \"$ACCEL_RANK\" -ge 2 ] && [ \"$SHARED\" = yes ]");
   options.num_machines = 2;
   options.node_rank = 1;
   options.worker_env["SHARED"] = "yes";
@@ -109,7 +110,9 @@ TEST(Launcher, InterruptStopsEveryWorker) {
   PosixSpawner spawner;
   LaunchOptions options = ShellWorkers(2, "sleep 60");
   auto started = std::chrono::steady_clock::now();
-  options.interrupted = [started] { return std::chrono::steady_clock::now() - started > std::chrono::milliseconds(300); };
+  options.interrupted = [started] {
+    return std::chrono::steady_clock::now() - started > std::chrono::milliseconds(300);
+  };
   LaunchResult result = RunWorkers(options, spawner);
   EXPECT_FALSE(result.success);
   EXPECT_NE(result.message.find("interrupted"), std::string::npos);
@@ -127,7 +130,8 @@ TEST(Launcher, UnstartableWorkerIsReported) {
 
 TEST(Launcher, HugePageTunableIsAppendedOnce) {
   EXPECT_EQ(WithHugePageMalloc(""), "glibc.malloc.hugetlb=1");
-  EXPECT_EQ(WithHugePageMalloc("glibc.malloc.arena_max=2"), "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  EXPECT_EQ(WithHugePageMalloc("glibc.malloc.arena_max=2"),
+            "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
   EXPECT_EQ(WithHugePageMalloc("glibc.malloc.hugetlb=0"), "glibc.malloc.hugetlb=0");
 }
 

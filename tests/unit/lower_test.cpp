@@ -36,8 +36,8 @@ TEST_F(LowerTest, QuickstartLowersToTheOrderedSteps) {
   ASSERT_TRUE(c.plan.has_value());
   std::vector<std::string_view> ops;
   for (const plan::Step& step : c.plan->steps) ops.push_back(plan::OpName(step));
-  EXPECT_EQ(ops, (std::vector<std::string_view>{"init_process_group", "seed", "build_model", "build_dataloader",
-                                                "train", "save_model"}));
+  EXPECT_EQ(ops, (std::vector<std::string_view>{"init_process_group", "seed", "build_model",
+                                                "build_dataloader", "train", "save_model"}));
   const auto* init = c.plan->Find<plan::InitProcessGroup>();
   EXPECT_EQ(init->backend, "gloo");
   EXPECT_EQ(init->processes_per_machine, 2);

@@ -56,7 +56,8 @@ enum E { a = "x", b }
 }
 
 TEST(Parse, JobStatementsLiteralsAndSpans) {
-  auto p = ParseText("job j {\n  a.b = 800s\n  c { d = 1_000; e = 2GiB }\n  f = T { g = [1, -2.5, \"s\"] }\n}\n");
+  auto p =
+      ParseText("job j {\n  a.b = 800s\n  c { d = 1_000; e = 2GiB }\n  f = T { g = [1, -2.5, \"s\"] }\n}\n");
   ASSERT_FALSE(p->diagnostics.has_errors());
   ASSERT_EQ(p->file.jobs.size(), 1u);
   const ast::Block& body = p->file.jobs[0].body;
@@ -191,11 +192,11 @@ TEST(Parse, NestingJustUnderTheLimitParses) {
 
 TEST(Guards, FirstInvalidUtf8FindsEveryKindOfBadSequence) {
   EXPECT_FALSE(FirstInvalidUtf8("plain ascii, é, 日本, 😀").has_value());
-  EXPECT_EQ(FirstInvalidUtf8("ab\xff"), 2u);                   // never valid
-  EXPECT_EQ(FirstInvalidUtf8("a\xc3"), 1u);                    // truncated
-  EXPECT_EQ(FirstInvalidUtf8("\xc0\xaf"), 0u);                 // overlong `/`
-  EXPECT_EQ(FirstInvalidUtf8("x\xed\xa0\x80"), 1u);            // UTF-16 surrogate
-  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);         // above U+10FFFF
+  EXPECT_EQ(FirstInvalidUtf8("ab\xff"), 2u);            // never valid
+  EXPECT_EQ(FirstInvalidUtf8("a\xc3"), 1u);             // truncated
+  EXPECT_EQ(FirstInvalidUtf8("\xc0\xaf"), 0u);          // overlong `/`
+  EXPECT_EQ(FirstInvalidUtf8("x\xed\xa0\x80"), 1u);     // UTF-16 surrogate
+  EXPECT_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
 }
 
 TEST(Literals, UnitsScale) {

@@ -49,7 +49,8 @@ TEST(PlanJson, RejectsUnknownVersionWithPath) {
   llvm::Expected<Plan> read = FromJson(ToJson(plan), "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
   std::string message = llvm::toString(read.takeError());
-  EXPECT_NE(message.find("p.json: unsupported plan format `accel-plan/99` at format"), std::string::npos) << message;
+  EXPECT_NE(message.find("p.json: unsupported plan format `accel-plan/99` at format"), std::string::npos)
+      << message;
 }
 
 TEST(PlanJson, IllTypedFieldNamesItsJsonPath) {
@@ -79,7 +80,8 @@ TEST(PlanJson, NonPositiveCountsAndTimeoutsAreRejectedEvenWithAValidHash) {
   plan.hash = ComputeHash(plan);
   llvm::Expected<Plan> read = FromJson(ToJson(plan), "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
-  EXPECT_EQ(llvm::toString(read.takeError()), "p.json: invalid value 0 at steps[4].log_every: must be positive");
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: invalid value 0 at steps[4].log_every: must be positive");
   plan = SamplePlan();
   std::get<InitProcessGroup>(plan.steps[0]).timeout_ms = 0;
   plan.hash = ComputeHash(plan);

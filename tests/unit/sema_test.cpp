@@ -93,7 +93,8 @@ TEST_F(CheckTest, EnvironmentFillsUnsetFieldsButNeverOverridesTheSpec) {
   EXPECT_FALSE(spec.has_value());
   ASSERT_EQ(Codes(), std::vector<std::string>{"KN1"});
 
-  spec = CheckText("job j { needed = 1; knobs { mode = fast } }", {{"TEST_MODE", "slow"}, {"TEST_FLAG", "on"}});
+  spec =
+      CheckText("job j { needed = 1; knobs { mode = fast } }", {{"TEST_MODE", "slow"}, {"TEST_FLAG", "on"}});
   ASSERT_TRUE(spec.has_value());
   const Value* knobs = spec->root.Field("knobs");
   EXPECT_EQ(knobs->Field("mode")->text, "fast");
@@ -112,7 +113,8 @@ TEST_F(CheckTest, ReportsEveryIndependentMistakeInOnePass) {
   knobs { sise = 3; ratio = 1.5; mode = medium; limit = 5 }
   choice = C { }
   sizes = [1, "two"]
-})").has_value());
+})")
+                   .has_value());
   // sise: unknown field; ratio: constraint; mode: enum; limit: type; C: unknown type;
   // "two": list item type; needed: missing.
   std::vector<std::string> codes = Codes();

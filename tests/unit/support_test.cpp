@@ -6,8 +6,10 @@ namespace accel::rt::support {
 namespace {
 
 TEST(Blas, ClassifiesDebianLibraryPaths) {
-  EXPECT_EQ(ClassifyBlasPath("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"), BlasInfo::Kind::OpenBlas);
-  EXPECT_EQ(ClassifyBlasPath("/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0"), BlasInfo::Kind::NetlibReference);
+  EXPECT_EQ(ClassifyBlasPath("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"),
+            BlasInfo::Kind::OpenBlas);
+  EXPECT_EQ(ClassifyBlasPath("/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0"),
+            BlasInfo::Kind::NetlibReference);
   EXPECT_EQ(ClassifyBlasPath("/opt/intel/lib/libmkl_rt.so"), BlasInfo::Kind::Mkl);
   EXPECT_EQ(ClassifyBlasPath("/usr/lib/x86_64-linux-gnu/blis-openmp/libblas.so.3"), BlasInfo::Kind::Blis);
 }

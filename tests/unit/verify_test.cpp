@@ -5,8 +5,10 @@
 namespace accel::driver {
 namespace {
 
-diag::Diagnostic Error(const source::SourceFile& file, uint32_t offset, std::string code, std::string message) {
-  return diag::Diagnostic{std::move(code), diag::Severity::Error, std::move(message), &file, {offset, offset + 1}, {}, {}};
+diag::Diagnostic Error(const source::SourceFile& file, uint32_t offset, std::string code,
+                       std::string message) {
+  return diag::Diagnostic{
+      std::move(code), diag::Severity::Error, std::move(message), &file, {offset, offset + 1}, {}, {}};
 }
 
 TEST(Verify, PassesWhenExactlyTheExpectedDiagnosticsAppear) {
@@ -14,8 +16,9 @@ TEST(Verify, PassesWhenExactlyTheExpectedDiagnosticsAppear) {
                           "a = 1 // expected-error [A2003] {{unknown field `a`}}\n"
                           "// expected-error@+1 {{missing}}\n"
                           "b = 2\n");
-  std::vector<diag::Diagnostic> produced = {Error(file, 0, "A2003", "unknown field `a` in `Job`"),
-                                            Error(file, file.text().find("b = 2"), "A3004", "missing required field")};
+  std::vector<diag::Diagnostic> produced = {
+      Error(file, 0, "A2003", "unknown field `a` in `Job`"),
+      Error(file, file.text().find("b = 2"), "A3004", "missing required field")};
   EXPECT_TRUE(Verify(file, produced).empty());
 }
 
@@ -58,7 +61,8 @@ TEST(Verify, ExpectationOutsideTheFileIsAProblem) {
   source::SourceFile file("v.accel", "// expected-error@+5 {{x}}\n");
   EXPECT_EQ(Verify(file, {}).size(), 1u);
   // Huge offsets neither throw nor wrap around to a line inside the file.
-  source::SourceFile huge("v.accel", "// expected-error@99999999999999999999 {{x}}\n// expected-error@+4294967296 {{y}}\n");
+  source::SourceFile huge(
+      "v.accel", "// expected-error@99999999999999999999 {{x}}\n// expected-error@+4294967296 {{y}}\n");
   EXPECT_EQ(Verify(huge, {}).size(), 2u);
 }
 
