@@ -138,18 +138,6 @@ std::string RenderJson(const std::vector<Diagnostic>& diagnostics) {
 
 namespace {
 
-const char* SarifLevel(Severity severity) {
-  switch (severity) {
-    case Severity::Note:
-      return "note";
-    case Severity::Warning:
-      return "warning";
-    case Severity::Error:
-      return "error";
-  }
-  return "error";
-}
-
 llvm::json::Object SarifLocation(const Diagnostic& d) {
   source::LineColumn begin = d.file->Locate(d.span.begin);
   source::LineColumn end = d.file->Locate(std::max(d.span.end, d.span.begin + 1));
@@ -197,7 +185,7 @@ std::string RenderSarif(const std::vector<Diagnostic>& diagnostics, const std::s
   std::map<std::string, std::string> rules;  // code -> a description
   for (const Diagnostic& d : diagnostics) {
     llvm::json::Object result{{"ruleId", d.code.empty() ? "accelc" : d.code},
-                              {"level", SarifLevel(d.severity)},
+                              {"level", std::string(SeverityName(d.severity))},
                               {"message", llvm::json::Object{{"text", d.message}}}};
     rules.emplace(d.code.empty() ? "accelc" : d.code, d.message);
     if (d.file != nullptr) result["locations"] = llvm::json::Array{SarifLocation(d)};
