@@ -34,6 +34,7 @@ fieldModifier
   | 'where' expr                       # constraint
   | 'alias' ident (',' ident)*         # aliasModifier
   | 'deprecated' message=STRING        # deprecatedModifier
+  | 'key' fileKey=STRING               # keyModifier
   ;
 
 type : typeAtom ('|' typeAtom)* ;
@@ -41,7 +42,9 @@ typeAtom
   : name=ident ('<' type (',' type)* '>')? optional='?'?
   ;
 
-ruleDecl : 'rule' code=ID severity=ID message=STRING ':' expr ';'? ;
+ruleDecl : 'rule' code=ruleCode severity=ID message=STRING ':' expr ';'? ;
+// Rule ids keep the catalog's spelling: `CFG-010`, `LCH-FSDP-1`, or a plain name.
+ruleCode : ID ('-' (ID | INT))* ;
 
 // ---- job specs ----------------------------------------------------------------------------
 
@@ -57,7 +60,7 @@ path : ident ('.' ident)* ;
 // Declaration keywords are reserved only where they start a declaration, so schemas may
 // still name a field `config`, `env` or `record`.
 ident : ID | 'enum' | 'kwargs' | 'plugin' | 'config' | 'record' | 'rule' | 'job' | 'extends'
-      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' ;
+      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' ;
 
 // ---- expressions (shared) -----------------------------------------------------------------
 

@@ -94,6 +94,7 @@ struct FieldDecl {
   ExprPtr constraint;                     // `where ...`, null when absent
   std::vector<Name> aliases;              // `alias old_name`: other names that set this field
   std::optional<std::string> deprecated;  // `deprecated "why"`: setting it warns
+  std::optional<std::string> file_key;    // `key "fsdp_offload_params"`: its name in Accelerate's files
 };
 
 // `rule CODE severity "message": condition`

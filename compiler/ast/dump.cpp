@@ -57,6 +57,7 @@ class Dumper {
         for (const Name& env : f.env_vars) Line(2, fmt::format("from env {}", env.text), env.span);
         for (const Name& alias : f.aliases) Line(2, fmt::format("alias {}", alias.text), alias.span);
         if (f.deprecated) Line(2, fmt::format("deprecated \"{}\"", *f.deprecated), f.span);
+        if (f.file_key) Line(2, fmt::format("key \"{}\"", *f.file_key), f.span);
         if (f.constraint) Expression(2, "where", *f.constraint);
       }
       for (const RuleDecl& rule : r.rules) Rule(1, rule);

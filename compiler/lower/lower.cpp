@@ -1,5 +1,7 @@
 #include "compiler/lower/lower.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace accel::lower {
@@ -98,8 +100,12 @@ class Lowerer {
       Unsupported(compute["distributed_type"], fmt::format("`compute.distributed_type = {}`", distributed),
                   "; accelrun runs NO, MULTI_CPU and MULTI_GPU jobs");
     }
-    const Value& precision = accelerator["mixed_precision"];
-    if (precision.enum_value != "no") {
+    // The Accelerator's own argument wins over the launch config, as in Accelerate, where the
+    // launcher passes the config's precision through ACCELERATE_MIXED_PRECISION.
+    const Value& precision = accelerator["mixed_precision"].kind != Value::Kind::None
+                                 ? accelerator["mixed_precision"]
+                                 : compute["mixed_precision"];
+    if (precision.kind != Value::Kind::None && precision.enum_value != "no") {
       Unsupported(precision, fmt::format("`accelerator.mixed_precision = {}`", precision.enum_value),
                   "; the runtime trains in fp32 until mixed precision lands (#8)");
     }
@@ -111,9 +117,13 @@ class Lowerer {
                                                      : backend.enum_value;
     init.timeout_ms = ipg["timeout"].int_value;
     init.num_machines = compute.Int("num_machines");
-    init.processes_per_machine = compute.Int("processes_per_machine");
-    init.main_process_ip = compute.Text("main_process_ip");
-    init.main_process_port = compute.Int("main_process_port");
+    // `num_processes` counts every machine's processes; -1 (unset) is one process (CFG-003).
+    int64_t total = std::max<int64_t>(compute.Int("num_processes"), 1);
+    init.processes_per_machine = total / init.num_machines;
+    const Value& ip = compute["main_process_ip"];
+    init.main_process_ip = ip.kind == Value::Kind::None ? "127.0.0.1" : ip.text;
+    const Value& port = compute["main_process_port"];
+    init.main_process_port = port.kind == Value::Kind::None ? 29500 : port.int_value;
     plan.steps.push_back(init);
 
     const Value& seed = accelerator["seed"];
@@ -133,7 +143,7 @@ class Lowerer {
     plan::TrainLoop loop;
     loop.steps = train.Int("steps");
     loop.log_every = train.Int("log_every");
-    loop.mixed_precision = precision.enum_value;
+    loop.mixed_precision = precision.kind == Value::Kind::None ? "no" : precision.enum_value;
     loop.bucket_cap_mb = accelerator.Record("ddp").Int("bucket_cap_mb");
     Fields optimizer = train.Record("optimizer");
     loop.optimizer.lr = optimizer.Float("lr");

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <exception>
 
+#include <fmt/format.h>
+
 #include "AccelLexer.h"
 #include "AccelParser.h"
 #include "antlr4-runtime.h"
@@ -144,6 +146,8 @@ class TreeBuilder {
         for (AccelParser::IdentContext* name : alias->ident()) field.aliases.push_back(NameOf(name));
       } else if (auto* deprecated = dynamic_cast<AccelParser::DeprecatedModifierContext*>(modifier)) {
         field.deprecated = deprecated->message ? StringValue(deprecated->message) : "";
+      } else if (auto* key = dynamic_cast<AccelParser::KeyModifierContext*>(modifier)) {
+        if (key->fileKey) field.file_key = StringValue(key->fileKey);
       }
     }
     return field;
@@ -165,11 +169,23 @@ class TreeBuilder {
     ast::RuleDecl rule;
     rule.span = SpanOf(context);
     rule.doc = Doc(context);
-    rule.code = NameOf(context->code);
+    rule.code = RuleCode(context->code);
     rule.severity = NameOf(context->severity);
     if (context->message) rule.message = StringValue(context->message);
     rule.condition = Expression(context->expr());
     return rule;
+  }
+
+  // `CFG-010` arrives as three tokens; the id is their text, which must not contain spaces.
+  ast::Name RuleCode(AccelParser::RuleCodeContext* context) {
+    if (context == nullptr) return {};
+    ast::Name code{context->getText(), SpanOf(context)};
+    if (code.span.end - code.span.begin != code.text.size()) {
+      diagnostics_.Emit(diag::Kind::SyntaxError, &source_, code.span,
+                        fmt::format("rule id `{}` must not contain spaces; write it as `{}`",
+                                    source_.Slice(code.span), code.text));
+    }
+    return code;
   }
 
   ast::JobDecl Job(AccelParser::JobDeclContext* context) {

@@ -20,6 +20,19 @@ const FieldSchema* RecordSchema::FindAlias(std::string_view alias) const {
   return nullptr;
 }
 
+const FieldSchema* RecordSchema::FindFileKey(std::string_view key) const {
+  for (const FieldSchema& f : fields) {
+    if (f.file_key.value_or(f.name) == key) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> RecordSchema::FileKeys() const {
+  std::vector<std::string> keys;
+  for (const FieldSchema& f : fields) keys.push_back(f.file_key.value_or(f.name));
+  return keys;
+}
+
 std::vector<std::string> RecordSchema::FieldNames() const {
   std::vector<std::string> names;
   for (const FieldSchema& f : fields) names.push_back(f.name);
@@ -101,6 +114,7 @@ class SchemaBuilder {
       field.constraint = f.constraint.get();
       for (const ast::Name& alias : f.aliases) field.aliases.push_back(alias.text);
       field.deprecated = f.deprecated;
+      field.file_key = f.file_key;
       field.file = file.source;
       field.span = f.name.span;
       record.fields.push_back(std::move(field));

@@ -23,6 +23,8 @@ struct FieldSchema {
   const ast::Expr* constraint = nullptr;
   std::vector<std::string> aliases;       // old names that still set this field, with a warning
   std::optional<std::string> deprecated;  // why the field should no longer be set
+  // Its key in Accelerate's config files (YAML, DeepSpeed JSON) when that differs from `name`.
+  std::optional<std::string> file_key;
   const source::SourceFile* file = nullptr;
   source::Span span;
 };
@@ -50,6 +52,9 @@ struct RecordSchema {
   // The field that lists `alias` among its old names, or null.
   const FieldSchema* FindAlias(std::string_view alias) const;
   std::vector<std::string> FieldNames() const;
+  // The field whose config-file key is `key` (its `key "..."`, else its name), or null.
+  const FieldSchema* FindFileKey(std::string_view key) const;
+  std::vector<std::string> FileKeys() const;
 };
 
 struct EnumSchema {
