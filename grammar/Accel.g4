@@ -22,8 +22,9 @@ letDecl : 'let' name=ident (':' type)? '=' expr ';'? ;
 enumDecl : 'enum' name=ident '{' enumMember (',' enumMember)* ','? '}' ;
 enumMember : name=ident ('=' value=STRING)? ;
 
-// `kwargs`, `plugin` and `config` are records with a role; `record` is a plain one.
-recordDecl : kind=('kwargs' | 'plugin' | 'config' | 'record') name=ident '{' member* '}' ;
+// `kwargs`, `plugin` and `config` are records with a role; `record` is a plain one; `extend`
+// adds fields and rules to a record declared elsewhere.
+recordDecl : kind=('kwargs' | 'plugin' | 'config' | 'record' | 'extend') name=ident '{' member* '}' ;
 member : fieldDecl | ruleDecl ;
 
 fieldDecl
@@ -60,7 +61,7 @@ path : ident ('.' ident)* ;
 // Declaration keywords are reserved only where they start a declaration, so schemas may
 // still name a field `config`, `env` or `record`.
 ident : ID | 'enum' | 'kwargs' | 'plugin' | 'config' | 'record' | 'rule' | 'job' | 'extends'
-      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' ;
+      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' ;
 
 // ---- expressions (shared) -----------------------------------------------------------------
 

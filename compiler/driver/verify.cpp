@@ -20,7 +20,7 @@ struct Expectation {
 const std::regex& DirectivePattern() {
   static const std::regex pattern(
       std::string("expected-") +
-      R"((error|warning|note)(@([+-]?)(\d+))?\s*(\[([A-Za-z0-9_]+)\])?\s*\{\{(.*?)\}\})");
+      R"((error|warning|note)(@([+-]?)(\d+))?\s*(\[([A-Za-z0-9_-]+)\])?\s*\{\{(.*?)\}\})");
   return pattern;
 }
 

@@ -75,6 +75,7 @@ class SchemaBuilder {
       for (const ast::EnumMember& m : decl.members) e.members.push_back({m.name.text, m.value, m.doc});
     }
     for (const ast::RecordDecl& decl : file.records) {
+      if (decl.kind == "extend") continue;  // adds to a record declared elsewhere
       if (!Claim(file, decl.name)) continue;
       RecordSchema& r = schema_.records[decl.name.text];
       r.name = decl.name.text;
@@ -98,9 +99,17 @@ class SchemaBuilder {
 
   void DefineRecord(const ast::File& file, const ast::RecordDecl& decl) {
     auto it = schema_.records.find(decl.name.text);
-    // A duplicate declaration was reported already; only the first one defines the record.
-    if (it == schema_.records.end() || it->second.span.begin != decl.name.span.begin ||
-        it->second.file != file.source) {
+    if (decl.kind == "extend") {
+      // `extend ClusterConfig { ... }` lets a plugin's file add its section and its cross-field
+      // rules to the record they belong to, so each catalog area stays in one file.
+      if (it == schema_.records.end()) {
+        diagnostics_.Emit(diag::Kind::UnknownType, file.source, decl.name.span, decl.name.text,
+                          "; `extend` adds to a record declared elsewhere");
+        return;
+      }
+    } else if (it == schema_.records.end() || it->second.span.begin != decl.name.span.begin ||
+               it->second.file != file.source) {
+      // A duplicate declaration was reported already; only the first one defines the record.
       return;
     }
     RecordSchema& record = it->second;
