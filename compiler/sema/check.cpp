@@ -81,6 +81,28 @@ void ReferencedFields(const ast::Expr& expr, std::set<std::string>& names) {
   for (const ast::ExprPtr& operand : expr.operands) ReferencedFields(*operand, names);
 }
 
+// Every field path `expr` reads, in order of appearance, without repeats.
+void ReferencedPaths(const ast::Expr& expr, std::vector<std::vector<std::string>>& paths) {
+  if (expr.kind == ast::ExprKind::Path && !expr.path.empty()) {
+    std::vector<std::string> path;
+    for (const ast::Name& name : expr.path) path.push_back(name.text);
+    if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(std::move(path));
+  }
+  for (const ast::ExprPtr& operand : expr.operands) ReferencedPaths(*operand, paths);
+}
+
+// The value at `path` inside the record `root`, or null (a name that is an enum member, or a
+// field of an unset optional record).
+const Value* ValueAt(const Value& root, const std::vector<std::string>& path) {
+  const Value* value = &root;
+  for (const std::string& name : path) {
+    if (value->kind != Value::Kind::Record) return nullptr;
+    value = value->Field(name);
+    if (value == nullptr) return nullptr;
+  }
+  return value;
+}
+
 // Marks the values that a schema default expression produced as defaults; values that an
 // environment variable supplied inside that default keep saying so.
 void MarkDefault(Value& value, const Provenance& provenance) {
@@ -613,16 +635,52 @@ class Checker {
         continue;
       }
       if (result->bool_value) continue;
-      diag::Diagnostic d;
-      d.code = rule.code;
-      d.severity = rule.severity;
-      d.message = prefix.empty()
-                      ? rule.message
-                      : fmt::format("{} (in `{}`)", rule.message, prefix.substr(0, prefix.size() - 1));
-      d.file = file;
-      d.span = span;
-      diagnostics_.Add(std::move(d));
+      diagnostics_.Add(RuleViolation(rule, value, file, span, prefix));
     }
+  }
+
+  // A broken rule is reported at the field the user most likely has to change: the first one
+  // its conclusion (the right of `implies`) reads that this file sets, else the first field it
+  // reads that this file sets, else the record. Every other field it reads that this file sets
+  // gets a note, so the whole story is on screen.
+  diag::Diagnostic RuleViolation(const RuleSchema& rule, const Value& value, const source::SourceFile* file,
+                                 source::Span span, const std::string& prefix) {
+    std::vector<std::vector<std::string>> paths;
+    const ast::Expr& condition = *rule.condition;
+    if (condition.kind == ast::ExprKind::Binary && condition.text == "implies") {
+      ReferencedPaths(*condition.operands[1], paths);
+      ReferencedPaths(*condition.operands[0], paths);
+    } else {
+      ReferencedPaths(condition, paths);
+    }
+    struct Input {
+      std::string path;
+      const Value* value;
+    };
+    std::vector<Input> inputs;
+    for (const std::vector<std::string>& path : paths) {
+      const Value* input = ValueAt(value, path);
+      if (input == nullptr || input->provenance.kind != Provenance::Kind::Spec || input->provenance.file != file) {
+        continue;
+      }
+      std::string text;
+      for (const std::string& segment : path) text += (text.empty() ? "" : ".") + segment;
+      inputs.push_back({prefix + text, input});
+    }
+    diag::Diagnostic d;
+    d.code = rule.code;
+    d.severity = rule.severity;
+    d.message = prefix.empty()
+                    ? rule.message
+                    : fmt::format("{} (in `{}`)", rule.message, prefix.substr(0, prefix.size() - 1));
+    d.file = file;
+    d.span = inputs.empty() ? span : inputs[0].value->provenance.span;
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteRuleInput, file,
+                                                     inputs[i].value->provenance.span, inputs[i].path,
+                                                     inputs[i].value->Describe()));
+    }
+    return d;
   }
 
   const ast::File& file_;
