@@ -181,13 +181,15 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   accel::sema::ProcessEnvironment environment;
+  accel::driver::CompileOptions compile_options;
+  compile_options.lower = options.command == "compile";
 
   int status = kExitClean;
   int errors = 0;
   int warnings = 0;
   std::vector<Compilation> compilations;
   for (const std::string& path : options.files) {
-    compilations.push_back(accel::driver::CompileFile(path, *stdlib, environment));
+    compilations.push_back(accel::driver::CompileFile(path, *stdlib, environment, compile_options));
     Compilation& compilation = compilations.back();
     errors += compilation.diagnostics.error_count();
     warnings += compilation.diagnostics.warning_count();

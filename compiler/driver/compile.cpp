@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "compiler/config/reader.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/check.h"
@@ -15,7 +16,22 @@ bool IsSchemaFile(const ast::File& file) {
   return file.jobs.empty() && (!file.records.empty() || !file.enums.empty() || !file.rules.empty());
 }
 
-void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
+void CheckConfigFile(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
+  compilation.config_file = true;
+  config::ConfigFile config = config::ReadConfigFile(*compilation.source, compilation.diagnostics);
+  if (config.file.jobs.empty()) return;  // unreadable: the reader said why
+  sema::CheckOptions options;
+  options.root = config.root_record;
+  options.file_keys = true;
+  sema::Check(config.file, stdlib.schema(), environment, compilation.diagnostics, options);
+}
+
+void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
+               const CompileOptions& options) {
+  if (config::IsConfigFileName(compilation.source->name())) {
+    CheckConfigFile(compilation, stdlib, environment);
+    return;
+  }
   ast::File file = parse::Parse(*compilation.source, compilation.diagnostics);
   if (compilation.diagnostics.has_errors()) {
     // Check what parsed, so one run reports syntax and schema mistakes together; the parser
@@ -33,7 +49,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
     return;
   }
   std::optional<sema::Spec> spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics);
-  if (!spec) return;
+  if (!spec || !options.lower) return;
   compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);
 }
 
@@ -41,7 +57,8 @@ void Finish(Compilation& compilation) { compilation.diagnostics.SortByLocation()
 
 }  // namespace
 
-Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment) {
+Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment,
+                        const CompileOptions& options) {
   Compilation compilation;
   // Refuse oversized files before reading them: memory stays bounded whatever the input.
   std::error_code ec;
@@ -63,16 +80,16 @@ Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sem
                                  compilation.source->text().size(), kMaxSourceBytes >> 20);
     return compilation;
   }
-  RunPhases(compilation, stdlib, environment);
+  RunPhases(compilation, stdlib, environment, options);
   Finish(compilation);
   return compilation;
 }
 
 Compilation CompileText(const std::string& name, std::string text, const Stdlib& stdlib,
-                        const sema::Environment& environment) {
+                        const sema::Environment& environment, const CompileOptions& options) {
   Compilation compilation;
   compilation.source = std::make_unique<source::SourceFile>(name, std::move(text));
-  RunPhases(compilation, stdlib, environment);
+  RunPhases(compilation, stdlib, environment, options);
   Finish(compilation);
   return compilation;
 }

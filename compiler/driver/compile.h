@@ -23,17 +23,27 @@ struct Compilation {
   diag::DiagnosticEngine diagnostics;
   std::optional<plan::Plan> plan;  // set when every phase succeeded
   bool schema_only = false;        // the file declares schemas and no job: checked, not lowered
+  bool config_file = false;        // an Accelerate config YAML or DeepSpeed JSON: checked, not lowered
+};
+
+struct CompileOptions {
+  // Lower a checked spec to a plan. `accelc check` stops after checking: a spec for an engine
+  // this runtime does not execute (DeepSpeed, FSDP, ...) is still a valid spec.
+  bool lower = true;
 };
 
 // Runs the whole pipeline on the spec at `path`: parse, check against `stdlib`, lower. Stops
 // after the first phase that reports an error, having reported everything that phase found.
 // A file of schema declarations without a job is checked against the stdlib instead.
 // An unreadable file is an A-less error diagnostic with no location.
-Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment);
+// Files named `.yaml`, `.yml` or `.json` are Accelerate config files (config::ReadConfigFile),
+// checked against the same schemas by their config-file keys and never lowered.
+Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment,
+                        const CompileOptions& options = {});
 
-// The same on in-memory text; `name` is what diagnostics print.
+// The same on in-memory text; `name` is what diagnostics print (and its suffix picks the format).
 Compilation CompileText(const std::string& name, std::string text, const Stdlib& stdlib,
-                        const sema::Environment& environment);
+                        const sema::Environment& environment, const CompileOptions& options = {});
 
 }  // namespace accel::driver
 

@@ -29,7 +29,9 @@ std::vector<Expectation> ParseExpectations(const source::SourceFile& file,
   std::vector<Expectation> expectations;
   for (uint32_t line = 1; line <= file.line_count(); ++line) {
     std::string text(file.LineText(line));
+    // `//` starts a comment in a spec, `#` in a config YAML.
     size_t comment = text.find("//");
+    if (comment == std::string::npos) comment = text.find('#');
     if (comment == std::string::npos) continue;
     std::string tail = text.substr(comment);
     for (auto it = std::sregex_iterator(tail.begin(), tail.end(), DirectivePattern());

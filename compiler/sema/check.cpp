@@ -113,8 +113,8 @@ void MarkDefault(Value& value, const Provenance& provenance) {
 class Checker {
  public:
   Checker(const ast::File& file, const Schema& schema, const Environment& environment,
-          diag::DiagnosticEngine& diagnostics)
-      : file_(file), schema_(schema), environment_(environment), diagnostics_(diagnostics) {}
+          diag::DiagnosticEngine& diagnostics, const CheckOptions& options)
+      : file_(file), schema_(schema), environment_(environment), diagnostics_(diagnostics), options_(options) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -143,10 +143,10 @@ class Checker {
                                                        it->second->name.span, let.name.text));
       }
     }
-    auto root_schema = schema_.records.find("Job");
+    auto root_schema = schema_.records.find(options_.root);
     if (root_schema == schema_.records.end()) {
-      diagnostics_.Emit(diag::Kind::UnknownType, file_.source, job.name.span, "Job",
-                        "; the stdlib must declare `config Job`");
+      diagnostics_.Emit(diag::Kind::UnknownType, file_.source, job.name.span, options_.root,
+                        fmt::format("; the stdlib must declare `config {}`", options_.root));
       return std::nullopt;
     }
     int errors_before = diagnostics_.error_count();
@@ -171,17 +171,20 @@ class Checker {
     std::set<std::string> misspelt;
     for (const Entry& entry : entries) {
       const ast::Name& name = entry.statement->path[entry.depth];
-      const FieldSchema* field = record.Find(name.text);
+      const FieldSchema* field = options_.file_keys ? record.FindFileKey(name.text) : nullptr;
+      if (field == nullptr) field = record.Find(name.text);
       if (field == nullptr) field = Renamed(record, name, file);
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
         std::string guess = ReportUnknownField(record, name, file);
-        if (!guess.empty()) misspelt.insert(guess);
+        if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
+          misspelt.insert(meant->name);
+        }
         ok = false;
         continue;
       }
       if (field->deprecated) {
-        diagnostics_.Emit(diag::Kind::DeprecatedField, file, name.span, prefix + field->name,
+        diagnostics_.Emit(diag::Kind::DeprecatedField, file, name.span, prefix + NameOf(*field),
                           *field->deprecated);
       }
       by_field[field->name].push_back(entry);
@@ -193,7 +196,7 @@ class Checker {
     value.provenance = {Provenance::Kind::Spec, file, span, ""};
     std::set<std::string> failed;
     for (const FieldSchema& field : record.fields) {
-      std::string path = prefix + field.name;
+      std::string path = prefix + NameOf(field);
       auto it = by_field.find(field.name);
       std::optional<Value> field_value;
       if (it != by_field.end()) {
@@ -216,6 +219,11 @@ class Checker {
     return value;
   }
 
+  // How the file being checked names `field`: its config-file key in a config file.
+  const std::string& NameOf(const FieldSchema& field) const {
+    return options_.file_keys && field.file_key ? *field.file_key : field.name;
+  }
+
   // A field set by one of its old names: warn, offer the new name, and carry on with it.
   const FieldSchema* Renamed(const RecordSchema& record, const ast::Name& name,
                              const source::SourceFile* file) {
@@ -230,10 +238,11 @@ class Checker {
   // Reports A2003 and returns the suggested field name, if any.
   std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
                                  const source::SourceFile* file) {
-    std::string guess = diag::ClosestMatch(name.text, record.FieldNames());
+    std::vector<std::string> names = options_.file_keys ? record.FileKeys() : record.FieldNames();
+    std::string guess = diag::ClosestMatch(name.text, names);
     diag::Diagnostic& d =
         diagnostics_.Emit(diag::Kind::UnknownField, file, name.span, name.text, record.name,
-                          guess.empty() ? fmt::format("; expected one of {}", Join(record.FieldNames()))
+                          guess.empty() ? fmt::format("; expected one of {}", Join(names))
                                         : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
     return guess;
@@ -411,10 +420,19 @@ class Checker {
       case Type::Kind::Union:
         return ConvertUnion(expr, type, file, path);
       case Type::Kind::Bool:
-        if (expr.kind != ast::ExprKind::Bool) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::Bool;
-        value.bool_value = expr.bool_value;
-        return value;
+        if (expr.kind == ast::ExprKind::Bool) {
+          value.bool_value = expr.bool_value;
+          return value;
+        }
+        // Accelerate's own files write booleans as 'no' or "true"; its loader keeps the string.
+        if (options_.file_keys && expr.kind == ast::ExprKind::String) {
+          if (std::optional<bool> b = ParseBool(expr.text)) {
+            value.bool_value = *b;
+            return value;
+          }
+        }
+        return Mismatch(expr, type, file, path);
       case Type::Kind::Int:
         if (expr.kind != ast::ExprKind::Int) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::Int;
@@ -450,11 +468,13 @@ class Checker {
         return ConvertEnum(expr, type, file, path);
       case Type::Kind::Record: {
         if (expr.kind != ast::ExprKind::Record) return Mismatch(expr, type, file, path);
-        if (expr.text != type.name) return WrongRecordType(expr, type, file, path);
+        // A config file's mapping names no type: it is whatever the field takes.
+        bool anonymous = expr.text.empty();
+        if (!anonymous && expr.text != type.name) return WrongRecordType(expr, type, file, path);
         std::vector<Entry> entries;
         for (const ast::Statement& s : expr.block->statements) entries.push_back({&s, 0});
-        return CheckRecord(schema_.records.find(type.name)->second, entries, file, expr.path[0].span,
-                           path + ".", expr.block->recovered);
+        return CheckRecord(schema_.records.find(type.name)->second, entries, file,
+                           anonymous ? expr.span : expr.path[0].span, path + ".", expr.block->recovered);
       }
       case Type::Kind::List: {
         if (expr.kind != ast::ExprKind::List) return Mismatch(expr, type, file, path);
@@ -473,6 +493,7 @@ class Checker {
         return value;
       }
       case Type::Kind::Map: {
+        if (expr.kind == ast::ExprKind::Record && expr.text.empty()) return ConvertMapping(expr, type, file, path);
         if (expr.kind != ast::ExprKind::Map) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::Map;
         bool ok = true;
@@ -500,6 +521,35 @@ class Checker {
       }
     }
     return Mismatch(expr, type, file, path);
+  }
+
+  // A config file's mapping where the schema wants a `map<K, V>`: its keys are the map's keys.
+  std::optional<Value> ConvertMapping(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
+                                      const std::string& path) {
+    Value value;
+    value.kind = Value::Kind::Map;
+    value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
+    bool ok = true;
+    std::map<std::string, source::Span> seen;
+    for (const ast::Statement& entry : expr.block->statements) {
+      const ast::Name& key = entry.path[0];
+      std::string item_path = fmt::format("{}[\"{}\"]", path, key.text);
+      if (auto [it, inserted] = seen.emplace(key.text, key.span); !inserted) {
+        diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateField, file, key.span, item_path);
+        d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, file, it->second));
+        ok = false;
+        continue;
+      }
+      std::optional<Value> item = Convert(*entry.value, type.args[1], file, item_path);
+      if (!item) {
+        ok = false;
+        continue;
+      }
+      value.keys.push_back(key.text);
+      value.items.push_back(std::move(*item));
+    }
+    if (!ok) return std::nullopt;
+    return value;
   }
 
   // A typed `let` (`let port: int = 8080`) must hold a value of its own type, checked once at
@@ -544,12 +594,19 @@ class Checker {
                                    const std::string& path) {
     const EnumSchema& e = schema_.enums.find(type.name)->second;
     std::string word;
-    if (expr.kind == ast::ExprKind::Path && expr.path.size() == 1)
+    if (expr.kind == ast::ExprKind::Path && expr.path.size() == 1) {
       word = expr.path[0].text;
-    else if (expr.kind == ast::ExprKind::String)
+    } else if (expr.kind == ast::ExprKind::String) {
       word = expr.text;
-    else
+    } else if (options_.file_keys && expr.kind == ast::ExprKind::Bool && e.Find(expr.text) != nullptr) {
+      // YAML 1.1 reads a plain `NO` or `off` as a boolean; the member was surely meant.
+      word = expr.text;
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::YamlBoolWord, file, expr.span, word,
+                                              expr.bool_value ? "true" : "false", word);
+      d.fixit = diag::FixIt{expr.span, "'" + word + "'"};
+    } else {
       return Mismatch(expr, type, file, path);
+    }
     const EnumSchema::Member* member = e.Find(word);
     if (member == nullptr) {
       std::vector<std::string> names;
@@ -567,8 +624,9 @@ class Checker {
 
   std::optional<Value> ConvertUnion(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                     const std::string& path) {
-    // A record literal names its alternative; anything else takes the first that fits.
-    if (expr.kind == ast::ExprKind::Record) {
+    // A record literal names its alternative; anything else (a config file's mapping too)
+    // takes the first that fits.
+    if (expr.kind == ast::ExprKind::Record && !expr.text.empty()) {
       for (const Type& alternative : type.args) {
         if (alternative.kind == Type::Kind::Record && alternative.name == expr.text) {
           return Convert(expr, alternative, file, path);
@@ -578,7 +636,7 @@ class Checker {
     }
     for (const Type& alternative : type.args) {
       diag::DiagnosticEngine scratch;
-      Checker trial(file_, schema_, environment_, scratch);
+      Checker trial(file_, schema_, environment_, scratch, options_);
       trial.lets_ = lets_;
       trial.active_lets_ = active_lets_;
       if (std::optional<Value> value = trial.Convert(expr, alternative, file, path)) {
@@ -619,7 +677,7 @@ class Checker {
           field_value.provenance.kind == Provenance::Kind::Spec && field_value.provenance.file == file;
       source::Span where = from_spec ? field_value.provenance.span : span;
       diag::Diagnostic& d =
-          diagnostics_.Emit(diag::Kind::ConstraintViolated, file, where, prefix + field.name,
+          diagnostics_.Emit(diag::Kind::ConstraintViolated, file, where, prefix + NameOf(field),
                             field_value.Describe(), ExprText(*field.constraint));
       if (field_value.provenance.kind == Provenance::Kind::Environment) {
         d.message += fmt::format(" (value from environment variable `{}`)", field_value.provenance.env_var);
@@ -687,6 +745,7 @@ class Checker {
   const Schema& schema_;
   const Environment& environment_;
   diag::DiagnosticEngine& diagnostics_;
+  const CheckOptions& options_;
   std::map<std::string, const ast::LetDecl*, std::less<>> lets_;
   std::set<std::string> active_lets_;         // lets being expanded, to catch cycles
   std::map<std::string, bool> checked_lets_;  // typed lets already checked, and whether they fit
@@ -695,8 +754,8 @@ class Checker {
 }  // namespace
 
 std::optional<Spec> Check(const ast::File& file, const Schema& schema, const Environment& environment,
-                          diag::DiagnosticEngine& diagnostics) {
-  return Checker(file, schema, environment, diagnostics).Run();
+                          diag::DiagnosticEngine& diagnostics, const CheckOptions& options) {
+  return Checker(file, schema, environment, diagnostics, options).Run();
 }
 
 }  // namespace accel::sema

@@ -20,12 +20,21 @@ struct Spec {
   Value root;  // a Record of type `Job`, every field resolved
 };
 
+struct CheckOptions {
+  // The schema record the job's body is checked against: `Job` for a spec, `ClusterConfig`
+  // (or `DeepSpeedConfig`, ...) for a config file read by config::ReadConfigFile.
+  std::string root = "Job";
+  // Fields are named by their config-file keys (`key "..."`), as in Accelerate's files, and
+  // strings such as 'no' are accepted for booleans as Accelerate's loader does.
+  bool file_keys = false;
+};
+
 // Checks the single job of `file` against `schema`: field names, types, enum members,
 // constraints (`where`) and rules, with defaults from the schema and from `environment`.
 // Reports every problem it finds to `diagnostics` and returns no Spec if any was an error.
 // `file` and `schema` must outlive the returned Spec (it points at their source files).
 std::optional<Spec> Check(const ast::File& file, const Schema& schema, const Environment& environment,
-                          diag::DiagnosticEngine& diagnostics);
+                          diag::DiagnosticEngine& diagnostics, const CheckOptions& options = {});
 
 }  // namespace accel::sema
 

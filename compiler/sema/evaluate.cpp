@@ -72,8 +72,9 @@ class Evaluator {
         return Unary(e);
       case ast::ExprKind::Binary:
         return Binary(e);
-      case ast::ExprKind::Record:
       case ast::ExprKind::Call:
+        return Call(e);
+      case ast::ExprKind::Record:
       case ast::ExprKind::List:
       case ast::ExprKind::Map:
         break;
@@ -87,9 +88,83 @@ class Evaluator {
     return std::nullopt;
   }
 
+  // The builtin functions of schema expressions (IsBuiltinFunction lists them).
+  std::optional<Value> Call(const ast::Expr& e) {
+    std::vector<Value> args;
+    for (const ast::ExprPtr& operand : e.operands) {
+      std::optional<Value> arg = Eval(*operand);
+      if (!arg) return std::nullopt;
+      args.push_back(std::move(*arg));
+    }
+    const std::string& name = e.text;
+    auto arity = [&](size_t n) { return args.size() == n; };
+    auto is_text = [](const Value& v) { return v.kind == Value::Kind::String || v.kind == Value::Kind::Enum; };
+    auto text_of = [](const Value& v) { return v.kind == Value::Kind::Enum ? v.enum_value : v.text; };
+    if (name == "len" && arity(1)) {
+      // An unset optional has no items.
+      Value n;
+      n.kind = Value::Kind::Int;
+      if (args[0].kind == Value::Kind::String) {
+        n.int_value = static_cast<int64_t>(args[0].text.size());
+      } else if (args[0].kind == Value::Kind::List || args[0].kind == Value::Kind::Map) {
+        n.int_value = static_cast<int64_t>(args[0].items.size());
+      } else if (args[0].kind != Value::Kind::None) {
+        return Fail("`len` needs a string, a list or a map");
+      }
+      return n;
+    }
+    if ((name == "contains" || name == "starts_with" || name == "ends_with") && arity(2)) {
+      if (args[0].kind == Value::Kind::None) return MakeBool(false);
+      if (!is_text(args[0]) || !is_text(args[1])) return Fail(fmt::format("`{}` needs two strings", name));
+      std::string haystack = text_of(args[0]), needle = text_of(args[1]);
+      if (name == "contains") return MakeBool(haystack.find(needle) != std::string::npos);
+      if (name == "starts_with") return MakeBool(haystack.rfind(needle, 0) == 0);
+      return MakeBool(haystack.size() >= needle.size() &&
+                      haystack.compare(haystack.size() - needle.size(), needle.size(), needle) == 0);
+    }
+    if (name == "split" && arity(2)) {
+      // `split("0,1", ",")` is ["0", "1"]; an empty or unset string has no parts.
+      Value list;
+      list.kind = Value::Kind::List;
+      if (args[0].kind == Value::Kind::None) return list;
+      if (!is_text(args[0]) || !is_text(args[1]) || text_of(args[1]).empty()) {
+        return Fail("`split` needs a string and a non-empty separator");
+      }
+      std::string text = text_of(args[0]), separator = text_of(args[1]);
+      if (text.empty()) return list;
+      for (size_t start = 0;;) {
+        size_t at = text.find(separator, start);
+        Value part;
+        part.kind = Value::Kind::String;
+        part.text = text.substr(start, at == std::string::npos ? std::string::npos : at - start);
+        list.items.push_back(std::move(part));
+        if (at == std::string::npos) break;
+        start = at + separator.size();
+      }
+      return list;
+    }
+    if ((name == "lower" || name == "upper") && arity(1)) {
+      if (args[0].kind == Value::Kind::None) return args[0];
+      if (!is_text(args[0])) return Fail(fmt::format("`{}` needs a string", name));
+      Value out;
+      out.kind = Value::Kind::String;
+      out.text = text_of(args[0]);
+      for (char& c : out.text) {
+        c = static_cast<char>(name == "lower" ? std::tolower(static_cast<unsigned char>(c))
+                                              : std::toupper(static_cast<unsigned char>(c)));
+      }
+      return out;
+    }
+    return Fail(fmt::format("unknown function `{}` with {} argument{}", name, args.size(),
+                            args.size() == 1 ? "" : "s"));
+  }
+
   std::optional<Value> Lookup(const ast::Expr& e) {
     const Value* current = &scope_;
     for (size_t i = 0; i < e.path.size(); ++i) {
+      // Reading through an unset optional record gives none: `deepspeed_config.zero_stage == 3`
+      // is simply false when there is no `deepspeed_config`.
+      if (i > 0 && current->kind == Value::Kind::None) return Value{};
       const Value* next = current->kind == Value::Kind::Record ? current->Field(e.path[i].text) : nullptr;
       if (next == nullptr) {
         // A bare name that is not a field is an enum member symbol, compared by name.
@@ -140,15 +215,27 @@ class Evaluator {
       return MakeBool(rhs->bool_value);
     }
     if (op == "in") {
-      // `x in [a, b, c]`: equal to one of the listed values.
+      // `x in [a, b, c]`: equal to one of the listed values; `x in some_list_field` too.
       const ast::Expr& list = *e.operands[1];
-      if (list.kind != ast::ExprKind::List) return Fail("`in` needs a list literal on its right");
       std::optional<Value> lhs = Eval(*e.operands[0]);
       if (!lhs) return std::nullopt;
-      for (const ast::ExprPtr& item : list.operands) {
-        std::optional<Value> candidate = Eval(*item);
-        if (!candidate) return std::nullopt;
-        std::optional<Value> equal = Compare("==", *lhs, *candidate);
+      std::vector<Value> candidates;
+      if (list.kind == ast::ExprKind::List) {
+        for (const ast::ExprPtr& item : list.operands) {
+          std::optional<Value> candidate = Eval(*item);
+          if (!candidate) return std::nullopt;
+          candidates.push_back(std::move(*candidate));
+        }
+      } else {
+        std::optional<Value> value = Eval(list);
+        if (!value) return std::nullopt;
+        if (value->kind != Value::Kind::List && value->kind != Value::Kind::None) {
+          return Fail("`in` needs a list on its right");
+        }
+        candidates = value->items;
+      }
+      for (const Value& candidate : candidates) {
+        std::optional<Value> equal = Compare("==", *lhs, candidate);
         if (!equal) return std::nullopt;
         if (equal->bool_value) return MakeBool(true);
       }
@@ -184,7 +271,15 @@ class Evaluator {
       double x = AsDouble(a), y = AsDouble(b);
       order = x < y ? -1 : (x > y ? 1 : 0);
     } else if (a.kind == Value::Kind::None || b.kind == Value::Kind::None) {
-      order = a.kind == b.kind ? 0 : 1;
+      // An unset value equals only none and is neither less nor greater than anything.
+      if (op == "==") return MakeBool(a.kind == b.kind);
+      if (op == "!=") return MakeBool(a.kind != b.kind);
+      return MakeBool(false);
+    } else if (a.kind == Value::Kind::Enum && b.kind == Value::Kind::String) {
+      return Compare(op, b, a);
+    } else if (a.kind == Value::Kind::String && b.kind == Value::Kind::Enum) {
+      // A string field compared with a bare word: `backend == nccl` where backend is a string.
+      order = a.text == b.text || (!b.enum_value.empty() && a.text == b.enum_value) ? 0 : 1;
       ordered = false;
     } else if (a.kind == Value::Kind::Enum && b.kind == Value::Kind::Enum) {
       // Symbols carry only a name; members match a symbol by name or serialized value.
@@ -239,6 +334,13 @@ class Evaluator {
 };
 
 }  // namespace
+
+bool IsBuiltinFunction(const std::string& name) {
+  for (const char* builtin : {"len", "contains", "starts_with", "ends_with", "split", "lower", "upper"}) {
+    if (name == builtin) return true;
+  }
+  return false;
+}
 
 std::optional<Value> Evaluate(const ast::Expr& expr, const Value& scope, std::string* error) {
   return Evaluator(scope, error).Eval(expr);

@@ -15,6 +15,10 @@ namespace accel::sema {
 // chain (`0 <= x <= 3`). Returns empty and sets `error` when the expression is ill-typed.
 std::optional<Value> Evaluate(const ast::Expr& expr, const Value& scope, std::string* error);
 
+// True for the functions schema expressions may call: len(x), contains(s, t), starts_with(s, t),
+// ends_with(s, t), split(s, sep), lower(s), upper(s). Each treats an unset optional as empty.
+bool IsBuiltinFunction(const std::string& name);
+
 // The text of `expr` as a user would write it, for messages (`bucket_cap_mb > 0`).
 std::string ExprText(const ast::Expr& expr);
 

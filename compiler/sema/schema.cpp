@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/sema/evaluate.h"
+
 namespace accel::sema {
 
 const FieldSchema* RecordSchema::Find(std::string_view field) const {
@@ -158,6 +160,13 @@ class SchemaBuilder {
   void CheckNames(const RecordSchema& record, const source::SourceFile* file, const ast::Expr& expr,
                   const std::string& where) {
     for (const ast::ExprPtr& operand : expr.operands) CheckNames(record, file, *operand, where);
+    if (expr.kind == ast::ExprKind::Call && !IsBuiltinFunction(expr.text)) {
+      diagnostics_.Emit(diag::Kind::UnknownName, file, expr.path.empty() ? expr.span : expr.path[0].span,
+                        expr.text + "()", fmt::format("{} of `{}`; functions are len, contains, starts_with, "
+                                                      "ends_with, split, lower and upper",
+                                                      where, record.name));
+      return;
+    }
     if (expr.kind != ast::ExprKind::Path || expr.path.empty()) return;
     const RecordSchema* scope = &record;
     for (size_t i = 0; i < expr.path.size(); ++i) {

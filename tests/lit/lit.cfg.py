@@ -4,7 +4,7 @@ import lit.formats
 
 config.name = "accel"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".accel", ".test"]
+config.suffixes = [".accel", ".test", ".yaml", ".yml", ".json"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.accel_binary_dir, "tests", "lit")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "check_coverage.py", "extract_examples.py"]

@@ -1,0 +1,295 @@
+#include "compiler/config/reader.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <regex>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+namespace accel::config {
+namespace {
+
+// The same bound as the `.accel` parser's (A1006): past it the file is hostile, not a config.
+constexpr int kMaxNesting = 256;
+
+bool EndsWith(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// PyYAML's YAML 1.1 resolvers for plain scalars (yaml/resolver.py), minus sexagesimal numbers,
+// which no config uses.
+const std::regex& Yaml11Bool() {
+  static const std::regex pattern("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF");
+  return pattern;
+}
+const std::regex& Yaml11Int() {
+  static const std::regex pattern("[-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)");
+  return pattern;
+}
+const std::regex& Yaml11Float() {
+  static const std::regex pattern(
+      R"([-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
+  return pattern;
+}
+const std::regex& JsonNumber() {
+  static const std::regex pattern(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
+  return pattern;
+}
+
+bool IsYamlTrue(const std::string& text) {
+  return text == "yes" || text == "Yes" || text == "YES" || text == "true" || text == "True" ||
+         text == "TRUE" || text == "on" || text == "On" || text == "ON";
+}
+
+class Reader {
+ public:
+  Reader(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics)
+      : source_(source), diagnostics_(diagnostics), json_(EndsWith(source.name(), ".json")) {}
+
+  ConfigFile Read() {
+    ConfigFile config;
+    config.file.source = &source_;
+    config.root_record = "ClusterConfig";
+    YAML::Node root;
+    try {
+      root = YAML::Load(source_.text());
+    } catch (const YAML::Exception& e) {
+      diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(e.mark), fmt::format("invalid YAML: {}", e.msg));
+      return config;
+    }
+    if (!root.IsMap()) {
+      diagnostics_.Emit(diag::Kind::SyntaxError, &source_, root.IsDefined() ? At(root.Mark()) : source::Span{},
+                        root.IsNull() ? "the file holds no settings; a config file is a mapping of keys "
+                                        "such as `distributed_type: MULTI_GPU`"
+                                      : "expected a mapping of keys at the top level of a config file");
+      return config;
+    }
+    config.kind = ChooseKind(root);
+    config.root_record = RootRecord(config.kind, root);
+
+    ast::JobDecl job;
+    job.name = {source_.name(), {0, 0}};
+    job.span = {0, static_cast<uint32_t>(source_.text().size())};
+    job.body.span = job.span;
+    job.body.statements = Statements(root, 1);
+    config.file.jobs.push_back(std::move(job));
+    return config;
+  }
+
+ private:
+  // A `.json` file without Accelerate's top-level keys is a DeepSpeed config.
+  FileKind ChooseKind(const YAML::Node& root) const {
+    if (json_ && !root["distributed_type"] && !root["compute_environment"]) return FileKind::DeepSpeedConfig;
+    return FileKind::AccelerateConfig;
+  }
+
+  static std::string RootRecord(FileKind kind, const YAML::Node& root) {
+    if (kind == FileKind::DeepSpeedConfig) return "DeepSpeedConfig";
+    const YAML::Node environment = root["compute_environment"];
+    if (environment && environment.IsScalar() && environment.Scalar() == "AMAZON_SAGEMAKER") {
+      return "SageMakerConfig";
+    }
+    return "ClusterConfig";
+  }
+
+  // A key given twice is legal YAML that PyYAML resolves to the last value: warn at the
+  // second one and keep it, as Accelerate does.
+  std::vector<ast::Statement> Statements(const YAML::Node& map, int depth) {
+    std::vector<ast::Statement> statements;
+    std::map<std::string, size_t> index;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node& key = it->first;
+      if (!key.IsScalar()) {
+        diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(key.Mark()),
+                          "a key of a config file must be a plain name, not a list or a mapping");
+        continue;
+      }
+      ast::Statement statement;
+      ast::Name name{key.Scalar(), ScalarSpan(key)};
+      statement.value = Expression(it->second, depth, name.span);
+      statement.span = source::Span::Join(name.span, statement.value->span);
+      auto [it_index, inserted] = index.emplace(name.text, statements.size());
+      if (!inserted) {
+        ast::Statement& first = statements[it_index->second];
+        diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateKey, &source_, name.span, name.text);
+        d.notes.push_back(
+            diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, &source_, first.path[0].span));
+        statement.path.push_back(std::move(name));
+        first = std::move(statement);
+        continue;
+      }
+      statement.path.push_back(std::move(name));
+      statements.push_back(std::move(statement));
+    }
+    return statements;
+  }
+
+  // `owner` locates values YAML gives no position of its own (an empty value after `key:`).
+  ast::ExprPtr Expression(const YAML::Node& node, int depth, source::Span owner) {
+    auto expr = std::make_unique<ast::Expr>();
+    expr->span = owner;
+    if (depth > kMaxNesting) {
+      diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(node.Mark()), kMaxNesting);
+      expr->kind = ast::ExprKind::None;
+      return expr;
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Map:
+        expr->kind = ast::ExprKind::Record;  // anonymous: the field's type names it
+        expr->span = Start(node, owner);
+        expr->block = std::make_unique<ast::Block>();
+        expr->block->statements = Statements(node, depth + 1);
+        expr->block->span = expr->span;
+        return expr;
+      case YAML::NodeType::Sequence:
+        expr->kind = ast::ExprKind::List;
+        expr->span = Start(node, owner);
+        for (const YAML::Node& item : node) expr->operands.push_back(Expression(item, depth + 1, expr->span));
+        return expr;
+      case YAML::NodeType::Scalar:
+        expr->span = ScalarSpan(node);
+        Scalar(node, *expr);
+        return expr;
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        expr->kind = ast::ExprKind::None;
+        if (node.IsDefined() && node.Mark().pos >= 0) expr->span = ScalarSpan(node);
+        return expr;
+    }
+    return expr;
+  }
+
+  // Types a scalar the way Accelerate's loader would: json.load for `.json`, PyYAML's
+  // safe_load otherwise. Quoted scalars are always strings.
+  void Scalar(const YAML::Node& node, ast::Expr& expr) {
+    const std::string& text = node.Scalar();
+    expr.text = text;
+    expr.kind = ast::ExprKind::String;
+    const std::string& tag = node.Tag();
+    if (tag == "!" || tag == "tag:yaml.org,2002:str") return;
+    if (json_) {
+      if (text == "true" || text == "false") {
+        expr.kind = ast::ExprKind::Bool;
+        expr.bool_value = text == "true";
+      } else if (std::regex_match(text, JsonNumber())) {
+        Number(text, text.find_first_of(".eE") == std::string::npos, expr);
+      }
+      return;
+    }
+    if (std::regex_match(text, Yaml11Bool())) {
+      expr.kind = ast::ExprKind::Bool;
+      expr.bool_value = IsYamlTrue(text);
+    } else if (std::regex_match(text, Yaml11Int())) {
+      Number(text, true, expr);
+    } else if (std::regex_match(text, Yaml11Float())) {
+      Number(text, false, expr);
+    }
+  }
+
+  // A number; a float with an integral value becomes an int, as Python's json numbers do
+  // where DeepSpeed's validators expect ints (`"reduce_bucket_size": 5e8`).
+  void Number(const std::string& text, bool integral, ast::Expr& expr) {
+    std::string digits;
+    for (char c : text) {
+      if (c != '_') digits += c;
+    }
+    if (integral) {
+      int base = 10;
+      size_t start = digits[0] == '-' || digits[0] == '+' ? 1 : 0;
+      std::string body = digits.substr(start);
+      if (body.rfind("0x", 0) == 0) {
+        base = 16;
+        body = body.substr(2);
+      } else if (body.rfind("0b", 0) == 0) {
+        base = 2;
+        body = body.substr(2);
+      } else if (body.size() > 1 && body[0] == '0') {
+        base = 8;
+      }
+      errno = 0;
+      char* end = nullptr;
+      long long value = std::strtoll((digits.substr(0, start) + body).c_str(), &end, base);
+      if (errno == ERANGE) {
+        diagnostics_.Emit(diag::Kind::IntegerTooLarge, &source_, expr.span, text);
+        expr.kind = ast::ExprKind::None;
+        return;
+      }
+      expr.kind = ast::ExprKind::Int;
+      expr.int_value = value;
+      return;
+    }
+    std::string lowered = digits;
+    for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    double value = lowered.find("nan") != std::string::npos   ? std::nan("")
+                   : lowered.find("inf") != std::string::npos ? (lowered[0] == '-' ? -HUGE_VAL : HUGE_VAL)
+                                                              : std::strtod(digits.c_str(), nullptr);
+    if (json_ && std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9.0e18) {
+      expr.kind = ast::ExprKind::Int;
+      expr.int_value = static_cast<int64_t>(value);
+      return;
+    }
+    if (std::isinf(value) && lowered.find("inf") == std::string::npos) {
+      diagnostics_.Emit(diag::Kind::FloatOutOfRange, &source_, expr.span, text);
+      expr.kind = ast::ExprKind::None;
+      return;
+    }
+    expr.kind = ast::ExprKind::Float;
+    expr.float_value = value;
+  }
+
+  source::Span At(const YAML::Mark& mark) const {
+    if (mark.pos < 0) return {};
+    uint32_t at = std::min<uint32_t>(static_cast<uint32_t>(mark.pos), source_.text().size());
+    return {at, std::min<uint32_t>(at + 1, source_.text().size())};
+  }
+
+  // The opening character of a mapping or sequence (one character: it may span many lines).
+  source::Span Start(const YAML::Node& node, source::Span owner) const {
+    if (node.Mark().pos < 0) return owner;
+    return At(node.Mark());
+  }
+
+  // The text of a scalar in the file: its quotes included, up to the end of its first line.
+  source::Span ScalarSpan(const YAML::Node& node) const {
+    const std::string& text = source_.text();
+    if (node.Mark().pos < 0) return {};
+    size_t begin = std::min<size_t>(static_cast<size_t>(node.Mark().pos), text.size());
+    size_t end = begin;
+    char quote = begin < text.size() ? text[begin] : '\0';
+    if (quote == '"' || quote == '\'') {
+      end = begin + 1;
+      while (end < text.size() && text[end] != quote && text[end] != '\n') {
+        if (quote == '"' && text[end] == '\\') ++end;
+        ++end;
+      }
+      end = std::min(end + 1, text.size());
+    } else {
+      end = std::min(begin + std::max<size_t>(node.IsScalar() ? node.Scalar().size() : 1, 1), text.size());
+      size_t newline = text.find('\n', begin);
+      if (newline != std::string::npos && newline < end) end = newline;
+    }
+    if (end <= begin) end = std::min(begin + 1, text.size());
+    return {static_cast<uint32_t>(begin), static_cast<uint32_t>(end)};
+  }
+
+  const source::SourceFile& source_;
+  diag::DiagnosticEngine& diagnostics_;
+  bool json_;
+};
+
+}  // namespace
+
+bool IsConfigFileName(const std::string& path) {
+  return EndsWith(path, ".yaml") || EndsWith(path, ".yml") || EndsWith(path, ".json");
+}
+
+ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
+  return Reader(source, diagnostics).Read();
+}
+
+}  // namespace accel::config
