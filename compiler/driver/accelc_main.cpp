@@ -1,7 +1,12 @@
 // accelc: checks `.accel` job specs and compiles them to execution plans. Links no LibTorch.
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <thread>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -11,6 +16,9 @@
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/render.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/explain.h"
+#include "compiler/driver/filter.h"
+#include "compiler/driver/inputs.h"
 #include "compiler/driver/verify.h"
 #include "compiler/parse/parse.h"
 
@@ -23,25 +31,39 @@ constexpr int kExitDiagnostics = 1;
 constexpr int kExitUsage = 2;
 constexpr const char* kVersion = "0.1.0";
 
-constexpr const char* kUsage = R"(usage: accelc <command> [options] <file>...
+constexpr const char* kUsage = R"(usage: accelc <command> [options] <input>...
 
 commands:
-  check <file>...         check job specs; print every problem found
+  check <input>...        check job specs and Accelerate config files (YAML, DeepSpeed JSON);
+                          print every problem found. Inputs are files, directories (every
+                          .accel/.yaml/.yml below) or patterns (`configs/**/*.yaml`)
   compile <file> [-o out] compile one spec to an execution plan (JSON, stdout by default)
   parse <file>...         only parse: report syntax errors (with --dump-ast, print the tree)
   dump-ast <file>         the same as `parse --dump-ast`
+  explain-code <code>...  what a diagnostic code (A2003) or a rule id (DS-019) means
 
 options:
   --format <f>            diagnostics format: text (default, stderr), json, sarif (SARIF 2.1.0
                           for code scanning) or github (workflow annotations); all but text
                           go to stdout
+  --werror                treat warnings as errors
+  --disable <code>        do not report <code> (a code, a rule id, a prefix like `FSDP-*`, or
+                          `all`); syntax errors cannot be disabled
+  --enable <code>         report <code> again (after --disable all, say); later flags win
+  --env KEY=VALUE         set an environment variable for `from env` defaults (repeatable)
+  --env-file <file>       read KEY=VALUE lines (`#` comments, optional `export`)
+  --process-env           also read this process's environment (explicit ones win)
+  -j, --jobs <n>          check files on n threads (default: one per core)
   --dump-ast              with `parse`: print the syntax tree of each file
   --verify                check that each file produces exactly the diagnostics its
                           `expected-error {{...}}` comments state (as clang -verify)
   --version               print the version
   -h, --help              print this help
 
-exit status: 0 clean, 1 errors were reported, 2 usage or I/O failure
+In a file, `// accelc-ignore[CODE]: reason` (`#` in YAML) suppresses CODE on its line, or on the
+next line when the comment stands alone; `accelc-ignore-file[CODE]: reason` for the whole file.
+
+exit status: 0 clean (warnings allowed), 1 errors were reported, 2 usage or I/O failure
 )";
 
 struct Options {
@@ -51,26 +73,83 @@ struct Options {
   std::string format = "text";
   bool verify = false;
   bool dump_ast = false;
+  bool process_env = false;
+  std::vector<std::string> env_assignments;  // KEY=VALUE, from --env and --env-file in order
+  unsigned jobs = 0;                         // 0: one per core
+  accel::driver::FilterOptions filter;
 };
+
+// Reads an env file into `assignments`; returns an error message, or "".
+std::string ReadEnvFile(const std::string& path, std::vector<std::string>& assignments) {
+  std::ifstream in(path);
+  if (!in) return fmt::format("cannot read env file `{}`", path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    line = line.substr(first);
+    if (line.rfind("export ", 0) == 0) line = line.substr(7);
+    size_t equals = line.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return fmt::format("{}:{}: expected KEY=VALUE, found `{}`", path, number, line);
+    }
+    std::string value = line.substr(equals + 1);
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    assignments.push_back(line.substr(0, equals) + "=" + value);
+  }
+  return "";
+}
 
 // Parses argv; returns an error message, or "" on success.
 std::string ParseArguments(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const std::string& flag) -> std::string {
+    auto value = [&]() -> std::string {
       if (i + 1 >= argc) return "";
       return argv[++i];
     };
+    // `--flag=value` and `--flag value` both work.
+    auto flag_value = [&](const std::string& flag, std::string& out) {
+      if (arg == flag) {
+        out = value();
+        return true;
+      }
+      if (arg.rfind(flag + "=", 0) == 0) {
+        out = arg.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    std::string v;
     if (arg == "-o") {
-      options.output = value(arg);
+      options.output = value();
       if (options.output.empty()) return "`-o` needs a file name";
-    } else if (arg == "--format" || arg.rfind("--format=", 0) == 0) {
-      options.format = arg == "--format" ? value(arg) : arg.substr(9);
+    } else if (flag_value("--format", v)) {
+      options.format = v;
       if (options.format != "text" && options.format != "json" && options.format != "sarif" &&
           options.format != "github") {
-        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`",
-                           options.format);
+        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`", options.format);
       }
+    } else if (flag_value("--disable", v) || (arg.rfind("--enable", 0) == 0 && flag_value("--enable", v))) {
+      if (v.empty()) return fmt::format("`{}` needs a code, e.g. `DS-019`", arg);
+      options.filter.toggles.emplace_back(arg.rfind("--enable", 0) == 0, v);
+    } else if (flag_value("--env", v)) {
+      if (v.find('=') == std::string::npos || v[0] == '=') return fmt::format("`--env` takes KEY=VALUE, found `{}`", v);
+      options.env_assignments.push_back(v);
+    } else if (flag_value("--env-file", v)) {
+      if (std::string error = ReadEnvFile(v, options.env_assignments); !error.empty()) return error;
+    } else if (flag_value("--jobs", v) || flag_value("-j", v) || (arg.rfind("-j", 0) == 0 && arg.size() > 2)) {
+      if (arg.rfind("-j", 0) == 0 && arg.size() > 2 && arg[2] != '=') v = arg.substr(2);  // -j4
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 256) return fmt::format("`-j` takes 1 to 256, found `{}`", v);
+      options.jobs = static_cast<unsigned>(n);
+    } else if (arg == "--process-env") {
+      options.process_env = true;
+    } else if (arg == "--werror") {
+      options.filter.werror = true;
     } else if (arg == "--verify") {
       options.verify = true;
     } else if (arg == "--dump-ast") {
@@ -87,14 +166,33 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     options.command = "parse";
     options.dump_ast = true;
   }
-  if (options.command != "check" && options.command != "compile" && options.command != "parse") {
+  if (options.command != "check" && options.command != "compile" && options.command != "parse" &&
+      options.command != "explain-code") {
     return options.command.empty() ? "missing command" : fmt::format("unknown command `{}`", options.command);
   }
-  if (options.files.empty()) return "missing input file";
+  if (options.files.empty()) return options.command == "explain-code" ? "missing code" : "missing input file";
   if (options.command == "compile" && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
   }
   return "";
+}
+
+// The variables `from env` defaults read: the process environment only when asked for, then
+// --env-file and --env in order.
+accel::sema::MapEnvironment MakeEnvironment(const Options& options) {
+  std::map<std::string, std::string> values;
+  if (options.process_env) {
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      std::string text = *entry;
+      size_t equals = text.find('=');
+      if (equals != std::string::npos) values[text.substr(0, equals)] = text.substr(equals + 1);
+    }
+  }
+  for (const std::string& assignment : options.env_assignments) {
+    size_t equals = assignment.find('=');
+    values[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+  }
+  return accel::sema::MapEnvironment(std::move(values));
 }
 
 // Prints the diagnostics of every compilation, in the requested format, as one document.
@@ -152,6 +250,53 @@ int ParseOnly(const Options& options) {
   return status;
 }
 
+// Compiles `files` on `jobs` threads; results keep the order of `files`.
+std::vector<Compilation> CompileAll(const std::vector<std::string>& files, const accel::driver::Stdlib& stdlib,
+                                    const accel::sema::Environment& environment,
+                                    const accel::driver::CompileOptions& compile_options, unsigned jobs) {
+  std::vector<Compilation> compilations(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      compilations[i] = accel::driver::CompileFile(files[i], stdlib, environment, compile_options);
+    }
+  };
+  unsigned threads = std::min<size_t>(jobs, files.size());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  return compilations;
+}
+
+// `accelc explain-code CODE...`
+int ExplainCodes(const Options& options, const accel::sema::Schema& schema) {
+  int status = kExitClean;
+  for (const std::string& code : options.files) {
+    if (std::optional<std::string> text = accel::driver::ExplainCode(code, schema)) {
+      fmt::print("{}", *text);
+      continue;
+    }
+    std::string guess = accel::diag::ClosestMatch(code, accel::driver::KnownCodes(schema));
+    fmt::print(stderr, "accelc: error: unknown code `{}`{}\n", code,
+               guess.empty() ? "" : fmt::format("; did you mean `{}`?", guess));
+    status = kExitUsage;
+  }
+  return status;
+}
+
+// An unknown code in --disable/--enable is a typo that would silently disable nothing.
+std::string CheckToggles(const Options& options, const accel::sema::Schema& schema) {
+  std::vector<std::string> known = accel::driver::KnownCodes(schema);
+  for (const auto& [enable, pattern] : options.filter.toggles) {
+    if (accel::driver::PatternMatchesAny(pattern, known)) continue;
+    std::string guess = accel::diag::ClosestMatch(pattern, known);
+    return fmt::format("`--{} {}` names no diagnostic code or rule id{}", enable ? "enable" : "disable", pattern,
+                       guess.empty() ? "; see `accelc explain-code`" : fmt::format("; did you mean `{}`?", guess));
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,17 +325,37 @@ int main(int argc, char** argv) {
                accel::diag::RenderText(stdlib_diagnostics.diagnostics()));
     return kExitUsage;
   }
-  accel::sema::ProcessEnvironment environment;
-  accel::driver::CompileOptions compile_options;
-  compile_options.lower = options.command == "compile";
+  if (options.command == "explain-code") return ExplainCodes(options, stdlib->schema());
+  if (std::string error = CheckToggles(options, stdlib->schema()); !error.empty()) {
+    fmt::print(stderr, "accelc: error: {}\n", error);
+    return kExitUsage;
+  }
 
   int status = kExitClean;
+  std::vector<std::string> files = options.files;
+  if (options.command == "check") {
+    accel::driver::Inputs inputs = accel::driver::ExpandInputs(options.files);
+    for (const std::string& error : inputs.errors) fmt::print(stderr, "accelc: error: {}\n", error);
+    if (!inputs.errors.empty()) status = kExitUsage;
+    files = std::move(inputs.files);
+  }
+  accel::sema::MapEnvironment environment = MakeEnvironment(options);
+  accel::driver::CompileOptions compile_options;
+  compile_options.lower = options.command == "compile";
+  unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<Compilation> compilations = CompileAll(files, *stdlib, environment, compile_options, jobs);
+
   int errors = 0;
   int warnings = 0;
-  std::vector<Compilation> compilations;
-  for (const std::string& path : options.files) {
-    compilations.push_back(accel::driver::CompileFile(path, *stdlib, environment, compile_options));
-    Compilation& compilation = compilations.back();
+  int suppressed = 0;
+  for (size_t i = 0; i < compilations.size(); ++i) {
+    Compilation& compilation = compilations[i];
+    if (!options.verify) {
+      int dropped = 0;
+      compilation.diagnostics =
+          accel::driver::Filter(compilation.source.get(), compilation.diagnostics, options.filter, &dropped);
+      suppressed += dropped;
+    }
     errors += compilation.diagnostics.error_count();
     warnings += compilation.diagnostics.warning_count();
     if (!compilation.source) {
@@ -209,9 +374,10 @@ int main(int argc, char** argv) {
       continue;
     }
     if (options.command == "compile") {
-      if (compilation.schema_only) {
-        fmt::print(stderr, "accelc: error: `{}` declares schemas but no job; only a job compiles to a plan\n",
-                   path);
+      if (compilation.schema_only || compilation.config_file) {
+        fmt::print(stderr, "accelc: error: `{}` {}; only a job spec compiles to a plan\n", files[i],
+                   compilation.config_file ? "is a config file (`accelc check` checks it)"
+                                           : "declares schemas but no job");
         status = kExitDiagnostics;
         continue;
       }
@@ -232,10 +398,10 @@ int main(int argc, char** argv) {
     return status;
   }
   Report(compilations, options);
-  if (options.command == "check" && options.format == "text") {
-    fmt::print(stderr, "{} file{} checked: {} error{}, {} warning{}\n", options.files.size(),
-               options.files.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,
-               warnings == 1 ? "" : "s");
+  if (options.command == "check") {
+    fmt::print(stderr, "{} file{} checked: {} error{}, {} warning{}{}\n", files.size(), files.size() == 1 ? "" : "s",
+               errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s",
+               suppressed > 0 ? fmt::format(", {} suppressed", suppressed) : "");
   }
   return status;
 }
