@@ -1,36 +1,108 @@
 #!/usr/bin/env python3
-"""Fails when a diagnostic code of kinds.def has no file test.
+"""Fails when a diagnostic code or a stdlib rule has no file test.
 
-A code counts as tested when some file under the lit tree names it as `[CODE]` in an
-expectation (`expected-error [A2003] {{...}}`) or a CHECK line. Notes (A0xxx) ride on other
-diagnostics and are exempt. Usage: check_coverage.py KINDS_DEF LIT_DIR
+Diagnostic codes (kinds.def): some file under the lit tree names the code as `[CODE]` in an
+expectation (`expected-error [A2003] {{...}}`) or a CHECK line. Notes (A0xxx) are exempt.
+
+Stdlib rules (`rule ID ...` in stdlib/*.accel), as issue #4 asks:
+- a failing test: some file under LIT_DIR/rules names `[ID]`;
+- a passing test: a file `ID.pass.<ext>` under LIT_DIR/rules;
+- for rules of records a config file can reach (from ClusterConfig, SageMakerConfig or
+  DeepSpeedConfig), also a failing test in config-file form: a `.yaml`, `.yml` or `.test` file
+  under LIT_DIR/rules that names `[ID]`.
+
+Usage: check_coverage.py KINDS_DEF LIT_DIR STDLIB_DIR
 """
 import os
 import re
 import sys
 
-# Codes no spec can trigger through accelc today, each with where it is tested instead.
+# Codes no spec can trigger through accelc, each with where it is tested instead.
 EXEMPT = {
-    "A2011": "no stdlib field is deprecated yet (FSDP's sharding_strategy comes with #4); sema_test covers it",
-    "A2013": "needs a broken stdlib or an overflow; sema_test and syntax/fail_rule_overflow.test cover it",
+    "A2013": "needs a broken stdlib or an overflow; syntax/fail_rule_overflow.test covers the overflow",
 }
+CONFIG_ROOTS = ["ClusterConfig", "SageMakerConfig", "DeepSpeedConfig"]
+
+
+def lit_files(lit_dir):
+    for folder, _, files in os.walk(lit_dir):
+        for name in files:
+            if name.endswith((".accel", ".test", ".yaml", ".yml")):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    yield path, f.read()
+
+
+def parse_stdlib(stdlib_dir):
+    """Returns ({record: set of type names its fields use}, {rule id: set of records})."""
+    uses, rules = {}, {}
+    for name in sorted(os.listdir(stdlib_dir)):
+        if not name.endswith(".accel"):
+            continue
+        record = None
+        with open(os.path.join(stdlib_dir, name), encoding="utf-8") as f:
+            for line in f:
+                code = line.split("//")[0]
+                m = re.match(r"\s*(kwargs|plugin|config|record|extend)\s+(\w+)\s*\{", code)
+                if m:
+                    record = m.group(2)
+                    uses.setdefault(record, set())
+                    continue
+                if record is None:
+                    continue
+                m = re.match(r"\s*rule\s+([A-Za-z0-9_-]+)\s", code)
+                if m:
+                    rules.setdefault(m.group(1), set()).add(record)
+                    continue
+                m = re.match(r"\s*\w+\s*:\s*([^=]+?)(=|\bfrom\b|\bwhere\b|\balias\b|\bkey\b|\bdeprecated\b|$)", code)
+                if m and not code.strip().startswith(("rule", "}")):
+                    uses[record].update(re.findall(r"[A-Za-z_]\w*", m.group(1)))
+    return uses, rules
+
+
+def reachable(uses, roots):
+    seen, stack = set(), [r for r in roots if r in uses]
+    while stack:
+        record = stack.pop()
+        if record in seen:
+            continue
+        seen.add(record)
+        stack.extend(t for t in uses.get(record, ()) if t in uses)
+    return seen
 
 
 def main():
-    kinds, lit_dir = sys.argv[1], sys.argv[2]
+    kinds, lit_dir, stdlib_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+    files = list(lit_files(lit_dir))
+    problems = []
+
     codes = re.findall(r'ACCEL_DIAGNOSTIC\(\w+, "(A\d{4})", (\w+),', open(kinds).read())
     wanted = sorted(code for code, severity in codes if severity != "Note" and code not in EXEMPT)
     seen = set()
-    for folder, _, files in os.walk(lit_dir):
-        for name in files:
-            if name.endswith((".accel", ".test")):
-                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
-                    seen.update(re.findall(r"\[(A\d{4})\]", f.read()))
-    missing = [code for code in wanted if code not in seen]
-    for code in missing:
-        print(f"diagnostic {code} has no file test under {lit_dir}")
-    print(f"{len(wanted) - len(missing)} of {len(wanted)} diagnostic codes have file tests ({len(EXEMPT)} exempt)")
-    sys.exit(1 if missing else 0)
+    for _, text in files:
+        seen.update(re.findall(r"\[(A\d{4})\]", text))
+    problems += [f"diagnostic {code} has no file test under {lit_dir}" for code in wanted if code not in seen]
+
+    uses, rules = parse_stdlib(stdlib_dir)
+    surface = reachable(uses, CONFIG_ROOTS)
+    rules_dir = os.path.join(lit_dir, "rules")
+    rule_files = [(p, t) for p, t in files if p.startswith(rules_dir + os.sep)]
+    names = {os.path.basename(p) for p, _ in rule_files}
+    for rule in sorted(rules):
+        tag = f"[{rule}]"
+        failing = [p for p, t in rule_files if tag in t]
+        if not failing:
+            problems.append(f"rule {rule} has no failing file test under {rules_dir}")
+        if not any(n.startswith(rule + ".pass.") for n in names):
+            problems.append(f"rule {rule} has no passing file test ({rule}.pass.accel or .yaml) under {rules_dir}")
+        if rules[rule] & surface and not any(p.endswith((".yaml", ".yml", ".test")) for p in failing):
+            problems.append(f"rule {rule} reads a config file's keys but has no YAML/JSON failing test under {rules_dir}")
+
+    for problem in problems:
+        print(problem)
+    print(f"{len(wanted)} diagnostic codes ({len(EXEMPT)} exempt) and {len(rules)} stdlib rules "
+          f"({len([r for r in rules if rules[r] & surface])} on config files): {len(problems)} missing tests")
+    sys.exit(1 if problems else 0)
 
 
 if __name__ == "__main__":

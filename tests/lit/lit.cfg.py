@@ -1,5 +1,6 @@
 # lit configuration for Accel's file tests: each .accel or .test file carries RUN lines.
 import os
+import sys
 import lit.formats
 
 config.name = "accel"
@@ -17,6 +18,10 @@ config.substitutions.append(("%accelc", os.path.abspath(accelc)))
 config.substitutions.append(("%accelrun", os.path.join(bin_dir, "accelrun")))
 config.substitutions.append(("%specs", os.path.join(config.accel_source_dir, "specs")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+# Real published Accelerate configs: shared/ sits beside the repository (also in CI's clone).
+corpus = os.path.abspath(os.path.join(config.accel_source_dir, "..", "shared", "reference", "accelerate-configs"))
+config.substitutions.append(("%corpus", corpus))
+config.substitutions.append(("%python", sys.executable))
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Diagnostics must not depend on the developer's environment or terminal.
 config.environment["NO_COLOR"] = "1"
