@@ -126,6 +126,7 @@ class Checker {
                         file_.jobs[i].name.text);
     }
     const ast::JobDecl& job = file_.jobs[0];
+    job_span_ = job.name.span;
     for (const ast::ImportDecl& import : file_.imports) {
       diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file_.source, import.span, "`import`",
                         "; composition of files arrives with issue #5");
@@ -676,8 +677,13 @@ class Checker {
       bool from_spec =
           field_value.provenance.kind == Provenance::Kind::Spec && field_value.provenance.file == file;
       source::Span where = from_spec ? field_value.provenance.span : span;
+      const source::SourceFile* where_file = file;
+      if (file != file_.source) {  // inside a schema default: point at the user's job
+        where_file = file_.source;
+        where = job_span_;
+      }
       diag::Diagnostic& d =
-          diagnostics_.Emit(diag::Kind::ConstraintViolated, file, where, prefix + NameOf(field),
+          diagnostics_.Emit(diag::Kind::ConstraintViolated, where_file, where, prefix + NameOf(field),
                             field_value.Describe(), ExprText(*field.constraint));
       if (field_value.provenance.kind == Provenance::Kind::Environment) {
         d.message += fmt::format(" (value from environment variable `{}`)", field_value.provenance.env_var);
@@ -716,13 +722,18 @@ class Checker {
       const Value* value;
     };
     std::vector<Input> inputs;
+    std::vector<std::string> from_environment;
     for (const std::vector<std::string>& path : paths) {
       const Value* input = ValueAt(value, path);
-      if (input == nullptr || input->provenance.kind != Provenance::Kind::Spec || input->provenance.file != file) {
-        continue;
-      }
+      if (input == nullptr) continue;
       std::string text;
       for (const std::string& segment : path) text += (text.empty() ? "" : ".") + segment;
+      // A value from the environment has no line to point at: the message names its variable.
+      if (input->provenance.kind == Provenance::Kind::Environment) {
+        from_environment.push_back(fmt::format("`{}{}` = {} from environment variable `{}`", prefix, text,
+                                               input->Describe(), input->provenance.env_var));
+      }
+      if (input->provenance.kind != Provenance::Kind::Spec || input->provenance.file != file) continue;
       inputs.push_back({prefix + text, input});
     }
     diag::Diagnostic d;
@@ -731,8 +742,15 @@ class Checker {
     d.message = prefix.empty()
                     ? rule.message
                     : fmt::format("{} (in `{}`)", rule.message, prefix.substr(0, prefix.size() - 1));
+    if (!from_environment.empty()) d.message += fmt::format(" ({})", fmt::join(from_environment, ", "));
     d.file = file;
     d.span = inputs.empty() ? span : inputs[0].value->provenance.span;
+    if (file != file_.source) {
+      // A record the spec left to its schema default (filled from the environment, say): the
+      // stdlib's line would mean nothing to the user, so point at their job.
+      d.file = file_.source;
+      d.span = job_span_;
+    }
     for (size_t i = 1; i < inputs.size(); ++i) {
       d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteRuleInput, file,
                                                      inputs[i].value->provenance.span, inputs[i].path,
@@ -746,6 +764,7 @@ class Checker {
   const Environment& environment_;
   diag::DiagnosticEngine& diagnostics_;
   const CheckOptions& options_;
+  source::Span job_span_;  // where problems in values the spec did not write are reported
   std::map<std::string, const ast::LetDecl*, std::less<>> lets_;
   std::set<std::string> active_lets_;         // lets being expanded, to catch cycles
   std::map<std::string, bool> checked_lets_;  // typed lets already checked, and whether they fit

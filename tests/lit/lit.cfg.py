@@ -8,7 +8,7 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".accel", ".test", ".yaml", ".yml", ".json"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.accel_binary_dir, "tests", "lit")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "check_coverage.py", "extract_examples.py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "json-inputs", "check_coverage.py", "extract_examples.py"]
 
 bin_dir = os.path.join(config.accel_binary_dir, "bin")
 # `lit --param accelc=build-fuzz/bin/accelc` runs the file tests against another build, e.g.
