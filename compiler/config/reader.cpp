@@ -77,6 +77,8 @@ class Reader {
     job.span = {0, static_cast<uint32_t>(source_.text().size())};
     job.body.span = job.span;
     job.body.statements = Statements(root, 1);
+    // A missing top-level key is reported at the first key, not at a comment above it.
+    if (!job.body.statements.empty()) job.name.span = job.body.statements.front().path[0].span;
     config.file.jobs.push_back(std::move(job));
     return config;
   }
