@@ -10,6 +10,7 @@ namespace accel::stdlib {
 struct EmbeddedFile {
   std::string_view name;  // `<stdlib>/accelerate.accel`, as diagnostics print it
   std::string_view text;
+  std::string_view image;  // its parsed AST (ast::Serialize), made at build time
 };
 
 // The stdlib/*.accel files, embedded at build time. The views live for the whole program.

@@ -1,5 +1,6 @@
 #include "compiler/driver/stdlib.h"
 
+#include "compiler/ast/serialize.h"
 #include "compiler/parse/parse.h"
 #include "stdlib/embedded_stdlib.h"
 
@@ -12,7 +13,12 @@ std::unique_ptr<Stdlib> Stdlib::Load(diag::DiagnosticEngine& diagnostics) {
         std::make_unique<source::SourceFile>(std::string(embedded.name), std::string(embedded.text)));
   }
   stdlib->files_.reserve(stdlib->sources_.size());
-  for (const auto& source : stdlib->sources_) stdlib->files_.push_back(parse::Parse(*source, diagnostics));
+  const std::vector<stdlib::EmbeddedFile>& embedded = stdlib::Files();
+  for (size_t i = 0; i < embedded.size(); ++i) {
+    // The build parsed the stdlib already; parse again only if its image does not decode.
+    std::optional<ast::File> file = ast::Deserialize(embedded[i].image, stdlib->sources_[i].get());
+    stdlib->files_.push_back(file ? std::move(*file) : parse::Parse(*stdlib->sources_[i], diagnostics));
+  }
   std::vector<const ast::File*> files;
   for (const ast::File& file : stdlib->files_) files.push_back(&file);
   stdlib->schema_ = sema::BuildSchema(files, diagnostics);
