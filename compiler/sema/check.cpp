@@ -172,8 +172,9 @@ class Checker {
     std::set<std::string> misspelt;
     for (const Entry& entry : entries) {
       const ast::Name& name = entry.statement->path[entry.depth];
-      const FieldSchema* field = options_.file_keys ? record.FindFileKey(name.text) : nullptr;
-      if (field == nullptr) field = record.Find(name.text);
+      // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
+      // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
+      const FieldSchema* field = options_.file_keys ? record.FindFileKey(name.text) : record.Find(name.text);
       if (field == nullptr) field = Renamed(record, name, file);
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
@@ -220,6 +221,21 @@ class Checker {
     return value;
   }
 
+  // `path` inside a record of type `record`, as the file being checked names it: by
+  // config-file keys in a config file (`fsdp_config.fsdp_offload_params`).
+  std::string PathText(const std::string& record, const std::vector<std::string>& path) const {
+    std::string text;
+    auto scope = schema_.records.find(record);
+    for (const std::string& segment : path) {
+      const FieldSchema* field = scope == schema_.records.end() ? nullptr : scope->second.Find(segment);
+      text += (text.empty() ? "" : ".") + (field ? NameOf(*field) : segment);
+      const Type* type = field ? &field->type : nullptr;
+      if (type && type->kind == Type::Kind::Optional) type = &type->args[0];
+      scope = type && type->kind == Type::Kind::Record ? schema_.records.find(type->name) : schema_.records.end();
+    }
+    return text;
+  }
+
   // How the file being checked names `field`: its config-file key in a config file.
   const std::string& NameOf(const FieldSchema& field) const {
     return options_.file_keys && field.file_key ? *field.file_key : field.name;
@@ -241,10 +257,28 @@ class Checker {
                                  const source::SourceFile* file) {
     std::vector<std::string> names = options_.file_keys ? record.FileKeys() : record.FieldNames();
     std::string guess = diag::ClosestMatch(name.text, names);
+    // In a config file, the plugin's field name (`tp_degree`) or the key without its section
+    // prefix means the key that carries it (`megatron_lm_tp_degree`).
+    if (guess.empty() && options_.file_keys) {
+      if (const FieldSchema* field = record.Find(name.text)) guess = NameOf(*field);
+    }
+    if (guess.empty()) {
+      std::vector<std::string> suffixed;
+      for (const std::string& candidate : names) {
+        if (candidate.size() > name.text.size() &&
+            candidate.compare(candidate.size() - name.text.size() - 1, std::string::npos, "_" + name.text) == 0) {
+          suffixed.push_back(candidate);
+        }
+      }
+      if (suffixed.size() == 1) guess = suffixed[0];
+    }
+    // A long list helps nobody; past a dozen fields the docs are the place to look.
+    std::string choices = names.size() <= 12
+                              ? fmt::format("; expected one of {}", Join(names))
+                              : fmt::format("; none of its {} fields is close", names.size());
     diag::Diagnostic& d =
         diagnostics_.Emit(diag::Kind::UnknownField, file, name.span, name.text, record.name,
-                          guess.empty() ? fmt::format("; expected one of {}", Join(names))
-                                        : fmt::format("; did you mean `{}`?", guess));
+                          guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
     return guess;
   }
@@ -336,6 +370,12 @@ class Checker {
     switch (type.kind) {
       case Type::Kind::Optional:
         return FromEnvironment(type.args[0], text);
+      case Type::Kind::Union:
+        // The first alternative the text parses as, in declaration order.
+        for (const Type& alternative : type.args) {
+          if (std::optional<Value> parsed = FromEnvironment(alternative, text)) return parsed;
+        }
+        return std::nullopt;
       case Type::Kind::Bool: {
         std::optional<bool> b = ParseBool(text);
         if (!b) return std::nullopt;
@@ -610,8 +650,9 @@ class Checker {
     }
     const EnumSchema::Member* member = e.Find(word);
     if (member == nullptr) {
+      // A config file writes members by their serialized values (`none`, `fp16`).
       std::vector<std::string> names;
-      for (const EnumSchema::Member& m : e.members) names.push_back(m.name);
+      for (const EnumSchema::Member& m : e.members) names.push_back(options_.file_keys ? m.value : m.name);
       std::string guess = diag::ClosestMatch(word, names);
       diag::Diagnostic& d =
           diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, Join(names));
@@ -726,8 +767,7 @@ class Checker {
     for (const std::vector<std::string>& path : paths) {
       const Value* input = ValueAt(value, path);
       if (input == nullptr) continue;
-      std::string text;
-      for (const std::string& segment : path) text += (text.empty() ? "" : ".") + segment;
+      std::string text = PathText(value.type_name, path);
       // A value from the environment has no line to point at: the message names its variable.
       if (input->provenance.kind == Provenance::Kind::Environment) {
         from_environment.push_back(fmt::format("`{}{}` = {} from environment variable `{}`", prefix, text,

@@ -290,6 +290,10 @@ class Evaluator {
     } else if (a.kind == b.kind && (a.kind == Value::Kind::String || a.kind == Value::Kind::Bool)) {
       order = a.kind == Value::Kind::Bool ? (a.bool_value == b.bool_value ? 0 : 1) : a.text.compare(b.text);
       ordered = a.kind == Value::Kind::String;
+    } else if (op == "==" || op == "!=") {
+      // A union field holds values of several kinds (`reshard_after_forward: bool |
+      // FSDPShardingStrategy`): a value of another kind is simply not equal.
+      return MakeBool(op == "!=");
     } else {
       return Fail(fmt::format("cannot compare {} with {}", a.Describe(), b.Describe()));
     }
@@ -346,6 +350,36 @@ std::optional<Value> Evaluate(const ast::Expr& expr, const Value& scope, std::st
   return Evaluator(scope, error).Eval(expr);
 }
 
+namespace {
+
+// Binding strength, loosest first, as the grammar orders the operators.
+int Precedence(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::IsSet) return 4;
+  if (e.kind == ast::ExprKind::Unary) return 9;
+  if (e.kind != ast::ExprKind::Binary) return 10;
+  const std::string& op = e.text;
+  if (op == "implies") return 1;
+  if (op == "or") return 2;
+  if (op == "and") return 3;
+  if (op == "in") return 5;
+  if (op == "+" || op == "-") return 7;
+  if (op == "*" || op == "/" || op == "%") return 8;
+  return 6;  // comparisons
+}
+
+// `operand` as written inside `parent`: parenthesized where the tree binds tighter than the
+// text would (`(a or b) and c`, `not (a == b)`).
+std::string OperandText(const ast::Expr& operand, const ast::Expr& parent, bool right) {
+  std::string text = ExprText(operand);
+  int inner = Precedence(operand), outer = Precedence(parent);
+  bool chained_comparison = outer == 6 && inner == 6 && !right;
+  bool needs = inner < outer || (inner == outer && right && parent.text != "implies" && !chained_comparison) ||
+               (parent.kind == ast::ExprKind::Unary && inner < 9);
+  return needs ? "(" + text + ")" : text;
+}
+
+}  // namespace
+
 std::string ExprText(const ast::Expr& e) {
   switch (e.kind) {
     case ast::ExprKind::Int:
@@ -361,13 +395,16 @@ std::string ExprText(const ast::Expr& e) {
     case ast::ExprKind::Duration:
     case ast::ExprKind::Bytes:
       return e.text;
-    case ast::ExprKind::Path:
-    case ast::ExprKind::Record:
     case ast::ExprKind::Call: {
+      std::string out = e.text + "(";
+      for (size_t i = 0; i < e.operands.size(); ++i) out += (i ? ", " : "") + ExprText(*e.operands[i]);
+      return out + ")";
+    }
+    case ast::ExprKind::Path:
+    case ast::ExprKind::Record: {
       std::string out;
       for (const ast::Name& name : e.path) out += (out.empty() ? "" : ".") + name.text;
       if (e.kind == ast::ExprKind::Record) out += " {...}";
-      if (e.kind == ast::ExprKind::Call) out += "(...)";
       return out;
     }
     case ast::ExprKind::List: {
@@ -378,11 +415,11 @@ std::string ExprText(const ast::Expr& e) {
     case ast::ExprKind::Map:
       return "{...}";
     case ast::ExprKind::IsSet:
-      return ExprText(*e.operands[0]) + (e.bool_value ? " is not set" : " is set");
+      return OperandText(*e.operands[0], e, false) + (e.bool_value ? " is not set" : " is set");
     case ast::ExprKind::Unary:
-      return e.text == "not" ? "not " + ExprText(*e.operands[0]) : "-" + ExprText(*e.operands[0]);
+      return (e.text == "not" ? "not " : "-") + OperandText(*e.operands[0], e, false);
     case ast::ExprKind::Binary:
-      return ExprText(*e.operands[0]) + " " + e.text + " " + ExprText(*e.operands[1]);
+      return OperandText(*e.operands[0], e, false) + " " + e.text + " " + OperandText(*e.operands[1], e, true);
   }
   return "";
 }
