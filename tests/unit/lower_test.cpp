@@ -66,8 +66,15 @@ TEST_F(LowerTest, DefaultsComeFromTheSchema) {
 TEST_F(LowerTest, ConfigRecordsProvenance) {
   Compilation c = Compile(kMinimal, {{"ACCELERATE_USE_CPU", "true"}});
   ASSERT_TRUE(c.plan.has_value());
+  // The Accelerator reads ACCELERATE_* variables; the launch config (`compute`) does not.
+  const llvm::json::Object* accelerator = c.plan->config.getAsObject()->getObject("accelerator");
+  ASSERT_NE(accelerator, nullptr);
+  ASSERT_NE(accelerator->getObject("cpu"), nullptr);
+  EXPECT_EQ(accelerator->getObject("cpu")->getString("from").getValue(), "env ACCELERATE_USE_CPU");
   const llvm::json::Object* compute = c.plan->config.getAsObject()->getObject("compute");
-  EXPECT_EQ(compute->getObject("cpu")->getString("from").getValue(), "env ACCELERATE_USE_CPU");
+  ASSERT_NE(compute, nullptr);
+  ASSERT_NE(compute->getObject("use_cpu"), nullptr);
+  EXPECT_EQ(compute->getObject("use_cpu")->getString("from").getValue(), "default");
   EXPECT_EQ(compute->getObject("num_machines")->getString("from").getValue(), "default");
   const llvm::json::Object* train = c.plan->config.getAsObject()->getObject("train");
   EXPECT_EQ(train->getObject("steps")->getString("from").getValue(), "t.accel:4:19");
@@ -90,7 +97,7 @@ TEST_F(LowerTest, CrossFieldRuleOfTheJobSchema) {
 })");
   EXPECT_FALSE(c.plan.has_value());
   ASSERT_EQ(c.diagnostics.diagnostics().size(), 1u);
-  EXPECT_EQ(c.diagnostics.diagnostics()[0].code, "JOB001");
+  EXPECT_EQ(c.diagnostics.diagnostics()[0].code, "JOB-001");
 }
 
 }  // namespace

@@ -231,7 +231,7 @@ TEST(Stdlib, EmbeddedSchemasCheckCleanly) {
   for (const diag::Diagnostic& d : diagnostics.diagnostics()) ADD_FAILURE() << d.message;
   EXPECT_TRUE(stdlib->schema().records.count("Job"));
   EXPECT_TRUE(stdlib->schema().records.count("DistributedDataParallelKwargs"));
-  EXPECT_EQ(stdlib->schema().records.at("Compute").FindAlias("master_port")->name, "main_process_port");
+  EXPECT_EQ(stdlib->schema().records.at("ClusterConfig").FindAlias("master_port")->name, "main_process_port");
   // Every field and rule of the stdlib is documented or self-explanatory is not checkable;
   // every record, though, must carry a doc comment for the generated reference.
   for (const auto& [name, record] : stdlib->schema().records) EXPECT_FALSE(record.doc.empty()) << name;
