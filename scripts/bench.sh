@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ACCEL_BUILD_DIR:-$root/build}"
 repetitions="${ACCEL_BENCH_REPETITIONS:-9}"
-"$root/scripts/build.sh" --target bench_compiler bench_checkpoint >/dev/null
+"$root/scripts/build.sh" --target bench_compiler bench_checkpoint accelc >/dev/null
 # Measure as accelrun runs its workers: with huge-page malloc (fresh 4 KiB pages cost ~14 µs
 # each here). ACCEL_NO_HUGEPAGES=1 measures plain malloc.
 if [[ -z "${ACCEL_NO_HUGEPAGES:-}" ]]; then export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1"; fi
@@ -33,3 +33,10 @@ for group, entries in rows.items():
         print(f"  {name:<40} median {ms:12.4f} ms  {ratio}")
 PY
 rm -rf "$out"
+# Whole-process `accelc check` against Accelerate's config loader, side by side.
+corpus="$root/../shared/reference/accelerate-configs"
+if [[ -d "$corpus" ]]; then
+  /usr/bin/python3 "$root/bench/check_throughput.py" "$build/bin/accelc" "$corpus" "$root/specs/quickstart.accel" "$repetitions"
+else
+  echo "check_throughput: skipped, no corpus at $corpus (shared/ beside the repository)"
+fi
