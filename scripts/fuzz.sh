@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the parser fuzz target with clang, libFuzzer, ASan and UBSan (compiler only, no
-# LibTorch) into build-fuzz/, then fuzzes from the committed seed corpus.
-#   scripts/fuzz.sh                 # 1,000,000 runs
+# Builds a fuzz target with clang, libFuzzer, ASan and UBSan (compiler only, no LibTorch)
+# into build-fuzz/, then fuzzes from the committed seed corpus.
+#   scripts/fuzz.sh                 # the parser, 1,000,000 runs
 #   scripts/fuzz.sh -runs=100000    # any libFuzzer flags
+#   FUZZ_TARGET=config_fuzzer scripts/fuzz.sh   # the YAML/JSON config reader
 # Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,10 +16,16 @@ if [[ ! -f "$build/build.ninja" ]]; then
     "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
 fi
-cmake --build "$build" --target parse_fuzzer
-mkdir -p "$build/corpus" "$build/crashes"
+target="${FUZZ_TARGET:-parse_fuzzer}"
+cmake --build "$build" --target "$target"
 args=("$@")
 [[ ${#args[@]} -eq 0 ]] && args=(-runs=1000000)
-exec "$build/bin/parse_fuzzer" "$build/corpus" "$root/tests/fuzz/corpus" \
-  -dict="$root/tests/fuzz/accel.dict" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+if [[ "$target" == config_fuzzer ]]; then
+  seeds="$root/tests/fuzz/config-corpus" dict="$root/tests/fuzz/config.dict"
+else
+  seeds="$root/tests/fuzz/corpus" dict="$root/tests/fuzz/accel.dict"
+fi
+mkdir -p "$build/corpus-$target" "$build/crashes"
+exec "$build/bin/$target" "$build/corpus-$target" "$seeds" \
+  -dict="$dict" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
   -artifact_prefix="$build/crashes/" -print_final_stats=1 "${args[@]}"
