@@ -12,4 +12,4 @@ export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 lit="/usr/lib/llvm-14/build/utils/lit/lit.py"
 cd "$root/build"
 python3 "$lit" -sv --param accelc="$root/build-fuzz/bin/accelc" \
-  tests/lit/syntax tests/lit/compiler tests/lit/diagnostic_coverage.test
+  tests/lit/syntax tests/lit/compiler tests/lit/config tests/lit/rules tests/lit/diagnostic_coverage.test

@@ -105,7 +105,10 @@ class Reader {
     std::vector<ast::Statement> statements;
     std::map<std::string, size_t> index;
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node& key = it->first;
+      // Copies: yaml-cpp's iterator hands out a temporary pair, so a reference to `it->first`
+      // dangles at the end of the statement (ASan caught it under the config fuzzer).
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
       if (!key.IsScalar()) {
         diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(key.Mark()),
                           "a key of a config file must be a plain name, not a list or a mapping");
@@ -113,7 +116,7 @@ class Reader {
       }
       ast::Statement statement;
       ast::Name name{key.Scalar(), ScalarSpan(key)};
-      statement.value = Expression(it->second, depth, name.span);
+      statement.value = Expression(value, depth, name.span);
       statement.span = source::Span::Join(name.span, statement.value->span);
       auto [it_index, inserted] = index.emplace(name.text, statements.size());
       if (!inserted) {
@@ -151,7 +154,7 @@ class Reader {
       case YAML::NodeType::Sequence:
         expr->kind = ast::ExprKind::List;
         expr->span = Start(node, owner);
-        for (const YAML::Node& item : node) expr->operands.push_back(Expression(item, depth + 1, expr->span));
+        for (const YAML::Node item : node) expr->operands.push_back(Expression(item, depth + 1, expr->span));
         return expr;
       case YAML::NodeType::Scalar:
         expr->span = ScalarSpan(node);

@@ -534,46 +534,37 @@ class Checker {
         return value;
       }
       case Type::Kind::Map: {
-        if (expr.kind == ast::ExprKind::Record && expr.text.empty()) return ConvertMapping(expr, type, file, path);
-        if (expr.kind != ast::ExprKind::Map) return Mismatch(expr, type, file, path);
-        value.kind = Value::Kind::Map;
-        bool ok = true;
-        std::map<std::string, source::Span> seen;
-        for (size_t i = 0; i < expr.operands.size(); ++i) {
-          const ast::Name& key = expr.path[i];
-          if (auto [it, inserted] = seen.emplace(key.text, key.span); !inserted) {
-            diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateField, file, key.span,
-                                                    fmt::format("{}[\"{}\"]", path, key.text));
-            d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, file, it->second));
-            ok = false;
-            continue;
-          }
-          std::optional<Value> item =
-              Convert(*expr.operands[i], type.args[1], file, fmt::format("{}[\"{}\"]", path, key.text));
-          if (!item) {
-            ok = false;
-            continue;
-          }
-          value.keys.push_back(key.text);
-          value.items.push_back(std::move(*item));
+        // A map literal, or a config file's mapping (an anonymous record) where the schema
+        // wants a `map<K, V>`: the keys are the map's keys.
+        std::vector<MapEntry> entries;
+        if (expr.kind == ast::ExprKind::Record && expr.text.empty()) {
+          for (const ast::Statement& entry : expr.block->statements) entries.push_back({&entry.path[0], entry.value.get()});
+        } else if (expr.kind == ast::ExprKind::Map) {
+          for (size_t i = 0; i < expr.operands.size(); ++i) entries.push_back({&expr.path[i], expr.operands[i].get()});
+        } else {
+          return Mismatch(expr, type, file, path);
         }
-        if (!ok) return std::nullopt;
-        return value;
+        return ConvertMap(entries, expr.span, type, file, path);
       }
     }
     return Mismatch(expr, type, file, path);
   }
 
-  // A config file's mapping where the schema wants a `map<K, V>`: its keys are the map's keys.
-  std::optional<Value> ConvertMapping(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
-                                      const std::string& path) {
+  struct MapEntry {
+    const ast::Name* key;
+    const ast::Expr* value;
+  };
+
+  // The entries of a map value; a key given twice is A2004 with a note at the first.
+  std::optional<Value> ConvertMap(const std::vector<MapEntry>& entries, source::Span span, const Type& type,
+                                  const source::SourceFile* file, const std::string& path) {
     Value value;
     value.kind = Value::Kind::Map;
-    value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
+    value.provenance = {Provenance::Kind::Spec, file, span, ""};
     bool ok = true;
     std::map<std::string, source::Span> seen;
-    for (const ast::Statement& entry : expr.block->statements) {
-      const ast::Name& key = entry.path[0];
+    for (const MapEntry& entry : entries) {
+      const ast::Name& key = *entry.key;
       std::string item_path = fmt::format("{}[\"{}\"]", path, key.text);
       if (auto [it, inserted] = seen.emplace(key.text, key.span); !inserted) {
         diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateField, file, key.span, item_path);
@@ -581,7 +572,7 @@ class Checker {
         ok = false;
         continue;
       }
-      std::optional<Value> item = Convert(*entry.value, type.args[1], file, item_path);
+      std::optional<Value> item = entry.value ? Convert(*entry.value, type.args[1], file, item_path) : std::nullopt;
       if (!item) {
         ok = false;
         continue;
