@@ -4,6 +4,9 @@ grammar Accel;
 
 file : importDecl* decl* EOF ;
 
+// `accelc --set train.steps=5`: statements alone, one per line.
+overrides : statement* EOF ;
+
 importDecl : 'import' source=STRING ('as' alias=ident)? ';'? ;
 
 decl

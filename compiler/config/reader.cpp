@@ -1,5 +1,6 @@
 #include "compiler/config/reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -77,6 +78,15 @@ class Reader {
     job.span = {0, static_cast<uint32_t>(source_.text().size())};
     job.body.span = job.span;
     job.body.statements = Statements(root, 1);
+    if (config.kind == FileKind::JobSpec) {
+      // `job: NAME` names the job; the other keys are its body.
+      auto named = std::find_if(job.body.statements.begin(), job.body.statements.end(),
+                                [](const ast::Statement& s) { return s.path[0].text == "job"; });
+      job.name = {named->value->text, named->value->span};
+      job.body.statements.erase(named);
+      config.file.jobs.push_back(std::move(job));
+      return config;
+    }
     // A missing top-level key is reported at the first key, not at a comment above it.
     if (!job.body.statements.empty()) job.name.span = job.body.statements.front().path[0].span;
     config.file.jobs.push_back(std::move(job));
@@ -86,12 +96,15 @@ class Reader {
  private:
   // A `.json` file without Accelerate's top-level keys is a DeepSpeed config.
   FileKind ChooseKind(const YAML::Node& root) const {
+    const YAML::Node job = root["job"];
+    if (job && job.IsScalar()) return FileKind::JobSpec;
     if (json_ && !root["distributed_type"] && !root["compute_environment"]) return FileKind::DeepSpeedConfig;
     return FileKind::AccelerateConfig;
   }
 
   static std::string RootRecord(FileKind kind, const YAML::Node& root) {
     if (kind == FileKind::DeepSpeedConfig) return "DeepSpeedConfig";
+    if (kind == FileKind::JobSpec) return "Job";
     const YAML::Node environment = root["compute_environment"];
     if (environment && environment.IsScalar() && environment.Scalar() == "AMAZON_SAGEMAKER") {
       return "SageMakerConfig";

@@ -12,6 +12,7 @@ namespace accel::config {
 enum class FileKind {
   AccelerateConfig,  // `default_config.yaml`: `ClusterConfig` or `SageMakerConfig`
   DeepSpeedConfig,   // a DeepSpeed JSON config (`hf_ds_config`): `DeepSpeedConfig`
+  JobSpec,           // a job spec written in YAML: a top-level `job: NAME` and the fields of `Job`
 };
 
 struct ConfigFile {

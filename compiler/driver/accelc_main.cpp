@@ -37,7 +37,8 @@ commands:
   check <input>...        check job specs and Accelerate config files (YAML, DeepSpeed JSON);
                           print every problem found. Inputs are files, directories (every
                           .accel/.yaml/.yml below) or patterns (`configs/**/*.yaml`)
-  compile <file> [-o out] compile one spec to an execution plan (JSON, stdout by default)
+  build <file> [-o out]   compile one spec to an execution plan (JSON, stdout by default)
+  compile <file> [-o out] the same as `build`
   parse <file>...         only parse: report syntax errors (with --dump-ast, print the tree)
   dump-ast <file>         the same as `parse --dump-ast`
   explain-code <code>...  what a diagnostic code (A2003) or a rule id (DS-019) means
@@ -50,7 +51,10 @@ options:
   --disable <code>        do not report <code> (a code, a rule id, a prefix like `FSDP-*`, or
                           `all`); syntax errors cannot be disabled
   --enable <code>         report <code> again (after --disable all, say); later flags win
-  --env KEY=VALUE         set an environment variable for `from env` defaults (repeatable)
+  --set PATH=VALUE        override a field (`train.steps=500`, `compute.num_processes=8`),
+                          over the spec and its bases (repeatable)
+  --env KEY=VALUE         set an environment variable for `from env` defaults and `${KEY}`
+                          in strings (repeatable)
   --env-file <file>       read KEY=VALUE lines (`#` comments, optional `export`)
   --process-env           also read this process's environment (explicit ones win)
   -j, --jobs <n>          check files on n threads (default: one per core)
@@ -75,6 +79,7 @@ struct Options {
   bool dump_ast = false;
   bool process_env = false;
   std::vector<std::string> env_assignments;  // KEY=VALUE, from --env and --env-file in order
+  std::vector<std::string> overrides;        // --set PATH=VALUE, in order
   unsigned jobs = 0;                         // 0: one per core
   accel::driver::FilterOptions filter;
 };
@@ -135,6 +140,9 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     } else if (flag_value("--disable", v) || (arg.rfind("--enable", 0) == 0 && flag_value("--enable", v))) {
       if (v.empty()) return fmt::format("`{}` needs a code, e.g. `DS-019`", arg);
       options.filter.toggles.emplace_back(arg.rfind("--enable", 0) == 0, v);
+    } else if (flag_value("--set", v)) {
+      if (v.find('=') == std::string::npos) return fmt::format("`--set` takes PATH=VALUE, found `{}`", v);
+      options.overrides.push_back(v);
     } else if (flag_value("--env", v)) {
       if (v.find('=') == std::string::npos || v[0] == '=') return fmt::format("`--env` takes KEY=VALUE, found `{}`", v);
       options.env_assignments.push_back(v);
@@ -166,6 +174,7 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     options.command = "parse";
     options.dump_ast = true;
   }
+  if (options.command == "build") options.command = "compile";
   if (options.command != "check" && options.command != "compile" && options.command != "parse" &&
       options.command != "explain-code") {
     return options.command.empty() ? "missing command" : fmt::format("unknown command `{}`", options.command);
@@ -342,6 +351,7 @@ int main(int argc, char** argv) {
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
   accel::driver::CompileOptions compile_options;
   compile_options.lower = options.command == "compile";
+  compile_options.overrides = options.overrides;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<Compilation> compilations = CompileAll(files, *stdlib, environment, compile_options, jobs);
 

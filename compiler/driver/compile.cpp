@@ -16,28 +16,49 @@ bool IsSchemaFile(const ast::File& file) {
   return file.jobs.empty() && (!file.records.empty() || !file.enums.empty() || !file.rules.empty());
 }
 
-void CheckConfigFile(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
-  compilation.config_file = true;
+// The spec's own job under its bases, with the `--set` overrides on top.
+sema::CheckOptions Composed(Compilation& compilation, const ast::File& file, const CompileOptions& options) {
+  compilation.composed = std::make_unique<ComposedSpec>();
+  Compose(file, options.overrides, *compilation.composed, compilation.diagnostics);
+  sema::CheckOptions check;
+  check.composition = &compilation.composed->composition;
+  return check;
+}
+
+void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
+               const CompileOptions& options) {
   config::ConfigFile config = config::ReadConfigFile(*compilation.source, compilation.diagnostics);
   if (config.file.jobs.empty()) return;  // unreadable: the reader said why
-  sema::CheckOptions options;
-  options.root = config.root_record;
-  options.file_keys = true;
-  sema::Check(config.file, stdlib.schema(), environment, compilation.diagnostics, options);
+  compilation.tree = std::make_unique<ast::File>(std::move(config.file));
+  const ast::File& file = *compilation.tree;
+  sema::CheckOptions check = Composed(compilation, file, options);
+  check.root = config.root_record;
+  // A YAML job spec is a spec like any other; Accelerate's own files are checked, not lowered.
+  check.file_keys = config.kind != config::FileKind::JobSpec;
+  compilation.config_file = check.file_keys;
+  std::optional<sema::Spec> spec =
+      sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
+  if (spec && !compilation.config_file && options.lower) {
+    compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);
+  }
 }
 
 void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
   if (config::IsConfigFileName(compilation.source->name())) {
-    CheckConfigFile(compilation, stdlib, environment);
+    CheckYaml(compilation, stdlib, environment, options);
     return;
   }
-  ast::File file = parse::Parse(*compilation.source, compilation.diagnostics);
+  compilation.tree = std::make_unique<ast::File>(parse::Parse(*compilation.source, compilation.diagnostics));
+  const ast::File& file = *compilation.tree;
   if (compilation.diagnostics.has_errors()) {
     // Check what parsed, so one run reports syntax and schema mistakes together; the parser
     // marked the blocks it repaired, and the checker skips what they may lack. Nothing with a
     // syntax error is lowered.
-    if (!file.jobs.empty()) sema::Check(file, stdlib.schema(), environment, compilation.diagnostics);
+    if (!file.jobs.empty()) {
+      sema::CheckOptions check = Composed(compilation, file, options);
+      sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
+    }
     return;
   }
   if (IsSchemaFile(file)) {
@@ -48,7 +69,8 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
     compilation.schema_only = true;
     return;
   }
-  std::optional<sema::Spec> spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics);
+  sema::CheckOptions check = Composed(compilation, file, options);
+  std::optional<sema::Spec> spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   if (!spec || !options.lower) return;
   compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);
 }

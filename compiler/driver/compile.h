@@ -4,9 +4,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/diagnostic.h"
+#include "compiler/driver/compose.h"
 #include "compiler/driver/stdlib.h"
 #include "compiler/plan/plan.h"
 #include "compiler/sema/environment.h"
@@ -24,12 +26,18 @@ struct Compilation {
   std::optional<plan::Plan> plan;  // set when every phase succeeded
   bool schema_only = false;        // the file declares schemas and no job: checked, not lowered
   bool config_file = false;        // an Accelerate config YAML or DeepSpeed JSON: checked, not lowered
+  // The checked file's tree and what it pulled in (imports, `--set`): kept with the results
+  // that point into them.
+  std::unique_ptr<ast::File> tree;
+  std::unique_ptr<ComposedSpec> composed;
 };
 
 struct CompileOptions {
   // Lower a checked spec to a plan. `accelc check` stops after checking: a spec for an engine
   // this runtime does not execute (DeepSpeed, FSDP, ...) is still a valid spec.
   bool lower = true;
+  // `--set path=value` overrides, in order: the last layer over the spec (or config file).
+  std::vector<std::string> overrides;
 };
 
 // Runs the whole pipeline on the spec at `path`: parse, check against `stdlib`, lower. Stops

@@ -42,6 +42,12 @@ class TreeBuilder {
               std::function<uint32_t(size_t)> to_byte, antlr4::BufferedTokenStream& tokens)
       : source_(source), diagnostics_(diagnostics), to_byte_(std::move(to_byte)), tokens_(tokens) {}
 
+  // The statements of `accelc --set` arguments, as one block.
+  ast::Block Overrides(AccelParser::OverridesContext* context) {
+    if (context == nullptr) return {};
+    return Statements(context->statement(), SpanOf(context), HasOwnError(context));
+  }
+
   ast::File Build(AccelParser::FileContext* tree) {
     ast::File file;
     file.source = &source_;
@@ -225,8 +231,13 @@ class TreeBuilder {
   }
 
   ast::Block Body(AccelParser::BlockContext* context) {
-    ast::Block block{SpanOf(context), {}, HasOwnError(context)};
-    for (AccelParser::StatementContext* s : context->statement()) {
+    return Statements(context->statement(), SpanOf(context), HasOwnError(context));
+  }
+
+  ast::Block Statements(const std::vector<AccelParser::StatementContext*>& statements, source::Span span,
+                        bool recovered) {
+    ast::Block block{span, {}, recovered};
+    for (AccelParser::StatementContext* s : statements) {
       ast::Statement statement;
       statement.span = SpanOf(s);
       // A statement that error recovery broke is dropped (the syntax error was reported), and
@@ -502,16 +513,15 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const source::SourceFile& s
 // 64 MiB: ANTLR uses a few KiB of stack per nesting level; kMaxNesting levels fit many times.
 constexpr size_t kParserStackBytes = 64u << 20;
 
-}  // namespace
-
-ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
-  ast::File file;
-  file.source = &source;
+// Runs ANTLR over `source` from the start rule `start` and hands the tree to `build`:
+// UTF-8 and nesting checks, a big stack, two-stage SLL/LL prediction, located syntax errors.
+template <typename Start, typename Build>
+void RunParser(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, Start start, Build build) {
   if (std::optional<size_t> bad = FirstInvalidUtf8(source.text())) {
     uint32_t at = static_cast<uint32_t>(*bad);
     diagnostics.Emit(diag::Kind::InvalidUtf8, &source, {at, at + 1},
                      static_cast<unsigned char>(source.text()[at]));
-    return file;
+    return;
   }
   // Pure ASCII (the common case) needs no table: code point i is byte i.
   bool ascii = std::all_of(source.text().begin(), source.text().end(),
@@ -539,9 +549,9 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
       parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
           antlr4::atn::PredictionMode::SLL);
       parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
-      AccelParser::FileContext* tree = nullptr;
+      decltype(start(parser)) tree = nullptr;
       try {
-        tree = parser.file();
+        tree = start(parser);
       } catch (const antlr4::ParseCancellationException&) {
         tokens.seek(0);
         parser.reset();
@@ -553,15 +563,35 @@ ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagno
       SyntaxErrorListener listener(source, diagnostics, to_byte);
       if (tree == nullptr) {
         parser.addErrorListener(&listener);
-        tree = parser.file();
+        tree = start(parser);
       }
-      file = TreeBuilder(source, diagnostics, to_byte, tokens).Build(tree);
+      TreeBuilder builder(source, diagnostics, to_byte, tokens);
+      build(builder, tree);
     } catch (const std::exception& error) {
       diagnostics.Emit(diag::Kind::SyntaxError, &source, {},
                        std::string("the parser gave up: ") + error.what());
     }
   });
+}
+
+}  // namespace
+
+ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
+  ast::File file;
+  file.source = &source;
+  RunParser(
+      source, diagnostics, [](AccelParser& parser) { return parser.file(); },
+      [&](TreeBuilder& builder, AccelParser::FileContext* tree) { file = builder.Build(tree); });
+  file.source = &source;
   return file;
+}
+
+ast::Block ParseOverrides(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
+  ast::Block block;
+  RunParser(
+      source, diagnostics, [](AccelParser& parser) { return parser.overrides(); },
+      [&](TreeBuilder& builder, AccelParser::OverridesContext* tree) { block = builder.Overrides(tree); });
+  return block;
 }
 
 }  // namespace accel::parse

@@ -12,6 +12,10 @@ namespace accel::parse {
 // complete when no error was added. Never throws. `source` must outlive the returned File.
 ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics);
 
+// Parses statements alone (`train.steps = 5`, one per line), as `accelc --set` gives them,
+// into one block, with the same error handling as Parse.
+ast::Block ParseOverrides(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics);
+
 }  // namespace accel::parse
 
 #endif  // ACCEL_COMPILER_PARSE_PARSE_H_

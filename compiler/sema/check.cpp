@@ -13,10 +13,13 @@ namespace accel::sema {
 namespace {
 
 // A statement seen after its first `depth` path segments were consumed by enclosing records
-// (`accelerator.ddp.bucket_cap_mb = 50` is seen at depth 1 inside `Accelerator`).
+// (`accelerator.ddp.bucket_cap_mb = 50` is seen at depth 1 inside `Accelerator`), with the file
+// it is written in and its composition layer (a later layer overrides an earlier one).
 struct Entry {
   const ast::Statement* statement;
   size_t depth;
+  const source::SourceFile* file;
+  size_t layer;
 };
 
 std::string Join(const std::vector<std::string>& items) {
@@ -127,21 +130,21 @@ class Checker {
     }
     const ast::JobDecl& job = file_.jobs[0];
     job_span_ = job.name.span;
-    for (const ast::ImportDecl& import : file_.imports) {
-      diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file_.source, import.span, "`import`",
-                        "; composition of files arrives with issue #5");
+    Composition own;
+    const Composition* composition = options_.composition;
+    if (composition == nullptr) {
+      // No driver-resolved composition: the job's own body and the file's own lets.
+      own.layers.push_back({&job.body, file_.source});
+      for (const ast::LetDecl& let : file_.lets) own.lets.push_back({let.name.text, &let, file_.source, file_.source});
+      composition = &own;
     }
-    if (job.base) {
-      diagnostics_.Emit(diag::Kind::UnsupportedSyntax, file_.source, job.base->span, "`extends`",
-                        "; composition of jobs arrives with issue #5");
-    }
-    for (const ast::LetDecl& let : file_.lets) {
-      auto [it, inserted] = lets_.emplace(let.name.text, &let);
+    for (const LetBinding& binding : composition->lets) {
+      auto [it, inserted] = lets_.emplace(std::make_pair(binding.visible_in, binding.name), binding);
       if (!inserted) {
-        diag::Diagnostic& d =
-            diagnostics_.Emit(diag::Kind::DuplicateDeclaration, file_.source, let.name.span, let.name.text);
-        d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, file_.source,
-                                                       it->second->name.span, let.name.text));
+        diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateDeclaration, binding.file,
+                                                binding.let->name.span, binding.name);
+        d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, it->second.file,
+                                                       it->second.let->name.span, binding.name));
       }
     }
     auto root_schema = schema_.records.find(options_.root);
@@ -152,9 +155,14 @@ class Checker {
     }
     int errors_before = diagnostics_.error_count();
     std::vector<Entry> entries;
-    for (const ast::Statement& s : job.body.statements) entries.push_back({&s, 0});
+    bool recovered = composition->incomplete;
+    for (size_t i = 0; i < composition->layers.size(); ++i) {
+      const Layer& layer = composition->layers[i];
+      recovered = recovered || layer.body->recovered;
+      for (const ast::Statement& s : layer.body->statements) entries.push_back({&s, 0, layer.file, i});
+    }
     std::optional<Value> root =
-        CheckRecord(root_schema->second, entries, file_.source, job.name.span, "", job.body.recovered);
+        CheckRecord(root_schema->second, entries, file_.source, job.name.span, "", recovered);
     if (!root || diagnostics_.error_count() > errors_before) return std::nullopt;
     return Spec{job.name.text, file_.source, job.name.span, std::move(*root)};
   }
@@ -175,10 +183,10 @@ class Checker {
       // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
       // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
       const FieldSchema* field = options_.file_keys ? record.FindFileKey(name.text) : record.Find(name.text);
-      if (field == nullptr) field = Renamed(record, name, file);
+      if (field == nullptr) field = Renamed(record, name, entry.file);
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
-        std::string guess = ReportUnknownField(record, name, file);
+        std::string guess = ReportUnknownField(record, name, entry.file);
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
         }
@@ -186,7 +194,7 @@ class Checker {
         continue;
       }
       if (field->deprecated) {
-        diagnostics_.Emit(diag::Kind::DeprecatedField, file, name.span, prefix + NameOf(*field),
+        diagnostics_.Emit(diag::Kind::DeprecatedField, entry.file, name.span, prefix + NameOf(*field),
                           *field->deprecated);
       }
       by_field[field->name].push_back(entry);
@@ -202,7 +210,7 @@ class Checker {
       auto it = by_field.find(field.name);
       std::optional<Value> field_value;
       if (it != by_field.end()) {
-        field_value = FromEntries(field, it->second, file, path);
+        field_value = FromEntries(field, it->second, path);
       } else if (misspelt.count(field.name) == 0) {
         field_value = DefaultFor(field, record, file, span, path, recovered);
       }
@@ -284,51 +292,98 @@ class Checker {
   }
 
   // The value of `field` from the statements that set it: one assignment, or any number of
-  // blocks and dotted paths that together describe a record.
-  std::optional<Value> FromEntries(const FieldSchema& field, const std::vector<Entry>& entries,
-                                   const source::SourceFile* file, const std::string& path) {
+  // blocks and dotted paths that together describe a record. Across composition layers a later
+  // assignment replaces everything before it, and later blocks and dotted paths refine what
+  // earlier layers set (`--set train.optimizer.lr=0.1` over `optimizer = AdamW { ... }`).
+  std::optional<Value> FromEntries(const FieldSchema& field, const std::vector<Entry>& all, const std::string& path) {
     auto is_assignment = [](const Entry& e) {
       return e.depth + 1 == e.statement->path.size() && e.statement->value != nullptr;
     };
-    if (entries.size() == 1 && is_assignment(entries[0])) {
-      return Convert(*entries[0].statement->value, field.type, file, path);
+    auto name_of = [](const Entry& e) -> const ast::Name& { return e.statement->path[e.depth]; };
+    std::optional<size_t> assigned_layer;
+    for (const Entry& e : all) {
+      if (is_assignment(e)) assigned_layer = std::max(assigned_layer.value_or(0), e.layer);
     }
-    // Several blocks and dotted paths merge; an assignment next to anything is a conflict.
-    for (size_t i = 1; i < entries.size(); ++i) {
-      if (!is_assignment(entries[0]) && !is_assignment(entries[i])) continue;
-      const Entry& first = entries[0];
-      const Entry& second = entries[i];
-      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateField, file,
-                                              second.statement->path[second.depth].span, path);
-      d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, file,
-                                                     first.statement->path[first.depth].span));
-      return std::nullopt;
+    std::vector<Entry> entries;
+    for (const Entry& e : all) {
+      if (!assigned_layer || e.layer >= *assigned_layer) entries.push_back(e);
+    }
+    // Within one layer, an assignment next to anything else is a conflict.
+    for (size_t i = 0; i < entries.size(); ++i) {
+      for (size_t j = i + 1; j < entries.size(); ++j) {
+        if (entries[i].layer != entries[j].layer || (!is_assignment(entries[i]) && !is_assignment(entries[j]))) {
+          continue;
+        }
+        diag::Diagnostic& d =
+            diagnostics_.Emit(diag::Kind::DuplicateField, entries[j].file, name_of(entries[j]).span, path);
+        d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, entries[i].file,
+                                                       name_of(entries[i]).span));
+        return std::nullopt;
+      }
+    }
+    if (entries.size() == 1 && is_assignment(entries[0])) {
+      return Convert(*entries[0].statement->value, field.type, entries[0].file, path);
     }
     // Blocks and dotted paths: the field must have a record type to put them in.
     const Type* type = &field.type;
     if (type->kind == Type::Kind::Optional) type = &type->args[0];
-    if (type->kind != Type::Kind::Record) {
-      const ast::Statement& s = *entries[0].statement;
+    std::vector<Entry> inner;
+    bool recovered = false;
+    const Entry& first = entries[0];
+    source::Span span = name_of(first).span;
+    const RecordSchema* record = type->kind == Type::Kind::Record ? &schema_.records.find(type->name)->second : nullptr;
+    if (is_assignment(first)) {
+      // A record value that later layers refine: its own statements come first.
+      const ast::Expr& literal = *first.statement->value;
+      if (literal.kind == ast::ExprKind::Record && !literal.text.empty()) {
+        record = AcceptedRecord(*type, literal.text);
+        if (record == nullptr) return WrongRecordType(literal, field.type, first.file, path);
+      }
+      if (literal.kind != ast::ExprKind::Record || record == nullptr) {
+        diagnostics_.Emit(diag::Kind::TypeMismatch, entries[1].file, name_of(entries[1]).span, path,
+                          "a whole value here",
+                          fmt::format("a block or dotted path refining `{}`, whose earlier value is {}; replace it "
+                                      "whole instead",
+                                      path, DescribeFound(literal)));
+        return std::nullopt;
+      }
+      recovered = literal.block->recovered;
+      for (const ast::Statement& s : literal.block->statements) inner.push_back({&s, 0, first.file, first.layer});
+      span = literal.path.empty() ? literal.span : literal.path[0].span;
+    }
+    if (record == nullptr) {
       diagnostics_.Emit(
-          diag::Kind::TypeMismatch, file, s.path[entries[0].depth].span, path, field.type.Describe(),
+          diag::Kind::TypeMismatch, first.file, span, path, field.type.Describe(),
           type->kind == Type::Kind::Union
               ? "a block; name the type, e.g. `" + path + " = " + type->args[0].Describe() + " { ... }`"
               : std::string("a block"));
       return std::nullopt;
     }
-    std::vector<Entry> inner;
-    bool recovered = false;
     for (const Entry& entry : entries) {
+      if (is_assignment(entry)) continue;  // the record value above
       if (entry.depth + 1 == entry.statement->path.size()) {
         recovered = recovered || entry.statement->block->recovered;
-        for (const ast::Statement& s : entry.statement->block->statements) inner.push_back({&s, 0});
+        for (const ast::Statement& s : entry.statement->block->statements) {
+          inner.push_back({&s, 0, entry.file, entry.layer});
+        }
       } else {
-        inner.push_back({entry.statement, entry.depth + 1});
+        inner.push_back({entry.statement, entry.depth + 1, entry.file, entry.layer});
       }
     }
-    const ast::Statement& first = *entries[0].statement;
-    return CheckRecord(schema_.records.find(type->name)->second, inner, file,
-                       first.path[entries[0].depth].span, path + ".", recovered);
+    return CheckRecord(*record, inner, first.file, span, path + ".", recovered);
+  }
+
+  // The record named `name` when a field of type `type` (a record, a union, or an optional of
+  // either) accepts it, or null.
+  const RecordSchema* AcceptedRecord(const Type& type, const std::string& name) const {
+    const Type* t = type.kind == Type::Kind::Optional ? &type.args[0] : &type;
+    std::vector<Type> alternatives = t->kind == Type::Kind::Union ? t->args : std::vector<Type>{*t};
+    for (const Type& alternative : alternatives) {
+      if (alternative.kind == Type::Kind::Record && alternative.name == name) {
+        return &schema_.records.find(name)->second;
+      }
+    }
+    return nullptr;
   }
 
   // The value of an unset field: its environment variable, its schema default, `none` for an
@@ -451,7 +506,7 @@ class Checker {
   // Converts `expr` to a value of `type`, reporting what does not fit.
   std::optional<Value> Convert(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                const std::string& path) {
-    if (const ast::LetDecl* let = LetNamed(expr, file)) return ConvertLet(*let, expr, type, file, path);
+    if (const LetBinding* let = LetNamed(expr, file)) return ConvertLet(*let, expr, type, file, path);
     Value value;
     value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
     switch (type.kind) {
@@ -488,11 +543,14 @@ class Checker {
             expr.kind == ast::ExprKind::Int ? static_cast<double>(expr.int_value) : expr.float_value;
         return value;
       case Type::Kind::String:
-      case Type::Kind::Path:
+      case Type::Kind::Path: {
         if (expr.kind != ast::ExprKind::String) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::String;
-        value.text = expr.text;
+        std::optional<std::string> text = Interpolate(expr, file);
+        if (!text) return std::nullopt;
+        value.text = std::move(*text);
         return value;
+      }
       case Type::Kind::Duration:
         if (expr.kind != ast::ExprKind::Duration) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::Duration;
@@ -513,7 +571,7 @@ class Checker {
         bool anonymous = expr.text.empty();
         if (!anonymous && expr.text != type.name) return WrongRecordType(expr, type, file, path);
         std::vector<Entry> entries;
-        for (const ast::Statement& s : expr.block->statements) entries.push_back({&s, 0});
+        for (const ast::Statement& s : expr.block->statements) entries.push_back({&s, 0, file, 0});
         return CheckRecord(schema_.records.find(type.name)->second, entries, file,
                            anonymous ? expr.span : expr.path[0].span, path + ".", expr.block->recovered);
       }
@@ -548,6 +606,40 @@ class Checker {
       }
     }
     return Mismatch(expr, type, file, path);
+  }
+
+  // `${VAR}` and `${VAR:-default}` in a spec's string, from the explicit environment; `$${`
+  // writes a literal `${`. Config files are taken literally, as Accelerate takes them.
+  std::optional<std::string> Interpolate(const ast::Expr& expr, const source::SourceFile* file) {
+    const std::string& text = expr.text;
+    if (options_.file_keys || text.find("${") == std::string::npos) return text;
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+      if (text.compare(i, 3, "$${") == 0) {
+        out += "${";
+        i += 3;
+        continue;
+      }
+      size_t close = text.compare(i, 2, "${") == 0 ? text.find('}', i + 2) : std::string::npos;
+      if (close == std::string::npos) {
+        out += text[i++];
+        continue;
+      }
+      std::string inside = text.substr(i + 2, close - i - 2);
+      size_t dash = inside.find(":-");
+      std::string name = inside.substr(0, dash);
+      std::optional<std::string> set = environment_.Get(name);
+      if (set && !set->empty()) {
+        out += *set;
+      } else if (dash != std::string::npos) {
+        out += inside.substr(dash + 2);
+      } else {
+        diagnostics_.Emit(diag::Kind::UnsetInterpolation, file, expr.span, name, text, name, name);
+        return std::nullopt;
+      }
+      i = close + 1;
+    }
+    return out;
   }
 
   struct MapEntry {
@@ -586,37 +678,42 @@ class Checker {
 
   // A typed `let` (`let port: int = 8080`) must hold a value of its own type, checked once at
   // its first use; the use site then checks it against the field.
-  bool LetTypeAccepts(const ast::LetDecl& let, const source::SourceFile* file) {
+  bool LetTypeAccepts(const LetBinding& binding) {
+    const ast::LetDecl& let = *binding.let;
     if (!let.type) return true;
-    auto [it, first] = checked_lets_.emplace(let.name.text, true);
+    auto [it, first] = checked_lets_.emplace(binding.let, true);
     if (!first) return it->second;
     const ast::Name* unknown = nullptr;
     std::optional<Type> type = ResolveType(*let.type, schema_, &unknown);
     if (!type) {
-      if (unknown) diagnostics_.Emit(diag::Kind::UnknownType, file, unknown->span, unknown->text, "");
+      if (unknown) diagnostics_.Emit(diag::Kind::UnknownType, binding.file, unknown->span, unknown->text, "");
       return it->second = false;
     }
-    return it->second = Convert(*let.value, *type, file, let.name.text).has_value();
+    return it->second = Convert(*let.value, *type, binding.file, binding.name).has_value();
   }
 
-  // The `let` a bare name in the spec refers to, or null. Lets live in the spec file only.
-  const ast::LetDecl* LetNamed(const ast::Expr& expr, const source::SourceFile* file) const {
-    if (expr.kind != ast::ExprKind::Path || expr.path.size() != 1 || file != file_.source) return nullptr;
-    auto it = lets_.find(expr.path[0].text);
-    return it == lets_.end() ? nullptr : it->second;
+  // The `let` a name in a value refers to (`lr`, or `base.lr` from an aliased import), or null.
+  // Lets are visible in the files of the composition, not in the stdlib's defaults.
+  const LetBinding* LetNamed(const ast::Expr& expr, const source::SourceFile* file) const {
+    if (expr.kind != ast::ExprKind::Path || expr.path.empty()) return nullptr;
+    std::string name;
+    for (const ast::Name& part : expr.path) name += (name.empty() ? "" : ".") + part.text;
+    auto it = lets_.find(std::make_pair(file, name));
+    return it == lets_.end() ? nullptr : &it->second;
   }
 
-  std::optional<Value> ConvertLet(const ast::LetDecl& let, const ast::Expr& use, const Type& type,
+  std::optional<Value> ConvertLet(const LetBinding& binding, const ast::Expr& use, const Type& type,
                                   const source::SourceFile* file, const std::string& path) {
-    if (!active_lets_.insert(let.name.text).second) {
-      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::CyclicLet, file, use.span, let.name.text);
+    const ast::LetDecl& let = *binding.let;
+    if (!active_lets_.insert(binding.let).second) {
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::CyclicLet, file, use.span, binding.name);
       d.notes.push_back(
-          diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, file, let.name.span, let.name.text));
+          diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, binding.file, let.name.span, binding.name));
       return std::nullopt;
     }
     std::optional<Value> value;
-    if (let.value && LetTypeAccepts(let, file)) value = Convert(*let.value, type, file, path);
-    active_lets_.erase(let.name.text);
+    if (let.value && LetTypeAccepts(binding)) value = Convert(*let.value, type, binding.file, path);
+    active_lets_.erase(binding.let);
     // The value's provenance is the use site: that is where the user set the field.
     if (value) value->provenance = {Provenance::Kind::Spec, file, use.span, ""};
     return value;
@@ -666,6 +763,28 @@ class Checker {
         }
       }
       return WrongRecordType(expr, type, file, path);
+    }
+    // A config file's mapping may name its alternative with a `type` key
+    // (`optimizer: {type: AdamW, lr: 0.001}`).
+    if (expr.kind == ast::ExprKind::Record && expr.text.empty()) {
+      for (const ast::Statement& s : expr.block->statements) {
+        if (s.path.size() != 1 || s.path[0].text != "type" || !s.value || s.value->kind != ast::ExprKind::String) {
+          continue;
+        }
+        const RecordSchema* record = AcceptedRecord(type, s.value->text);
+        if (record == nullptr) {
+          std::vector<std::string> names;
+          for (const Type& t : type.args) names.push_back(t.Describe());
+          diagnostics_.Emit(diag::Kind::UnknownType, file, s.value->span, s.value->text,
+                            fmt::format("; `{}` takes one of {}", path, Join(names)));
+          return std::nullopt;
+        }
+        std::vector<Entry> entries;
+        for (const ast::Statement& other : expr.block->statements) {
+          if (&other != &s) entries.push_back({&other, 0, file, 0});
+        }
+        return CheckRecord(*record, entries, file, expr.span, path + ".", expr.block->recovered);
+      }
     }
     for (const Type& alternative : type.args) {
       diag::DiagnosticEngine scratch;
@@ -796,9 +915,10 @@ class Checker {
   diag::DiagnosticEngine& diagnostics_;
   const CheckOptions& options_;
   source::Span job_span_;  // where problems in values the spec did not write are reported
-  std::map<std::string, const ast::LetDecl*, std::less<>> lets_;
-  std::set<std::string> active_lets_;         // lets being expanded, to catch cycles
-  std::map<std::string, bool> checked_lets_;  // typed lets already checked, and whether they fit
+  // Lets by the file whose values may name them and the name written there.
+  std::map<std::pair<const source::SourceFile*, std::string>, LetBinding> lets_;
+  std::set<const ast::LetDecl*> active_lets_;         // lets being expanded, to catch cycles
+  std::map<const ast::LetDecl*, bool> checked_lets_;  // typed lets already checked, and whether they fit
 };
 
 }  // namespace

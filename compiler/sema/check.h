@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/diagnostic.h"
@@ -20,6 +21,32 @@ struct Spec {
   Value root;  // a Record of type `Job`, every field resolved
 };
 
+// One layer of a composed job: the body of a job (or the `--set` overrides) and its file.
+// Later layers override earlier ones field by field.
+struct Layer {
+  const ast::Block* body = nullptr;
+  const source::SourceFile* file = nullptr;
+};
+
+// A `let` constant and where it may be named: in the values written in `visible_in`, as
+// `name` (`lr`, or `base.lr` when it comes from `import "base.accel" as base`).
+struct LetBinding {
+  std::string name;
+  const ast::LetDecl* let = nullptr;
+  const source::SourceFile* file = nullptr;        // where it is declared
+  const source::SourceFile* visible_in = nullptr;  // whose values may use it
+};
+
+// What the driver resolved from `import`, `extends` and `--set`: the layers in override order
+// (the furthest base first, the spec's own job, then the overrides) and the visible lets.
+struct Composition {
+  std::vector<Layer> layers;
+  std::vector<LetBinding> lets;
+  // A base job could not be resolved: fields it would have set may be missing, so missing
+  // fields are not reported (the A2021 or A2022 says why).
+  bool incomplete = false;
+};
+
 struct CheckOptions {
   // The schema record the job's body is checked against: `Job` for a spec, `ClusterConfig`
   // (or `DeepSpeedConfig`, ...) for a config file read by config::ReadConfigFile.
@@ -27,6 +54,8 @@ struct CheckOptions {
   // Fields are named by their config-file keys (`key "..."`), as in Accelerate's files, and
   // strings such as 'no' are accepted for booleans as Accelerate's loader does.
   bool file_keys = false;
+  // Null: the file's single job and its own lets, nothing else.
+  const Composition* composition = nullptr;
 };
 
 // Checks the single job of `file` against `schema`: field names, types, enum members,

@@ -1,0 +1,162 @@
+#include "compiler/driver/compose.h"
+
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/parse/parse.h"
+
+namespace accel::driver {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Composer {
+ public:
+  Composer(ComposedSpec& out, diag::DiagnosticEngine& diagnostics) : out_(out), diagnostics_(diagnostics) {}
+
+  void Run(const ast::File& spec, const std::vector<std::string>& overrides) {
+    Load(spec, {});
+    if (spec.jobs.empty()) return;
+    std::vector<const ast::JobDecl*> chain;  // the spec's job, its base, its base's base...
+    std::vector<const ast::File*> chain_files;
+    const ast::JobDecl* job = &spec.jobs[0];
+    const ast::File* file = &spec;
+    while (job != nullptr) {
+      chain.push_back(job);
+      chain_files.push_back(file);
+      if (!job->base) break;
+      const ast::File* base_file = nullptr;
+      const ast::JobDecl* base = FindBase(*file, *job, &base_file);
+      if (base == nullptr) {
+        out_.composition.incomplete = true;
+        break;
+      }
+      if (std::find(chain.begin(), chain.end(), base) != chain.end()) {
+        out_.composition.incomplete = true;
+        std::string path;
+        for (const ast::JobDecl* link : chain) path += link->name.text + " -> ";
+        diagnostics_.Emit(diag::Kind::ExtendsCycle, file->source, job->base->span, base->name.text,
+                          path + base->name.text);
+        break;
+      }
+      job = base;
+      file = base_file;
+    }
+    for (size_t i = chain.size(); i-- > 0;) {
+      out_.composition.layers.push_back({&chain[i]->body, chain_files[i]->source});
+    }
+    if (!overrides.empty()) {
+      std::string text;
+      for (const std::string& line : overrides) text += line + "\n";
+      out_.sources.push_back(std::make_unique<source::SourceFile>("--set", std::move(text)));
+      out_.overrides = parse::ParseOverrides(*out_.sources.back(), diagnostics_);
+      out_.composition.layers.push_back({&out_.overrides, out_.sources.back().get()});
+    }
+  }
+
+ private:
+  // Makes `file`'s lets and its imports' lets visible in it, loading the imports first.
+  // `stack` holds the files being loaded, to report a cycle.
+  void Load(const ast::File& file, std::vector<std::string> stack) {
+    std::string here = Canonical(file.source->name());
+    stack.push_back(here);
+    for (const ast::LetDecl& let : file.lets) {
+      out_.composition.lets.push_back({let.name.text, &let, file.source, file.source});
+    }
+    for (const ast::ImportDecl& import : file.imports) {
+      const ast::File* imported = Import(file, import, stack);
+      if (imported == nullptr) continue;
+      imports_[&file].push_back(imported);
+      std::string prefix = import.alias ? import.alias->text + "." : "";
+      for (const ast::LetDecl& let : imported->lets) {
+        out_.composition.lets.push_back({prefix + let.name.text, &let, imported->source, file.source});
+      }
+    }
+  }
+
+  const ast::File* Import(const ast::File& from, const ast::ImportDecl& import, const std::vector<std::string>& stack) {
+    fs::path base = from.source->name() == "<stdin>" ? fs::current_path() : fs::path(from.source->name()).parent_path();
+    std::string path = (base / import.path).lexically_normal().string();
+    std::string canonical = Canonical(path);
+    if (std::find(stack.begin(), stack.end(), canonical) != stack.end()) {
+      std::string cycle;
+      for (const std::string& link : stack) cycle += Display(link) + " -> ";
+      diagnostics_.Emit(diag::Kind::ImportCycle, from.source, import.span, import.path, cycle + Display(canonical));
+      return nullptr;
+    }
+    if (auto it = loaded_.find(canonical); it != loaded_.end()) return it->second;
+    llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path);
+    if (!source) {
+      diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,
+                        llvm::toString(source.takeError()));
+      return nullptr;
+    }
+    out_.sources.push_back(std::make_unique<source::SourceFile>(std::move(*source)));
+    out_.files.push_back(std::make_unique<ast::File>(parse::Parse(*out_.sources.back(), diagnostics_)));
+    const ast::File* file = out_.files.back().get();
+    loaded_[canonical] = file;
+    Load(*file, stack);
+    return file;
+  }
+
+  // The job `job` extends: a job of that name in a file that `file` imports.
+  const ast::JobDecl* FindBase(const ast::File& file, const ast::JobDecl& job, const ast::File** base_file) {
+    std::vector<std::string> candidates;
+    // A library of bases may build them on each other in one file.
+    for (const ast::JobDecl& other : file.jobs) {
+      if (&other != &job && other.name.text == job.base->text) {
+        *base_file = &file;
+        return &other;
+      }
+    }
+    for (const ast::File* imported : imports_[&file]) {
+      for (const ast::JobDecl& other : imported->jobs) {
+        if (other.name.text == job.base->text) {
+          *base_file = imported;
+          return &other;
+        }
+        candidates.push_back(other.name.text);
+      }
+    }
+    for (const ast::JobDecl& other : file.jobs) {
+      if (&other != &job) candidates.push_back(other.name.text);
+    }
+    std::string guess = diag::ClosestMatch(job.base->text, candidates);
+    std::string hint = !guess.empty()           ? fmt::format("; did you mean `{}`?", guess)
+                       : imports_[&file].empty() ? "; a base job comes from a file this one imports (`import \"base.accel\"`)"
+                                                 : "; the imported files declare no such job";
+    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::UnknownBaseJob, file.source, job.base->span, job.base->text, hint);
+    if (!guess.empty()) d.fixit = diag::FixIt{job.base->span, guess};
+    return nullptr;
+  }
+
+  // How a file reads in a message: relative to the working directory when below it.
+  static std::string Display(const std::string& canonical) {
+    std::error_code ec;
+    fs::path relative = fs::relative(canonical, fs::current_path(), ec);
+    if (ec || relative.empty() || relative.begin()->string() == "..") return canonical;
+    return relative.string();
+  }
+
+  static std::string Canonical(const std::string& path) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(path, ec);
+    return ec ? path : canonical.string();
+  }
+
+  ComposedSpec& out_;
+  diag::DiagnosticEngine& diagnostics_;
+  std::map<std::string, const ast::File*> loaded_;
+  std::map<const ast::File*, std::vector<const ast::File*>> imports_;
+};
+
+}  // namespace
+
+void Compose(const ast::File& spec, const std::vector<std::string>& overrides, ComposedSpec& out,
+             diag::DiagnosticEngine& diagnostics) {
+  Composer(out, diagnostics).Run(spec, overrides);
+}
+
+}  // namespace accel::driver
