@@ -167,7 +167,10 @@ class Reader {
       case YAML::NodeType::Sequence:
         expr->kind = ast::ExprKind::List;
         expr->span = Start(node, owner);
-        for (const YAML::Node item : node) expr->operands.push_back(Expression(item, depth + 1, expr->span));
+        for (auto it = node.begin(); it != node.end(); ++it) {
+          const YAML::Node item = *it;  // a copy: the iterator's proxy dies with the iterator
+          expr->operands.push_back(Expression(item, depth + 1, expr->span));
+        }
         return expr;
       case YAML::NodeType::Scalar:
         expr->span = ScalarSpan(node);
@@ -199,6 +202,10 @@ class Reader {
       }
       return;
     }
+    if (std::optional<int64_t> amount = Quantity(text, expr)) {
+      expr.int_value = *amount;  // Quantity set the kind: a duration or a byte size
+      return;
+    }
     if (std::regex_match(text, Yaml11Bool())) {
       expr.kind = ast::ExprKind::Bool;
       expr.bool_value = IsYamlTrue(text);
@@ -207,6 +214,31 @@ class Reader {
     } else if (std::regex_match(text, Yaml11Float())) {
       Number(text, false, expr);
     }
+  }
+
+  // `60s`, `250ms`, `10GB`, `512MiB` as the `.accel` language writes them: PyYAML reads them as
+  // strings, so they are typed here (a string field still takes them as text).
+  std::optional<int64_t> Quantity(const std::string& text, ast::Expr& expr) {
+    static const std::regex pattern("([0-9][0-9_]*)(ms|s|m|h|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)");
+    std::smatch m;
+    if (!std::regex_match(text, m, pattern)) return std::nullopt;
+    static const std::map<std::string, int64_t> scale = {
+        {"ms", 1},       {"s", 1000},         {"m", 60000},         {"h", 3600000},
+        {"B", 1},        {"KB", 1000},        {"MB", 1000000},      {"GB", 1000000000},
+        {"TB", 1000000000000}, {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
+        {"TiB", 1LL << 40}};
+    std::string digits;
+    for (char c : m[1].str()) {
+      if (c != '_') digits += c;
+    }
+    errno = 0;
+    long long count = std::strtoll(digits.c_str(), nullptr, 10);
+    int64_t amount = 0;
+    if (errno == ERANGE || __builtin_mul_overflow(count, scale.at(m[2]), &amount)) return std::nullopt;
+    std::string unit = m[2];
+    bool duration = unit == "ms" || unit == "s" || unit == "m" || unit == "h";
+    expr.kind = duration ? ast::ExprKind::Duration : ast::ExprKind::Bytes;
+    return amount;
   }
 
   // A number; a float with an integral value becomes an int, as Python's json numbers do

@@ -522,7 +522,7 @@ class Checker {
           return value;
         }
         // Accelerate's own files write booleans as 'no' or "true"; its loader keeps the string.
-        if (options_.file_keys && expr.kind == ast::ExprKind::String) {
+        if (options_.yaml_scalars && expr.kind == ast::ExprKind::String) {
           if (std::optional<bool> b = ParseBool(expr.text)) {
             value.bool_value = *b;
             return value;
@@ -544,6 +544,11 @@ class Checker {
         return value;
       case Type::Kind::String:
       case Type::Kind::Path: {
+        if (options_.yaml_scalars && (expr.kind == ast::ExprKind::Duration || expr.kind == ast::ExprKind::Bytes)) {
+          value.kind = Value::Kind::String;  // YAML `tag: 5m` is text where text is wanted
+          value.text = expr.text;
+          return value;
+        }
         if (expr.kind != ast::ExprKind::String) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::String;
         std::optional<std::string> text = Interpolate(expr, file);
@@ -552,8 +557,14 @@ class Checker {
         return value;
       }
       case Type::Kind::Duration:
-        if (expr.kind != ast::ExprKind::Duration) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::Duration;
+        // YAML may give a timeout as a number of seconds, as Accelerate's variables do.
+        if (options_.yaml_scalars && expr.kind == ast::ExprKind::Int && expr.int_value >= 0 &&
+            expr.int_value <= INT64_MAX / 1000) {
+          value.int_value = expr.int_value * 1000;
+          return value;
+        }
+        if (expr.kind != ast::ExprKind::Duration) return Mismatch(expr, type, file, path);
         value.int_value = expr.int_value;
         return value;
       case Type::Kind::Bytes:
@@ -727,7 +738,7 @@ class Checker {
       word = expr.path[0].text;
     } else if (expr.kind == ast::ExprKind::String) {
       word = expr.text;
-    } else if (options_.file_keys && expr.kind == ast::ExprKind::Bool && e.Find(expr.text) != nullptr) {
+    } else if (options_.yaml_scalars && expr.kind == ast::ExprKind::Bool && e.Find(expr.text) != nullptr) {
       // YAML 1.1 reads a plain `NO` or `off` as a boolean; the member was surely meant.
       word = expr.text;
       diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::YamlBoolWord, file, expr.span, word,

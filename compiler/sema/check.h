@@ -54,6 +54,9 @@ struct CheckOptions {
   // Fields are named by their config-file keys (`key "..."`), as in Accelerate's files, and
   // strings such as 'no' are accepted for booleans as Accelerate's loader does.
   bool file_keys = false;
+  // The values come from YAML or JSON, untyped: booleans may be written as 'no'/"true"
+  // strings, a duration as an int of seconds, and `60s`-style quantities may stand for text.
+  bool yaml_scalars = false;
   // Null: the file's single job and its own lets, nothing else.
   const Composition* composition = nullptr;
 };
