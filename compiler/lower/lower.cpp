@@ -10,6 +10,9 @@ namespace {
 namespace json = llvm::json;
 using sema::Value;
 
+// What every refusal of the native target offers instead.
+const std::string kExport = "; to run it under Accelerate, `accelc export --to accelerate-yaml` writes its config";
+
 json::Value Scalar(const Value& v) {
   switch (v.kind) {
     case Value::Kind::None:
@@ -96,10 +99,13 @@ class Lowerer {
     Fields compute = job.Record("compute");
     Fields accelerator = job.Record("accelerator");
     const std::string& distributed = compute["distributed_type"].text;
-    if (distributed != "NO" && distributed != "MULTI_CPU" && distributed != "MULTI_GPU") {
+    if (distributed != "NO" && distributed != "MULTI_CPU") {
       Unsupported(compute["distributed_type"], fmt::format("`compute.distributed_type = {}`", distributed),
-                  "; accelrun runs NO, MULTI_CPU and MULTI_GPU jobs");
+                  distributed == "MULTI_GPU"
+                      ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group arrives with #6)" + kExport
+                      : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
     }
+    RejectWhatTheRuntimeIgnores(compute, accelerator);
     // The Accelerator's own argument wins over the launch config, as in Accelerate, where the
     // launcher passes the config's precision through ACCELERATE_MIXED_PRECISION.
     const Value& precision = accelerator["mixed_precision"].kind != Value::Kind::None
@@ -107,7 +113,7 @@ class Lowerer {
                                  : compute["mixed_precision"];
     if (precision.kind != Value::Kind::None && precision.enum_value != "no") {
       Unsupported(precision, fmt::format("`accelerator.mixed_precision = {}`", precision.enum_value),
-                  "; the runtime trains in fp32 until mixed precision lands (#8)");
+                  "; the runtime trains in fp32 until mixed precision lands (#8)" + kExport);
     }
 
     Fields ipg = accelerator.Record("init_process_group");
@@ -168,11 +174,70 @@ class Lowerer {
   }
 
  private:
+  // `--target native`: a setting the runtime would silently ignore is refused, so a plan never
+  // claims more than accelrun does. Each names what to do instead.
+  void RejectWhatTheRuntimeIgnores(const Fields& compute, const Fields& accelerator) {
+    for (const char* section : {"deepspeed_config", "fsdp_config", "megatron_lm_config", "fp8_config",
+                                "parallelism_config", "mpirun_config"}) {
+      const Value& value = compute[section];
+      if (value.kind != Value::Kind::None) {
+        Unsupported(value, fmt::format("`compute.{}`", section), "; accelrun has no such engine" + kExport);
+      }
+    }
+    const Value& dynamo = compute["dynamo_config"];
+    if (dynamo.kind != Value::Kind::None && SetInSpec(dynamo)) {
+      Unsupported(dynamo, "`compute.dynamo_config`", "; torch.compile exists only in Python" + kExport);
+    }
+    for (const char* field : {"gradient_accumulation_plugin", "dynamo_plugin", "torch_tp_plugin", "quantization"}) {
+      const Value& value = accelerator[field];
+      if (value.kind != Value::Kind::None) {
+        Unsupported(value, fmt::format("`accelerator.{}`", field), "; accelrun does not execute it yet" + kExport);
+      }
+    }
+    const Value& backend = accelerator["dynamo_backend"];
+    if (backend.kind != Value::Kind::None && backend.text != "NO") {
+      Unsupported(backend, fmt::format("`accelerator.dynamo_backend = {}`", backend.text),
+                  "; torch.compile exists only in Python" + kExport);
+    }
+    if (accelerator.Int("gradient_accumulation_steps") != 1) {
+      Unsupported(accelerator["gradient_accumulation_steps"],
+                  fmt::format("`accelerator.gradient_accumulation_steps = {}`", accelerator.Int("gradient_accumulation_steps")),
+                  "; gradient accumulation arrives with the training executor (#8)" + kExport);
+    }
+    if (!accelerator["log_with"].items.empty()) {
+      Unsupported(accelerator["log_with"], "`accelerator.log_with`",
+                  "; accelrun writes metrics.json; trackers arrive with #8" + kExport);
+    }
+    for (const char* field : {"dataloader_config", "project_config"}) {
+      if (SetInSpec(accelerator[field])) {
+        Unsupported(FirstSetInSpec(accelerator[field]), fmt::format("`accelerator.{}`", field),
+                    "; the built-in data loader and checkpointing do not read it yet (#7, #8)" + kExport);
+      }
+    }
+    const Value& hook = accelerator.Record("ddp")["comm_hook"];
+    if (hook.enum_value != "no") {
+      Unsupported(hook, fmt::format("`accelerator.ddp.comm_hook = {}`", hook.enum_value),
+                  "; gradient compression arrives with #8" + kExport);
+    }
+  }
+
+  // True when the spec (not a default or the environment) set something in `value`.
+  static bool SetInSpec(const Value& value) { return FirstSetInSpec(value).provenance.kind == sema::Provenance::Kind::Spec; }
+
+  static const Value& FirstSetInSpec(const Value& value) {
+    if (value.kind != Value::Kind::Record) return value;
+    for (const Value& item : value.items) {
+      const Value& found = FirstSetInSpec(item);
+      if (found.provenance.kind == sema::Provenance::Kind::Spec) return found;
+    }
+    return value;
+  }
+
   void Unsupported(const Value& value, const std::string& what, const std::string& hint) {
     failed_ = true;
-    bool located =
-        value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file == spec_.file;
-    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::NotLowerable, spec_.file,
+    // A value from a base job or a `--set` override is reported where it was written.
+    bool located = value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file != nullptr;
+    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::NotLowerable, located ? value.provenance.file : spec_.file,
                                             located ? value.provenance.span : spec_.span, what, hint);
     if (value.provenance.kind == sema::Provenance::Kind::Environment) {
       d.message += fmt::format(" (value from environment variable `{}`)", value.provenance.env_var);

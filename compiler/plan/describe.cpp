@@ -1,0 +1,182 @@
+#include "compiler/plan/describe.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace accel::plan {
+namespace {
+
+namespace json = llvm::json;
+
+// JSON text on one line, with floats in their shortest round-trip form (`0.003`, not
+// LLVM's `0.0030000000000000001`).
+std::string Compact(const json::Value& value) {
+  if (value.kind() == json::Value::Number && !value.getAsInteger()) {
+    return fmt::format("{}", value.getAsNumber().getValueOr(0));
+  }
+  if (const json::Array* array = value.getAsArray()) {
+    std::vector<std::string> items;
+    for (const json::Value& item : *array) items.push_back(Compact(item));
+    return fmt::format("[{}]", fmt::join(items, ", "));
+  }
+  if (const json::Object* object = value.getAsObject()) {
+    std::vector<std::string> keys;
+    for (const auto& entry : *object) keys.push_back(entry.first.str());
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::string> items;
+    for (const std::string& key : keys) items.push_back(fmt::format("\"{}\": {}", key, Compact(*object->get(key))));
+    return fmt::format("{{{}}}", fmt::join(items, ", "));
+  }
+  std::string out;
+  llvm::raw_string_ostream stream(out);
+  stream << value;
+  return stream.str();
+}
+
+// A leaf of the config tree is {"from": ..., "value": ...}; a record is {"type": ..., fields}.
+void Walk(const json::Value& node, const std::string& prefix, std::vector<Setting>& out) {
+  const json::Object* object = node.getAsObject();
+  if (object == nullptr) return;
+  if (object->get("value") != nullptr && object->get("from") != nullptr) {
+    out.push_back({prefix, Compact(*object->get("value")), object->getString("from").getValueOr("").str()});
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const auto& entry : *object) {
+    if (entry.first != "type") keys.push_back(entry.first.str());
+  }
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& key : keys) Walk(*object->get(key), prefix.empty() ? key : prefix + "." + key, out);
+}
+
+std::string StepLine(const Step& step) {
+  return std::visit(
+      [](const auto& s) -> std::string {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<T, InitProcessGroup>) {
+          return fmt::format("init_process_group  {} on {} machine(s) x {} process(es), rendezvous {}:{}, timeout {} s",
+                             s.backend, s.num_machines, s.processes_per_machine, s.main_process_ip,
+                             s.main_process_port, s.timeout_ms / 1000.0);
+        } else if constexpr (std::is_same_v<T, Seed>) {
+          return fmt::format("seed                {}", s.seed);
+        } else if constexpr (std::is_same_v<T, BuildModel>) {
+          return fmt::format("build_model         {} {} -> [{}] -> {}", s.kind, s.inputs, fmt::join(s.hidden, ", "),
+                             s.outputs);
+        } else if constexpr (std::is_same_v<T, BuildDataloader>) {
+          return fmt::format("build_dataloader    {}: {} samples x {} features, batch {} per process{}", s.kind,
+                             s.samples, s.features, s.batch_size, s.shuffle ? ", shuffled" : "");
+        } else if constexpr (std::is_same_v<T, TrainLoop>) {
+          return fmt::format("train               {} steps, {} lr {}, precision {}, log every {}", s.steps,
+                             s.optimizer.name, s.optimizer.lr, s.mixed_precision, s.log_every);
+        } else {
+          return fmt::format("save_model          {}/{}", s.dir, s.file);
+        }
+      },
+      step);
+}
+
+// What a setting affects, by where it sits in the job. The first matching prefix wins.
+unsigned ImpactOf(const std::string& path) {
+  using I = Impact;
+  static const std::vector<std::pair<std::string, unsigned>> table = {
+      {"model.", unsigned(I::Checkpoint) | unsigned(I::Numerics)},
+      {"compute.deepspeed_config.zero_stage", unsigned(I::Topology) | unsigned(I::Checkpoint)},
+      {"compute.fsdp_config.state_dict_type", unsigned(I::Checkpoint)},
+      {"compute.fsdp_config.sharding_strategy", unsigned(I::Topology) | unsigned(I::Checkpoint)},
+      {"compute.mixed_precision", unsigned(I::Numerics)},
+      {"compute.fp8_config", unsigned(I::Numerics)},
+      {"compute.dynamo_config", unsigned(I::Numerics)},
+      {"compute.", unsigned(I::Topology)},
+      {"accelerator.init_process_group", unsigned(I::Topology)},
+      {"accelerator.project_config", unsigned(I::Checkpoint)},
+      {"accelerator.", unsigned(I::Numerics)},
+      {"data.", unsigned(I::Numerics)},
+      {"train.", unsigned(I::Numerics)},
+  };
+  for (const auto& [prefix, impact] : table) {
+    if (path.rfind(prefix, 0) == 0) return impact;
+  }
+  return unsigned(I::Other);
+}
+
+std::string Labels(unsigned impact) {
+  std::vector<std::string> labels;
+  if (impact & unsigned(Impact::Numerics)) labels.push_back("numerics");
+  if (impact & unsigned(Impact::Topology)) labels.push_back("topology");
+  if (impact & unsigned(Impact::Checkpoint)) labels.push_back("checkpoint");
+  if (impact & unsigned(Impact::Other)) labels.push_back("other");
+  return fmt::format("{}", fmt::join(labels, ","));
+}
+
+}  // namespace
+
+std::vector<Setting> Settings(const Plan& plan) {
+  std::vector<Setting> out;
+  Walk(plan.config, "", out);
+  return out;
+}
+
+std::string Explain(const Plan& plan, bool all) {
+  std::string out = fmt::format("job {}  (from {}; {}, {})\n\nsteps, in order:\n", plan.job, plan.source,
+                                plan.format, plan.hash);
+  for (size_t i = 0; i < plan.steps.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, StepLine(plan.steps[i]));
+  std::vector<Setting> settings;
+  size_t defaults = 0;
+  for (Setting& s : Settings(plan)) {
+    if (!all && s.from == "default") {
+      ++defaults;
+      continue;
+    }
+    settings.push_back(std::move(s));
+  }
+  size_t width = 0;
+  for (const Setting& s : settings) width = std::max(width, s.path.size() + 3 + s.value.size());
+  width = std::min<size_t>(width, 72);
+  out += all ? "\nevery value and where it came from:\n" : "\nvalues not left to their defaults, and where they came from:\n";
+  for (const Setting& s : settings) {
+    std::string assignment = s.path + " = " + s.value;
+    out += fmt::format("  {:<{}}  ({})\n", assignment, width, s.from);
+  }
+  if (defaults > 0) out += fmt::format("\n{} more values are schema defaults (`accelc explain --all` lists them)\n", defaults);
+  return out;
+}
+
+std::vector<Change> Diff(const Plan& a, const Plan& b) {
+  std::map<std::string, std::string> before, after;
+  for (const Setting& s : Settings(a)) before[s.path] = s.value;
+  for (const Setting& s : Settings(b)) after[s.path] = s.value;
+  std::vector<Change> changes;
+  for (const auto& [path, value] : before) {
+    auto it = after.find(path);
+    if (it == after.end()) {
+      changes.push_back({path, value, "", ImpactOf(path)});
+    } else if (it->second != value) {
+      changes.push_back({path, value, it->second, ImpactOf(path)});
+    }
+  }
+  for (const auto& [path, value] : after) {
+    if (before.count(path) == 0) changes.push_back({path, "", value, ImpactOf(path)});
+  }
+  std::sort(changes.begin(), changes.end(), [](const Change& x, const Change& y) { return x.path < y.path; });
+  return changes;
+}
+
+std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_name, const std::string& b_name) {
+  if (changes.empty()) return fmt::format("{} and {} resolve to the same configuration\n", a_name, b_name);
+  std::string out = fmt::format("--- {}\n+++ {}\n", a_name, b_name);
+  unsigned all = 0;
+  for (const Change& c : changes) {
+    all |= c.impact;
+    std::string what = c.before.empty()  ? fmt::format("(new) {}", c.after)
+                       : c.after.empty() ? fmt::format("{} (gone)", c.before)
+                                         : fmt::format("{} -> {}", c.before, c.after);
+    out += fmt::format("  {:<22} {}: {}\n", Labels(c.impact), c.path, what);
+  }
+  out += fmt::format("{} change{}; affects {}{}\n", changes.size(), changes.size() == 1 ? "" : "s", Labels(all),
+                     (all & unsigned(Impact::Checkpoint)) ? " (a checkpoint of one may not load into the other)" : "");
+  return out;
+}
+
+}  // namespace accel::plan
