@@ -15,6 +15,9 @@ packages=(
   # tests and benchmarks
   # (lit ships inside llvm-14-tools as /usr/lib/llvm-14/build/utils/lit/lit.py and needs python3)
   libgtest-dev libgmock-dev libbenchmark-dev llvm-14-tools python3
+  # docs tests: PyYAML reads the corpus for the JSON Schema check; headless Chromium runs the
+  # search of the generated reference.html
+  python3-yaml chromium
 )
 
 # `--fuzz` adds clang and its sanitizer and libFuzzer runtimes (scripts/fuzz.sh).

@@ -5,9 +5,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <thread>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +21,10 @@
 #include "compiler/driver/compile.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/filter.h"
+#include "compiler/docs/docs.h"
 #include "compiler/driver/inputs.h"
+#include "compiler/interop/interop.h"
+#include "compiler/plan/describe.h"
 #include "compiler/driver/verify.h"
 #include "compiler/parse/parse.h"
 
@@ -41,12 +47,24 @@ commands:
   compile <file> [-o out] the same as `build`
   parse <file>...         only parse: report syntax errors (with --dump-ast, print the tree)
   dump-ast <file>         the same as `parse --dump-ast`
+  explain <spec|plan>     the plan for humans: its steps, then every value with where it came
+                          from (spec line, default, environment variable, --set)
+  diff <a> <b>            what differs between two specs or plans, each change labelled with
+                          what it affects (numerics, topology, checkpoint); exit 1 if any
+  import <config> [-o out] an Accelerate config YAML as a readable `.accel` job spec
+  export --to <f> <file>  what the Python stack reads: `accelerate-yaml` (a spec's `compute`,
+                          or a config) or `deepspeed-json` (a DeepSpeed config)
   explain-code <code>...  what a diagnostic code (A2003) or a rule id (DS-019) means
+  docs --out <dir>        write the reference generated from the schemas: Markdown pages,
+                          a searchable HTML page, JSON Schemas of the YAML and JSON surfaces
 
 options:
   --format <f>            diagnostics format: text (default, stderr), json, sarif (SARIF 2.1.0
                           for code scanning) or github (workflow annotations); all but text
                           go to stdout
+  --target <t>            `native`: also refuse what accelrun cannot execute (DeepSpeed, FSDP,
+                          fp16, ...), as `build` always does; `accelerate` (check's default):
+                          any engine Accelerate runs
   --werror                treat warnings as errors
   --disable <code>        do not report <code> (a code, a rule id, a prefix like `FSDP-*`, or
                           `all`); syntax errors cannot be disabled
@@ -80,6 +98,9 @@ struct Options {
   bool process_env = false;
   std::vector<std::string> env_assignments;  // KEY=VALUE, from --env and --env-file in order
   std::vector<std::string> overrides;        // --set PATH=VALUE, in order
+  std::string target;                        // --target; empty: the command's own default
+  bool all = false;                          // explain --all: defaults too
+  std::string to;                            // export --to
   unsigned jobs = 0;                         // 0: one per core
   accel::driver::FilterOptions filter;
 };
@@ -128,9 +149,9 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       return false;
     };
     std::string v;
-    if (arg == "-o") {
+    if (arg == "-o" || arg == "--out") {
       options.output = value();
-      if (options.output.empty()) return "`-o` needs a file name";
+      if (options.output.empty()) return fmt::format("`{}` needs a path", arg);
     } else if (flag_value("--format", v)) {
       options.format = v;
       if (options.format != "text" && options.format != "json" && options.format != "sarif" &&
@@ -154,8 +175,17 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < 1 || n > 256) return fmt::format("`-j` takes 1 to 256, found `{}`", v);
       options.jobs = static_cast<unsigned>(n);
+    } else if (flag_value("--target", v)) {
+      if (v != "native" && v != "accelerate") {
+        return fmt::format("unknown target `{}`; expected `native` (what accelrun executes) or `accelerate`", v);
+      }
+      options.target = v;
     } else if (arg == "--process-env") {
       options.process_env = true;
+    } else if (flag_value("--to", v)) {
+      options.to = v;
+    } else if (arg == "--all") {
+      options.all = true;
     } else if (arg == "--werror") {
       options.filter.werror = true;
     } else if (arg == "--verify") {
@@ -175,11 +205,24 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     options.dump_ast = true;
   }
   if (options.command == "build") options.command = "compile";
-  if (options.command != "check" && options.command != "compile" && options.command != "parse" &&
-      options.command != "explain-code") {
+  static const char* const kCommands[] = {"check",   "compile", "parse",  "explain-code", "explain",
+                                          "diff",    "import",  "export", "docs"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), options.command) == std::end(kCommands)) {
     return options.command.empty() ? "missing command" : fmt::format("unknown command `{}`", options.command);
   }
+  if (options.command == "docs") {
+    if (options.output.empty() || !options.files.empty()) return "`docs` takes `--out DIR` and no input";
+    return "";
+  }
   if (options.files.empty()) return options.command == "explain-code" ? "missing code" : "missing input file";
+  if (options.command == "explain" && options.files.size() != 1) return "`explain` takes exactly one spec or plan";
+  if (options.command == "diff" && options.files.size() != 2) return "`diff` takes two specs or plans";
+  if ((options.command == "import" || options.command == "export") && options.files.size() != 1) {
+    return fmt::format("`{}` takes exactly one file", options.command);
+  }
+  if (options.command == "export" && options.to != "accelerate-yaml" && options.to != "deepspeed-json") {
+    return "`export` needs `--to accelerate-yaml` or `--to deepspeed-json`";
+  }
   if (options.command == "compile" && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
   }
@@ -294,6 +337,128 @@ int ExplainCodes(const Options& options, const accel::sema::Schema& schema) {
   return status;
 }
 
+// The plan of `path`: read when it is a plan (`.json` with an `accel-plan/` format), else
+// compiled from the spec. Diagnostics are printed; empty on failure.
+std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options& options,
+                                          const accel::driver::Stdlib& stdlib) {
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad() || (!in.eof() && in.fail()) || text.empty()) {
+      fmt::print(stderr, "accelc: error: cannot read `{}`\n", path);
+      return std::nullopt;
+    }
+    if (text.find("accel-plan/") != std::string::npos) {
+      llvm::Expected<accel::plan::Plan> plan = accel::plan::FromJson(text, path);
+      if (!plan) {
+        fmt::print(stderr, "accelc: error: {}\n", llvm::toString(plan.takeError()));
+        return std::nullopt;
+      }
+      return std::move(*plan);
+    }
+  }
+  accel::sema::MapEnvironment environment = MakeEnvironment(options);
+  accel::driver::CompileOptions compile_options;
+  compile_options.overrides = options.overrides;
+  Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
+  fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
+  if (!compilation.plan) {
+    if (!compilation.diagnostics.has_errors()) {
+      fmt::print(stderr, "accelc: error: `{}` is not a job spec or a plan\n", path);
+    }
+    return std::nullopt;
+  }
+  return std::move(*compilation.plan);
+}
+
+// `accelc explain PLAN` and `accelc diff A B`.
+int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
+  std::vector<accel::plan::Plan> plans;
+  for (const std::string& path : options.files) {
+    std::optional<accel::plan::Plan> plan = LoadPlan(path, options, stdlib);
+    if (!plan) return kExitUsage;
+    plans.push_back(std::move(*plan));
+  }
+  if (options.command == "explain") {
+    fmt::print("{}", accel::plan::Explain(plans[0], options.all));
+    return kExitClean;
+  }
+  std::vector<accel::plan::Change> changes = accel::plan::Diff(plans[0], plans[1]);
+  fmt::print("{}", accel::plan::RenderDiff(changes, options.files[0], options.files[1]));
+  return changes.empty() ? kExitClean : kExitDiagnostics;  // as diff(1): 1 when they differ
+}
+
+// `accelc import CONFIG` (an Accelerate config as a `.accel` spec) and `accelc export --to ...`
+// (a spec or config as the file the Python stack reads). Only what the file sets is carried,
+// so the environment is not read.
+int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
+  const std::string& path = options.files[0];
+  accel::sema::MapEnvironment no_environment;
+  accel::driver::CompileOptions compile_options;
+  compile_options.lower = false;
+  Compilation compilation = accel::driver::CompileFile(path, stdlib, no_environment, compile_options);
+  fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
+  if (!compilation.source) return kExitUsage;
+  if (!compilation.spec) return kExitDiagnostics;
+  const accel::sema::Value& root = compilation.spec->root;
+  const accel::sema::Schema& schema = stdlib.schema();
+  std::string text;
+  if (options.command == "import") {
+    if (root.type_name == "DeepSpeedConfig") {
+      fmt::print(stderr, "accelc: error: `{}` is a DeepSpeed config; a job names it with "
+                         "`compute.deepspeed_config.hf_ds_config = \"{}\"` instead of importing it\n", path, path);
+      return kExitDiagnostics;
+    }
+    if (root.type_name == "Job") {
+      fmt::print(stderr, "accelc: error: `{}` is already a job spec\n", path);
+      return kExitUsage;
+    }
+    llvm::Expected<std::string> spec = accel::interop::ImportToAccel(root, schema, accel::interop::JobNameFor(path));
+    if (!spec) {
+      fmt::print(stderr, "accelc: error: {}: {}\n", path, llvm::toString(spec.takeError()));
+      return kExitDiagnostics;
+    }
+    text = std::move(*spec);
+  } else if (options.to == "deepspeed-json") {
+    if (root.type_name != "DeepSpeedConfig") {
+      fmt::print(stderr, "accelc: error: `{}` is not a DeepSpeed config; a job keeps its DeepSpeed JSON in the file "
+                         "`compute.deepspeed_config.hf_ds_config` names\n", path);
+      return kExitUsage;
+    }
+    text = accel::interop::ExportDeepSpeedJson(root, schema);
+  } else {
+    const accel::sema::Value* config = root.type_name == "Job" ? root.Field("compute") : &root;
+    if (config == nullptr || root.type_name == "DeepSpeedConfig") {
+      fmt::print(stderr, "accelc: error: `{}` has no Accelerate launch config to export\n", path);
+      return kExitUsage;
+    }
+    text = accel::interop::ExportAccelerateYaml(*config, schema);
+  }
+  if (options.output.empty()) {
+    fmt::print("{}", text);
+  } else if (!WriteFile(options.output, text)) {
+    fmt::print(stderr, "accelc: error: cannot write `{}`\n", options.output);
+    return kExitUsage;
+  }
+  return kExitClean;
+}
+
+// `accelc docs --out DIR`: the reference generated from the schemas (Markdown pages, one HTML
+// page, JSON Schemas for editors). Files are written in full or the run fails.
+int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema) {
+  namespace fs = std::filesystem;
+  for (const auto& [path, content] : accel::docs::ReferenceFiles(schema)) {
+    fs::path file = fs::path(out_dir) / path;
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    if (ec || !WriteFile(file.string(), content)) {
+      fmt::print(stderr, "accelc: error: cannot write `{}`{}\n", file.string(), ec ? ": " + ec.message() : "");
+      return kExitUsage;
+    }
+  }
+  return kExitClean;
+}
+
 // An unknown code in --disable/--enable is a typo that would silently disable nothing.
 std::string CheckToggles(const Options& options, const accel::sema::Schema& schema) {
   std::vector<std::string> known = accel::driver::KnownCodes(schema);
@@ -335,6 +500,9 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (options.command == "explain-code") return ExplainCodes(options, stdlib->schema());
+  if (options.command == "explain" || options.command == "diff") return DescribePlans(options, *stdlib);
+  if (options.command == "import" || options.command == "export") return Convert(options, *stdlib);
+  if (options.command == "docs") return WriteReference(options.output, stdlib->schema());
   if (std::string error = CheckToggles(options, stdlib->schema()); !error.empty()) {
     fmt::print(stderr, "accelc: error: {}\n", error);
     return kExitUsage;
@@ -350,7 +518,9 @@ int main(int argc, char** argv) {
   }
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
   accel::driver::CompileOptions compile_options;
-  compile_options.lower = options.command == "compile";
+  // `check` validates for any engine unless asked for the native runtime; building a plan
+  // is always for the native runtime.
+  compile_options.lower = options.command == "compile" || options.target == "native";
   compile_options.overrides = options.overrides;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<Compilation> compilations = CompileAll(files, *stdlib, environment, compile_options, jobs);

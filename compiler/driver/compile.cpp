@@ -35,11 +35,11 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.root = config.root_record;
   // A YAML job spec is a spec like any other; Accelerate's own files are checked, not lowered.
   check.file_keys = config.kind != config::FileKind::JobSpec;
+  check.yaml_scalars = true;
   compilation.config_file = check.file_keys;
-  std::optional<sema::Spec> spec =
-      sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  if (spec && !compilation.config_file && options.lower) {
-    compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);
+  compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
+  if (compilation.spec && !compilation.config_file && options.lower) {
+    compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
   }
 }
 
@@ -70,9 +70,9 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
     return;
   }
   sema::CheckOptions check = Composed(compilation, file, options);
-  std::optional<sema::Spec> spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  if (!spec || !options.lower) return;
-  compilation.plan = lower::Lower(*spec, compilation.source->name(), compilation.diagnostics);
+  compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
+  if (!compilation.spec || !options.lower) return;
+  compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
 }
 
 void Finish(Compilation& compilation) { compilation.diagnostics.SortByLocation(); }

@@ -11,6 +11,7 @@
 #include "compiler/driver/compose.h"
 #include "compiler/driver/stdlib.h"
 #include "compiler/plan/plan.h"
+#include "compiler/sema/check.h"
 #include "compiler/sema/environment.h"
 
 namespace accel::driver {
@@ -23,6 +24,7 @@ inline constexpr size_t kMaxSourceBytes = 16u << 20;
 struct Compilation {
   std::unique_ptr<source::SourceFile> source;  // null when the file could not be read
   diag::DiagnosticEngine diagnostics;
+  std::optional<sema::Spec> spec;  // the checked job or config file, when checking succeeded
   std::optional<plan::Plan> plan;  // set when every phase succeeded
   bool schema_only = false;        // the file declares schemas and no job: checked, not lowered
   bool config_file = false;        // an Accelerate config YAML or DeepSpeed JSON: checked, not lowered

@@ -1,79 +1,14 @@
 #include "compiler/driver/explain.h"
 
-#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "compiler/diagnostics/explanations.h"
 #include "compiler/sema/evaluate.h"
 
 namespace accel::driver {
 namespace {
-
-// One explanation per kinds.def code: what triggers it, then how to fix it. A unit test
-// keeps this table complete.
-const std::map<std::string, std::string, std::less<>>& Explanations() {
-  static const std::map<std::string, std::string, std::less<>> table = {
-      {"A0001", "A note pointing at a declaration the diagnostic above refers to."},
-      {"A0002", "A note pointing at the first place a value was set."},
-      {"A0003", "A note pointing at another field a broken rule reads, with its value."},
-      {"A1001", "The parser expected something else at this point, e.g. a missing `}` or `=`.\n"
-                "Fix: the message says what was expected; compare with docs/language.md.\n"
-                "In YAML and JSON files this is the YAML parser's own error."},
-      {"A1002", "A character that cannot start any token (`@`, `$`, a stray backtick).\nFix: remove it, or quote it "
-                "inside a string."},
-      {"A1003", "An integer literal beyond 64 bits.\nFix: use a smaller value, or a byte size (`10GB`)."},
-      {"A1004", "A string escape other than \\\\ \\\" \\n \\t.\nFix: write the character itself, or escape the "
-                "backslash."},
-      {"A1005", "The file is not valid UTF-8.\nFix: re-save it as UTF-8."},
-      {"A1006", "Nesting deeper than 256 levels; no real spec needs that.\nFix: name inner parts with `let`."},
-      {"A1007", "A string literal does not end on its line.\nFix: close it with `\"`; strings are one line."},
-      {"A1008", "The file is over 16 MiB; specs are a few KiB.\nFix: check that the right file was passed."},
-      {"A1009", "A number runs into letters: `10Gb`, `5sec`.\nFix: durations take ms, s, m, h; sizes B, KB, MB, GB, "
-                "TB, KiB, MiB, GiB, TiB."},
-      {"A1010", "A float literal overflows a double.\nFix: use a value below 1.8e308."},
-      {"A2001", "A type name that no schema declares (often a typo of a record name).\nFix: use the suggested name; "
-                "`accelc docs` lists every type."},
-      {"A2002", "A type or `let` is declared twice.\nFix: rename or delete one; the note shows the first."},
-      {"A2003", "A field or config-file key the record does not have. Accelerate ignores unknown keys inside "
-                "sections, so the setting silently does nothing there.\nFix: use the suggested name, or delete "
-                "the line."},
-      {"A2004", "A field is set twice in one spec.\nFix: keep one; the note shows the first."},
-      {"A2005", "A spec file without a `job`.\nFix: add `job NAME { ... }`, or pass a schema file on purpose."},
-      {"A2006", "A spec file with a second `job`; a spec holds exactly one.\nFix: move it to its own file."},
-      {"A2007", "A value that is not a member of the field's enum (enum values are case-sensitive, as in "
-                "Accelerate).\nFix: use one of the listed members; the fix-it offers the closest."},
-      {"A2008", "A schema expression names something that is neither a field nor an enum member (or an "
-                "unknown function).\nFix: correct the name in the schema."},
-      {"A2009", "Syntax the compiler parses but does not support yet.\nFix: see the message for the issue that "
-                "adds it."},
-      {"A2010", "A field set by an old name.\nFix: use the new name (the fix-it does it)."},
-      {"A2011", "A field that is deprecated; the message says what replaces it.\nFix: follow the message; "
-                "Accelerate still upgrades old files, but the setting may stop working."},
-      {"A2012", "`let` constants that refer to each other in a cycle.\nFix: break the cycle."},
-      {"A2013", "A schema expression that cannot be evaluated (types do not fit, overflow).\nFix: correct the "
-                "schema's `where` or `rule`."},
-      {"A2014", "A rule severity other than `error` or `warning`.\nFix: use one of the two."},
-      {"A2015", "A YAML key appears twice in one mapping; PyYAML keeps the last value silently.\nFix: delete the "
-                "line you did not mean."},
-      {"A2016", "An unquoted `NO`, `yes`, `on` or `off` is a boolean in YAML 1.1, which PyYAML (and so "
-                "Accelerate) follows, so `distributed_type: NO` reaches Accelerate as `False`.\nFix: quote it: "
-                "`'NO'`."},
-      {"A2017", "An `accelc-ignore[...]` comment without a reason.\nFix: add `: why this is fine here`."},
-      {"A2018", "An `accelc-ignore[...]` comment that suppresses nothing (fixed since, or a wrong code or line).\n"
-                "Fix: remove it."},
-      {"A3001", "A value of the wrong type (a string where an int is expected, a block for a union...).\nFix: write "
-                "a value of the expected type, shown in the message."},
-      {"A3002", "A value outside the range its field allows (the field's `where`).\nFix: pick a value that "
-                "satisfies the constraint shown."},
-      {"A3003", "An environment variable that supplies a field's default holds text that does not parse as the "
-                "field's type.\nFix: correct the variable (booleans: yes/no/true/false/on/off/1/0)."},
-      {"A3004", "A required field is not set.\nFix: set it; the note shows its declaration."},
-      {"A4001", "The spec is valid, but this runtime cannot execute it (an engine or precision it lacks).\nFix: "
-                "change the setting, or run the job under Accelerate."},
-  };
-  return table;
-}
 
 std::string Indent(const std::string& text) {
   std::string out = "  ";
@@ -87,7 +22,7 @@ std::string Indent(const std::string& text) {
 }  // namespace
 
 std::optional<std::string> ExplainCode(const std::string& code, const sema::Schema& schema) {
-  if (auto it = Explanations().find(code); it != Explanations().end()) {
+  if (auto it = diag::Explanations().find(code); it != diag::Explanations().end()) {
     return fmt::format("{}\n{}\n", code, Indent(it->second));
   }
   std::string out;
@@ -108,7 +43,7 @@ std::optional<std::string> ExplainCode(const std::string& code, const sema::Sche
 
 std::vector<std::string> KnownCodes(const sema::Schema& schema) {
   std::vector<std::string> codes;
-  for (const auto& [code, _] : Explanations()) codes.push_back(code);
+  for (const auto& [code, _] : diag::Explanations()) codes.push_back(code);
   std::set<std::string> rules;
   for (const auto& [name, record] : schema.records) {
     for (const sema::RuleSchema& rule : record.rules) rules.insert(rule.code);

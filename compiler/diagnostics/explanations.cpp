@@ -1,0 +1,106 @@
+#include "compiler/diagnostics/explanations.h"
+
+namespace accel::diag {
+
+// Kept next to kinds.def rather than in the driver so that the docs generator can print the
+// same text without depending on the driver.
+const std::map<std::string, std::string, std::less<>>& Explanations() {
+  static const std::map<std::string, std::string, std::less<>> table = {
+      {"A0001", "A note pointing at a declaration the diagnostic above refers to."},
+      {"A0002", "A note pointing at the first place a value was set."},
+      {"A0003", "A note pointing at another field a broken rule reads, with its value."},
+      {"A1001",
+       "The parser expected something else at this point, e.g. a missing `}` or `=`.\n"
+       "Fix: the message says what was expected; compare with docs/language.md.\n"
+       "In YAML and JSON files this is the YAML parser's own error."},
+      {"A1002",
+       "A character that cannot start any token (`@`, `$`, a stray backtick).\nFix: remove it, or quote it "
+       "inside a string."},
+      {"A1003", "An integer literal beyond 64 bits.\nFix: use a smaller value, or a byte size (`10GB`)."},
+      {"A1004",
+       "A string escape other than \\\\ \\\" \\n \\t.\nFix: write the character itself, or escape the "
+       "backslash."},
+      {"A1005", "The file is not valid UTF-8.\nFix: re-save it as UTF-8."},
+      {"A1006",
+       "Nesting deeper than 256 levels; no real spec needs that.\nFix: name inner parts with `let`."},
+      {"A1007", "A string literal does not end on its line.\nFix: close it with `\"`; strings are one line."},
+      {"A1008", "The file is over 16 MiB; specs are a few KiB.\nFix: check that the right file was passed."},
+      {"A1009",
+       "A number runs into letters: `10Gb`, `5sec`.\nFix: durations take ms, s, m, h; sizes B, KB, MB, GB, "
+       "TB, KiB, MiB, GiB, TiB."},
+      {"A1010", "A float literal overflows a double.\nFix: use a value below 1.8e308."},
+      {"A2001",
+       "A type name that no schema declares (often a typo of a record name).\nFix: use the suggested name; "
+       "`accelc docs` lists every type."},
+      {"A2002", "A type or `let` is declared twice.\nFix: rename or delete one; the note shows the first."},
+      {"A2003",
+       "A field or config-file key the record does not have. Accelerate ignores unknown keys inside "
+       "sections, so the setting silently does nothing there.\nFix: use the suggested name, or delete "
+       "the line."},
+      {"A2004", "A field is set twice in one spec.\nFix: keep one; the note shows the first."},
+      {"A2005",
+       "A spec file without a `job`.\nFix: add `job NAME { ... }`, or pass a schema file on purpose."},
+      {"A2006", "A spec file with a second `job`; a spec holds exactly one.\nFix: move it to its own file."},
+      {"A2007",
+       "A value that is not a member of the field's enum (enum values are case-sensitive, as in "
+       "Accelerate).\nFix: use one of the listed members; the fix-it offers the closest."},
+      {"A2008",
+       "A schema expression names something that is neither a field nor an enum member (or an "
+       "unknown function).\nFix: correct the name in the schema."},
+      {"A2009",
+       "Syntax the compiler parses but does not support yet.\nFix: see the message for the issue that "
+       "adds it."},
+      {"A2010", "A field set by an old name.\nFix: use the new name (the fix-it does it)."},
+      {"A2011",
+       "A field that is deprecated; the message says what replaces it.\nFix: follow the message; "
+       "Accelerate still upgrades old files, but the setting may stop working."},
+      {"A2012", "`let` constants that refer to each other in a cycle.\nFix: break the cycle."},
+      {"A2013",
+       "A schema expression that cannot be evaluated (types do not fit, overflow).\nFix: correct the "
+       "schema's `where` or `rule`."},
+      {"A2014", "A rule severity other than `error` or `warning`.\nFix: use one of the two."},
+      {"A2015",
+       "A YAML key appears twice in one mapping; PyYAML keeps the last value silently.\nFix: delete the "
+       "line you did not mean."},
+      {"A2016",
+       "An unquoted `NO`, `yes`, `on` or `off` is a boolean in YAML 1.1, which PyYAML (and so "
+       "Accelerate) follows, so `distributed_type: NO` reaches Accelerate as `False`.\nFix: quote it: "
+       "`'NO'`."},
+      {"A2017", "An `accelc-ignore[...]` comment without a reason.\nFix: add `: why this is fine here`."},
+      {"A2018",
+       "An `accelc-ignore[...]` comment that suppresses nothing (fixed since, or a wrong code or line).\n"
+       "Fix: remove it."},
+      {"A2019",
+       "An `import` names a file that cannot be read (missing, a directory, no permission); the path is "
+       "relative to the importing file.\nFix: correct the path, or create the file."},
+      {"A2020",
+       "Imports that lead back to a file already being imported; the message shows the chain.\nFix: move "
+       "what both files need into a third file that imports neither."},
+      {"A2021",
+       "`job NAME extends BASE` names no job of this file or of its imports (often a typo).\nFix: use the "
+       "suggested name, or import the file that declares the base job."},
+      {"A2022",
+       "A chain of `extends` that returns to a job; the message shows the chain.\nFix: remove one `extends` "
+       "so that the chain ends."},
+      {"A3001",
+       "A value of the wrong type (a string where an int is expected, a block for a union...).\nFix: write "
+       "a value of the expected type, shown in the message."},
+      {"A3002",
+       "A value outside the range its field allows (the field's `where`).\nFix: pick a value that "
+       "satisfies the constraint shown."},
+      {"A3003",
+       "An environment variable that supplies a field's default holds text that does not parse as the "
+       "field's type.\nFix: correct the variable (booleans: yes/no/true/false/on/off/1/0)."},
+      {"A3004", "A required field is not set.\nFix: set it; the note shows its declaration."},
+      {"A3005",
+       "A string reads `${VAR}` and nothing sets `VAR`: specs see only `--env` and `--env-file` (and the "
+       "process environment with `--process-env`).\nFix: pass `--env VAR=...`, or give a default: "
+       "`${VAR:-default}`."},
+      {"A4001",
+       "The spec is valid, but this runtime cannot execute it (an engine or precision it lacks).\nFix: "
+       "change the setting, or run the job under Accelerate."},
+  };
+  return table;
+}
+
+}  // namespace accel::diag

@@ -1,0 +1,60 @@
+#ifndef ACCEL_COMPILER_INTEROP_INTEROP_H_
+#define ACCEL_COMPILER_INTEROP_INTEROP_H_
+
+#include <string>
+#include <string_view>
+
+#include "compiler/sema/schema.h"
+#include "compiler/sema/value.h"
+#include "llvm/Support/Error.h"
+
+// Interop with Accelerate's own files (issue #5): a checked config file becomes a `.accel` job
+// spec, and a spec's `compute` block (or a checked config file) becomes the files Accelerate
+// reads. Every function takes values the checker resolved (sema::Check) and writes text; none
+// reads files or the environment. What a value "sets" is decided by its provenance: only
+// values whose provenance is `Spec` (written in the checked file) are written, so defaults and
+// environment variables never leak into the output.
+namespace accel::interop {
+
+// Turns a checked Accelerate config file (`cluster_config`: the root Value that sema::Check
+// returned for a config YAML, record `ClusterConfig`) into the text of a `.accel` job spec
+// named `job_name`: a header comment naming the source file, a `compute` block with every
+// value the file sets (by field name, enum members by name, sections as blocks), and the
+// smallest complete workload (`MLP`, `SyntheticRegression`, `train { steps = 100 }`) under a
+// comment saying no config file describes one. Legacy keys are upgraded as Accelerate does
+// when it loads the file: `fp16` becomes `mixed_precision` (CFG-004/005) and a top-level
+// `dynamo_backend` becomes `dynamo_config.backend` (CFG-006). Keys set to `null` and sections
+// that set nothing (`deepspeed_config: {}`) are left out, as Accelerate's writer leaves them
+// out: an unset optional reads as `none`, and Accelerate reads `{}` as no section (CFG-009).
+// The result passes `accelc check`.
+// Fails when `cluster_config` is not a `ClusterConfig` (a SageMaker file has no place in a job),
+// when `job_name` is not a name, or when a value has no `.accel` spelling (a string holding a
+// carriage return or another control character besides newline and tab, a non-finite float).
+llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, const sema::Schema& schema,
+                                          const std::string& job_name);
+
+// A job name for the spec imported from `path`: its file name without the extension, every
+// character that cannot be in a name replaced by `_` (`sp-alst.accelerate-config.yml` gives
+// `sp_alst_accelerate_config`), `_` in front of a leading digit, `_job` after a reserved word
+// (`none`); `imported` when nothing is left.
+std::string JobNameFor(std::string_view path);
+
+// Writes `config` (a `ClusterConfig` or `SageMakerConfig` Value: a spec's `compute`, or a
+// checked config file's root) as Accelerate's writer would (`yaml.safe_dump` of the config's
+// dict, catalog §4.1): config-file keys in sorted order, enums by serialized value, nested
+// sections as block mappings, `none` values and empty sections left out. Strings that
+// PyYAML would otherwise read as something else (`'NO'`, `'1e5'`, `'null'`, `'1234'`) are
+// quoted; so PyYAML's safe_load reads back exactly the values written. Writes the values the
+// checked file set plus the required ones (`distributed_type`), whatever their provenance.
+std::string ExportAccelerateYaml(const sema::Value& config, const sema::Schema& schema);
+
+// Writes `deepspeed_config` (a checked DeepSpeed JSON config: the root Value of record
+// `DeepSpeedConfig`) as JSON with 2-space indent and sorted keys: the values the checked file
+// set, explicit nulls and empty sections included, plus the required ones. Enums by serialized
+// value (`"auto"`), floats in their shortest form, and non-finite floats as Python's json
+// module writes them (`Infinity`, `NaN`), which DeepSpeed's json.load accepts.
+std::string ExportDeepSpeedJson(const sema::Value& deepspeed_config, const sema::Schema& schema);
+
+}  // namespace accel::interop
+
+#endif  // ACCEL_COMPILER_INTEROP_INTEROP_H_
