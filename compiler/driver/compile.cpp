@@ -1,5 +1,6 @@
 #include "compiler/driver/compile.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "compiler/config/reader.h"
@@ -25,6 +26,85 @@ sema::CheckOptions Composed(Compilation& compilation, const ast::File& file, con
   return check;
 }
 
+// The launch config of a checked file: the file itself, or a job's `compute`.
+const sema::Value* LaunchConfig(const sema::Value& root) {
+  if (root.type_name == "ClusterConfig") return &root;
+  if (root.type_name == "Job") return root.Field("compute");
+  return nullptr;
+}
+
+const sema::Value* IntField(const sema::Value& record, std::string_view name) {
+  const sema::Value* v = record.Field(name);
+  return v != nullptr && v->kind == sema::Value::Kind::Int ? v : nullptr;
+}
+
+// A launch config that names a DeepSpeed JSON (`deepspeed_config_file`) is checked with it:
+// the JSON against its schema, and the batch arithmetic DeepSpeed asserts at start-up, which
+// needs both files (world size from one, batch sizes from the other).
+void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
+  const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
+  // Only a DeepSpeed launch reads the section; otherwise the launcher ignores it (DS-003).
+  const sema::Value* engine = launch ? launch->Field("distributed_type") : nullptr;
+  if (engine == nullptr || engine->text != "DEEPSPEED") return;
+  const sema::Value* deepspeed = launch->Field("deepspeed_config");
+  const sema::Value* named = deepspeed && deepspeed->kind == sema::Value::Kind::Record ? deepspeed->Field("hf_ds_config") : nullptr;
+  if (named == nullptr || named->kind != sema::Value::Kind::String || named->text == "none" || named->text.empty()) return;
+  // Relative paths: next to the file that names them, else the working directory (launch's).
+  namespace fs = std::filesystem;
+  fs::path given(named->text);
+  std::vector<fs::path> candidates{given};
+  if (given.is_relative() && named->provenance.file != nullptr && named->provenance.file->name() != "<stdin>") {
+    candidates.insert(candidates.begin(), fs::path(named->provenance.file->name()).parent_path() / given);
+  }
+  const fs::path* found = nullptr;
+  std::error_code ec;
+  for (const fs::path& candidate : candidates) {
+    if (fs::is_regular_file(candidate, ec)) {
+      found = &candidate;
+      break;
+    }
+  }
+  bool located = named->provenance.kind == sema::Provenance::Kind::Spec && named->provenance.file != nullptr;
+  const source::SourceFile* file = located ? named->provenance.file : compilation.source.get();
+  source::Span span = located ? named->provenance.span : source::Span{};
+  if (found == nullptr) {
+    std::string places;
+    for (const fs::path& candidate : candidates) places += (places.empty() ? "" : " and ") + ("`" + candidate.string() + "`");
+    compilation.diagnostics.Emit(diag::Kind::ReferencedFileMissing, file, span, "deepspeed_config_file", named->text, places);
+    return;
+  }
+  CompileOptions options;
+  options.lower = false;
+  auto nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
+  for (const diag::Diagnostic& d : nested->diagnostics.diagnostics()) compilation.diagnostics.Add(d);
+  if (nested->spec && nested->spec->root.type_name == "DeepSpeedConfig") {
+    const sema::Value& ds = nested->spec->root;
+    const sema::Value* total = IntField(ds, "train_batch_size");
+    const sema::Value* micro = IntField(ds, "train_micro_batch_size_per_gpu");
+    const sema::Value* steps = IntField(ds, "gradient_accumulation_steps");
+    const sema::Value* processes = IntField(*launch, "num_processes");
+    const sema::Value* sp = IntField(ds, "sequence_parallel_size");
+    int64_t parallel = sp ? std::max<int64_t>(sp->int_value, 1) : 1;
+    if (total && micro && steps && processes && processes->int_value >= 1 && processes->int_value % parallel == 0) {
+      int64_t replicas = processes->int_value / parallel;
+      int64_t expected = 0;
+      if (!__builtin_mul_overflow(micro->int_value * steps->int_value, replicas, &expected) &&
+          total->int_value != expected) {
+        const source::SourceFile* at = total->provenance.file ? total->provenance.file : nested->source.get();
+        diag::Diagnostic& d = compilation.diagnostics.Emit(
+            diag::Kind::DeepSpeedBatchMismatch, at, total->provenance.span, total->int_value, found->string(),
+            micro->int_value, steps->int_value, replicas, replicas == 1 ? "" : "es", expected, expected);
+        if (processes->provenance.kind == sema::Provenance::Kind::Spec) {
+          d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteRuleInput, processes->provenance.file,
+                                                         processes->provenance.span, "num_processes",
+                                                         processes->int_value));
+        }
+      }
+    }
+  }
+  compilation.referenced.push_back(std::move(nested));
+}
+
 void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
   config::ConfigFile config = config::ReadConfigFile(*compilation.source, compilation.diagnostics);
@@ -38,6 +118,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.yaml_scalars = true;
   compilation.config_file = check.file_keys;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment);
   if (compilation.spec && !compilation.config_file && options.lower) {
     compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
   }
@@ -71,6 +152,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   }
   sema::CheckOptions check = Composed(compilation, file, options);
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment);
   if (!compilation.spec || !options.lower) return;
   compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
 }

@@ -32,6 +32,9 @@ struct Compilation {
   // that point into them.
   std::unique_ptr<ast::File> tree;
   std::unique_ptr<ComposedSpec> composed;
+  // Files the checked one names and that were checked with it (a DeepSpeed JSON config);
+  // their diagnostics are in `diagnostics` and point into them.
+  std::vector<std::unique_ptr<Compilation>> referenced;
 };
 
 struct CompileOptions {
