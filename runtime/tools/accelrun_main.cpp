@@ -18,6 +18,7 @@
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/memory/estimate.h"
 #include "runtime/support/blas.h"
 #include "runtime/train/worker.h"
 
@@ -30,6 +31,7 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
 constexpr const char* kUsage = R"(usage: accelrun [options] <spec.accel | plan.json>
+       accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
 
 Compiles the spec if needed, then starts one worker per process of the plan on this machine
 and supervises them. If one worker fails, the others are stopped and the failed rank is named.
@@ -262,6 +264,14 @@ int RunAsLauncher(const Options& options, const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A subcommand of its own: reads checkpoint headers, starts no worker (runtime/memory).
+  if (argc > 1 && std::string(argv[1]) == "estimate-memory") {
+    accel::rt::memory::CommandResult result = accel::rt::memory::RunEstimateMemoryCommand(
+        std::vector<std::string>(argv + 2, argv + argc), accel::rt::memory::SystemEnvironment());
+    fmt::print(stdout, "{}", result.out);
+    fmt::print(stderr, "{}", result.err);
+    return result.exit_code;
+  }
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "-h" || std::string(argv[i]) == "--help") {
       fmt::print("{}", kUsage);
