@@ -18,6 +18,9 @@ packages=(
   # docs tests: PyYAML reads the corpus for the JSON Schema check; headless Chromium runs the
   # search of the generated reference.html
   python3-yaml chromium
+  # checkpoints: an independent safetensors reader (numpy) in the interop test; libcrypto's
+  # SHA-256 for checkpoint manifests (about 4x LLVM's)
+  python3-numpy libssl-dev
 )
 
 # `--fuzz` adds clang and its sanitizer and libFuzzer runtimes (scripts/fuzz.sh).

@@ -1,6 +1,7 @@
 #include "runtime/checkpoint/atomic_file.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,8 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+
+#include "runtime/checkpoint/sha256.h"
 
 namespace accel::rt::checkpoint {
 namespace {
@@ -32,6 +35,43 @@ bool WriteAll(int fd, std::string_view data) {
 
 }  // namespace
 
+llvm::Error WriteAndSync(const std::string& path, const std::vector<std::string_view>& parts,
+                         Sha256* hasher) {
+  // Hashing a chunk and writing it right after reads the bytes from cache the second time.
+  constexpr size_t kChunk = size_t{1} << 20;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return SystemError("cannot create", path);
+  // Start writeback every few MiB instead of leaving the whole file to the final fsync: the
+  // disk then works while the rest is hashed and copied.
+  constexpr off_t kWritebackBytes = off_t{16} << 20;
+  off_t written = 0, flushed = 0;
+  for (std::string_view part : parts) {
+    while (!part.empty()) {
+      std::string_view chunk = hasher ? part.substr(0, kChunk) : part;
+      if (hasher) hasher->Update(chunk);
+      if (!WriteAll(fd, chunk)) {
+        llvm::Error error = SystemError("cannot write", path);
+        ::close(fd);
+        return error;
+      }
+      part.remove_prefix(chunk.size());
+      written += static_cast<off_t>(chunk.size());
+      if (written - flushed >= kWritebackBytes) {
+        ::sync_file_range(fd, flushed, written - flushed, SYNC_FILE_RANGE_WRITE);
+        flushed = written;
+      }
+    }
+  }
+  bool synced = ::fsync(fd) == 0;
+  int sync_errno = errno;
+  bool closed = ::close(fd) == 0;
+  if (!synced || !closed) {
+    if (!synced) errno = sync_errno;
+    return SystemError("cannot flush", path);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& parts) {
   std::filesystem::path target(path);
   std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
@@ -43,22 +83,7 @@ llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::
   }
   // The temporary name carries the pid so two writers never share one.
   std::string temporary = fmt::format("{}.tmp.{}", path, ::getpid());
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return SystemError("cannot create", temporary);
-  for (std::string_view part : parts) {
-    if (!WriteAll(fd, part)) {
-      llvm::Error error = SystemError("cannot write", temporary);
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      return error;
-    }
-  }
-  bool synced = ::fsync(fd) == 0;
-  int sync_errno = errno;
-  bool closed = ::close(fd) == 0;
-  if (!synced || !closed) {
-    if (!synced) errno = sync_errno;
-    llvm::Error error = SystemError("cannot flush", temporary);
+  if (llvm::Error error = WriteAndSync(temporary, parts)) {
     ::unlink(temporary.c_str());
     return error;
   }
@@ -68,14 +93,32 @@ llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::
     return error;
   }
   // The rename is durable only once the directory entry is on disk.
-  int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return SystemError("cannot open directory", directory.string());
+  return SyncDirectory(directory.string());
+}
+
+llvm::Error SyncDirectory(const std::string& path) {
+  int dir_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return SystemError("cannot open directory", path);
   bool dir_synced = ::fsync(dir_fd) == 0;
   int dir_errno = errno;
   ::close(dir_fd);
   if (!dir_synced) {
     errno = dir_errno;
-    return SystemError("cannot flush directory", directory.string());
+    return SystemError("cannot flush directory", path);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) != 0) {
+    return SystemError("cannot rename `" + from + "` to", to);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error ExchangePaths(const std::string& a, const std::string& b) {
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0) {
+    return SystemError("cannot exchange `" + a + "` with", b);
   }
   return llvm::Error::success();
 }

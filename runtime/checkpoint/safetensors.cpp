@@ -1,24 +1,17 @@
 #include "runtime/checkpoint/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <algorithm>
-
-#include <cerrno>
-#include <cstring>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
-#include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/checkpoint/json.h"
 
 namespace accel::rt::checkpoint {
 namespace {
-
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 struct DtypeInfo {
   std::string_view name;
@@ -45,56 +38,21 @@ unsigned DtypeBits(std::string_view dtype) {
   return rank < 0 ? 0 : kDtypes[rank].bits;
 }
 
-llvm::Error Fail(const std::string& name, const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", name.c_str(), message.c_str());
+llvm::Error Fail(const std::string& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
-// JSON string literal, escaped as the reference writer (serde_json) escapes.
-void AppendJsonString(std::string& out, std::string_view text) {
-  out += '"';
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
-
-// Element count of `shape`, or empty on overflow.
-std::optional<uint64_t> Elements(const std::vector<int64_t>& shape) {
+// Bit count of a dense tensor of `shape` and `bits` per element, or empty when a dimension is
+// negative or the product does not fit 64 bits (ST-007).
+std::optional<uint64_t> TensorBits(const std::vector<int64_t>& shape, unsigned bits) {
   uint64_t count = 1;
   for (int64_t d : shape) {
     if (d < 0) return std::nullopt;
     if (d != 0 && count > UINT64_MAX / static_cast<uint64_t>(d)) return std::nullopt;
     count *= static_cast<uint64_t>(d);
   }
-  return count;
+  if (count != 0 && bits > UINT64_MAX / count) return std::nullopt;
+  return count * bits;
 }
 
 }  // namespace
@@ -109,14 +67,24 @@ llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
                                          std::vector<size_t>* order) {
   std::set<std::string_view> names;
   for (const TensorRef& t : tensors) {
-    if (t.name == "__metadata__") return Fail(t.name, "`__metadata__` is reserved and cannot name a tensor");
-    if (!names.insert(t.name).second) return Fail(t.name, "duplicate tensor name");
+    std::string where = fmt::format("tensor `{}`", t.name);
+    if (t.name == "__metadata__")
+      return Fail(where + ": `__metadata__` is reserved and cannot name a tensor");
+    if (!IsValidUtf8(t.name)) return Fail(where + ": the name is not valid UTF-8");
+    if (!names.insert(t.name).second) return Fail(where + ": duplicate tensor name");
     unsigned bits = DtypeBits(t.dtype);
-    if (bits == 0) return Fail(t.name, fmt::format("unknown dtype `{}`", t.dtype));
-    std::optional<uint64_t> count = Elements(t.shape);
-    if (!count || (*count * bits) % 8 != 0 || *count * bits / 8 != t.bytes.size()) {
-      return Fail(t.name, fmt::format("{} bytes do not match dtype {} and shape of {} elements",
-                                      t.bytes.size(), t.dtype, count ? *count : 0));
+    if (bits == 0) return Fail(fmt::format("{}: unknown dtype `{}`", where, t.dtype));
+    std::optional<uint64_t> total_bits = TensorBits(t.shape, bits);
+    if (!total_bits)
+      return Fail(where + ": the shape has a negative dimension or its size overflows 64 bits");
+    if (*total_bits % 8 != 0 || *total_bits / 8 != t.bytes.size()) {
+      return Fail(fmt::format("{}: {} bytes do not match dtype {} and shape [{}] ({} bits)", where,
+                              t.bytes.size(), t.dtype, fmt::join(t.shape, ","), *total_bits));
+    }
+  }
+  for (const auto& [key, value] : metadata) {
+    if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
+      return Fail(fmt::format("metadata `{}`: key or value is not valid UTF-8", key));
     }
   }
   std::vector<size_t> indices(tensors.size());
@@ -155,6 +123,10 @@ llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
   header += '}';
   // Pad with spaces so the data section starts 8-byte aligned.
   header.append((8 - header.size() % 8) % 8, ' ');
+  if (header.size() > kMaxHeaderBytes) {
+    return Fail(fmt::format("the header would be {} bytes, over the format's limit of {} (ST-002)",
+                            header.size(), kMaxHeaderBytes));
+  }
 
   std::string out(8, '\0');
   uint64_t length = header.size();
@@ -164,138 +136,181 @@ llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
   return out;
 }
 
-llvm::Error WriteSafetensors(const std::string& path, const std::vector<TensorRef>& tensors,
-                             const std::map<std::string, std::string>& metadata) {
+std::vector<std::string_view> EncodedSafetensors::Parts() const {
+  std::vector<std::string_view> parts;
+  parts.reserve(data.size() + 1);
+  parts.push_back(header);
+  parts.insert(parts.end(), data.begin(), data.end());
+  return parts;
+}
+
+uint64_t EncodedSafetensors::size() const {
+  uint64_t total = header.size();
+  for (std::string_view part : data) total += part.size();
+  return total;
+}
+
+llvm::Expected<EncodedSafetensors> EncodeSafetensors(const std::vector<TensorRef>& tensors,
+                                                     const std::map<std::string, std::string>& metadata) {
   std::vector<size_t> order;
   llvm::Expected<std::string> header = EncodeHeader(tensors, metadata, &order);
   if (!header) return header.takeError();
-  std::vector<std::string_view> parts{*header};
-  for (size_t index : order) parts.push_back(tensors[index].bytes);
-  return WriteFileAtomically(path, parts);
+  EncodedSafetensors encoded;
+  encoded.header = std::move(*header);
+  for (size_t index : order) encoded.data.push_back(tensors[index].bytes);
+  return encoded;
+}
+
+llvm::Error WriteSafetensors(const std::string& path, const std::vector<TensorRef>& tensors,
+                             const std::map<std::string, std::string>& metadata) {
+  llvm::Expected<EncodedSafetensors> encoded = EncodeSafetensors(tensors, metadata);
+  if (!encoded) return Fail(path + ": " + llvm::toString(encoded.takeError()));
+  return WriteFileAtomically(path, encoded->Parts());
 }
 
 llvm::Expected<SafetensorsFile> SafetensorsFile::Read(const std::string& path) {
-  // One allocation of the exact size and one read: a growing stream buffer would copy the
-  // file several times and touch every fresh page again.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Fail(path, std::string("cannot open file: ") + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    ::close(fd);
-    return Fail(path, std::string("cannot stat file: ") + std::strerror(errno));
-  }
-  std::string bytes(static_cast<size_t>(info.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      ::close(fd);
-      return Fail(path, "short read");
-    }
-    done += static_cast<size_t>(got);
-  }
-  ::close(fd);
-  return Parse(std::move(bytes), path);
+  llvm::Expected<std::shared_ptr<const FileBytes>> bytes = FileBytes::Map(path);
+  if (!bytes) return bytes.takeError();
+  return FromBytes(std::move(*bytes), path);
 }
 
 llvm::Expected<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const std::string& name) {
-  SafetensorsFile file;
-  if (bytes.size() < 8) return Fail(name, "header too small: the file is shorter than 8 bytes (ST-001)");
+  return FromBytes(FileBytes::Own(std::move(bytes)), name);
+}
+
+namespace {
+
+// Reads one tensor entry of the header (ST-005, ST-007 … ST-009).
+llvm::Expected<TensorInfo> ReadTensorEntry(const std::string& tensor, const JsonValue& value) {
+  std::string where = fmt::format("tensor `{}`", tensor);
+  if (value.kind != JsonValue::Kind::kObject) return Fail(where + ": the entry is not an object (ST-005)");
+  TensorInfo info;
+  const JsonValue* dtype = value.Find("dtype");
+  if (dtype == nullptr || dtype->kind != JsonValue::Kind::kString || DtypeRank(dtype->text) < 0) {
+    return Fail(where + ": `dtype` is missing or not a known safetensors dtype (ST-005)");
+  }
+  info.dtype = dtype->text;
+  const JsonValue* shape = value.Find("shape");
+  const JsonValue* offsets = value.Find("data_offsets");
+  if (shape == nullptr || shape->kind != JsonValue::Kind::kArray || offsets == nullptr ||
+      offsets->kind != JsonValue::Kind::kArray || offsets->items.size() != 2) {
+    return Fail(where + ": needs a `shape` array and two `data_offsets` (ST-005)");
+  }
+  for (const JsonValue& dimension : shape->items) {
+    std::optional<uint64_t> d = dimension.AsUnsigned();
+    if (!d || *d > static_cast<uint64_t>(INT64_MAX)) {
+      return Fail(
+          fmt::format("{}: shape entry `{}` is not a non-negative integer (ST-005)", where,
+                      dimension.kind == JsonValue::Kind::kNumber ? dimension.text : "(not a number)"));
+    }
+    info.shape.push_back(static_cast<int64_t>(*d));
+  }
+  std::optional<uint64_t> begin = offsets->items[0].AsUnsigned();
+  std::optional<uint64_t> end = offsets->items[1].AsUnsigned();
+  if (!begin || !end) return Fail(where + ": `data_offsets` are not non-negative 64-bit integers (ST-005)");
+  info.begin = *begin;
+  info.end = *end;
+  std::optional<uint64_t> bits = TensorBits(info.shape, DtypeBits(info.dtype));
+  if (!bits) return Fail(where + ": the size of the shape overflows 64 bits (ST-007)");
+  if (*bits % 8 != 0) {
+    return Fail(fmt::format("{}: {} bits of {} do not fill whole bytes: misaligned (ST-008)", where, *bits,
+                            info.dtype));
+  }
+  if (info.end < info.begin || info.end - info.begin != *bits / 8) {
+    return Fail(
+        fmt::format("{}: data_offsets [{}, {}] do not hold the {} bytes of {} [{}]: invalid shape, data "
+                    "type or offset (ST-009)",
+                    where, info.begin, info.end, *bits / 8, info.dtype, fmt::join(info.shape, ",")));
+  }
+  return info;
+}
+
+// Reads `__metadata__`: a flat string → string map (ST-005).
+llvm::Error ReadMetadata(const JsonValue& value, std::map<std::string, std::string>& out) {
+  if (value.kind != JsonValue::Kind::kObject) return Fail("`__metadata__` is not an object (ST-005)");
+  for (const auto& [key, entry] : value.members) {
+    if (entry.kind != JsonValue::Kind::kString) {
+      // A `__metadata__` shaped like a tensor entry is a tensor with the reserved name.
+      if (value.Find("data_offsets") != nullptr) {
+        return Fail("a tensor cannot be named `__metadata__`: the name is reserved (ST-011)");
+      }
+      return Fail(fmt::format("metadata `{}` is not a string (ST-005)", key));
+    }
+    out[key] = entry.text;
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+llvm::Expected<SafetensorsFile> SafetensorsFile::FromBytes(std::shared_ptr<const FileBytes> file_bytes,
+                                                           const std::string& name) {
+  auto fail = [&](const std::string& message) { return Fail(name + ": " + message); };
+  std::string_view bytes = file_bytes->view();
+  if (bytes.size() < 8) return fail("header too small: the file is shorter than 8 bytes (ST-001)");
   uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(bytes[i]);
-  if (length > kMaxHeaderBytes) return Fail(name, fmt::format("header too large: {} bytes (ST-002)", length));
-  if (8 + length > bytes.size()) {
-    return Fail(
-        name, fmt::format("invalid header length {}: the file has {} bytes (ST-003)", length, bytes.size()));
+  if (length > kMaxHeaderBytes) {
+    return fail(fmt::format("header too large: {} bytes, the limit is {} (ST-002)", length, kMaxHeaderBytes));
   }
-  std::string_view header(bytes.data() + 8, length);
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(llvm::StringRef(header.data(), header.size()));
-  if (!parsed)
-    return Fail(name, "invalid header JSON: " + llvm::toString(parsed.takeError()) + " (ST-004/ST-005)");
-  const llvm::json::Object* root = parsed->getAsObject();
-  if (root == nullptr) return Fail(name, "the header is not a JSON object (ST-005)");
+  // `length` is at most 10^8 here, so `8 + length` cannot overflow.
+  if (8 + length > bytes.size()) {
+    return fail(
+        fmt::format("invalid header length {}: the file has only {} bytes (ST-003)", length, bytes.size()));
+  }
+  std::string_view header = bytes.substr(8, length);
+  JsonProblem problem = JsonProblem::kSyntax;
+  llvm::Expected<JsonValue> parsed = ParseJson(header, &problem);
+  if (!parsed) {
+    const char* rule = problem == JsonProblem::kEncoding       ? "is not valid UTF-8 (ST-004)"
+                       : problem == JsonProblem::kDuplicateKey ? "has a duplicate key (ST-011)"
+                                                               : "is not valid JSON (ST-005)";
+    return fail(fmt::format("the header {}: {}", rule, llvm::toString(parsed.takeError())));
+  }
+  if (parsed->kind != JsonValue::Kind::kObject) return fail("the header is not a JSON object (ST-005)");
 
-  std::vector<std::pair<std::string, TensorInfo>> ordered;
-  for (const auto& [key, value] : *root) {
-    std::string tensor_name = key.str();
-    const llvm::json::Object* object = value.getAsObject();
-    if (tensor_name == "__metadata__") {
-      if (object == nullptr) return Fail(name, "`__metadata__` is not an object (ST-005)");
-      for (const auto& [meta_key, meta_value] : *object) {
-        auto text = meta_value.getAsString();
-        if (!text) return Fail(name, fmt::format("metadata `{}` is not a string (ST-005)", meta_key.str()));
-        file.metadata_[meta_key.str()] = text->str();
-      }
+  SafetensorsFile file;
+  std::vector<std::pair<const std::string*, TensorInfo>> ordered;
+  ordered.reserve(parsed->members.size());
+  for (const auto& [key, value] : parsed->members) {
+    if (key == "__metadata__") {
+      if (llvm::Error error = ReadMetadata(value, file.metadata_))
+        return fail(llvm::toString(std::move(error)));
       continue;
     }
-    if (object == nullptr)
-      return Fail(name, fmt::format("tensor `{}` is not an object (ST-005)", tensor_name));
-    TensorInfo info;
-    auto dtype = object->getString("dtype");
-    if (!dtype || DtypeRank(*dtype) < 0) {
-      return Fail(name, fmt::format("tensor `{}` has an unknown dtype (ST-005)", tensor_name));
-    }
-    info.dtype = dtype->str();
-    const llvm::json::Array* shape = object->getArray("shape");
-    const llvm::json::Array* offsets = object->getArray("data_offsets");
-    if (shape == nullptr || offsets == nullptr || offsets->size() != 2) {
-      return Fail(name,
-                  fmt::format("tensor `{}` needs `shape` and two `data_offsets` (ST-005)", tensor_name));
-    }
-    for (const llvm::json::Value& d : *shape) {
-      auto dim = d.getAsInteger();
-      if (!dim || *dim < 0)
-        return Fail(name, fmt::format("tensor `{}` has an invalid shape (ST-005)", tensor_name));
-      info.shape.push_back(*dim);
-    }
-    auto begin = (*offsets)[0].getAsInteger();
-    auto end = (*offsets)[1].getAsInteger();
-    if (!begin || !end || *begin < 0 || *end < 0) {
-      return Fail(name, fmt::format("tensor `{}` has invalid data_offsets (ST-005)", tensor_name));
-    }
-    info.begin = static_cast<uint64_t>(*begin);
-    info.end = static_cast<uint64_t>(*end);
-    std::optional<uint64_t> count = Elements(info.shape);
-    unsigned bits = DtypeBits(info.dtype);
-    if (!count || (*count != 0 && bits > UINT64_MAX / *count)) {
-      return Fail(name, fmt::format("tensor `{}`: shape overflows (ST-007)", tensor_name));
-    }
-    if ((*count * bits) % 8 != 0)
-      return Fail(name, fmt::format("tensor `{}` is misaligned (ST-008)", tensor_name));
-    if (info.end < info.begin || info.end - info.begin != *count * bits / 8) {
-      return Fail(name, fmt::format("tensor `{}`: invalid shape, data type or offset (ST-009)", tensor_name));
-    }
-    ordered.emplace_back(tensor_name, info);
+    llvm::Expected<TensorInfo> info = ReadTensorEntry(key, value);
+    if (!info) return fail(llvm::toString(info.takeError()));
+    ordered.emplace_back(&key, std::move(*info));
   }
   // Sorted by offset, the tensors must tile the data section exactly: no overlap, no hole.
   std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
     return a.second.begin != b.second.begin ? a.second.begin < b.second.begin : a.second.end < b.second.end;
   });
   uint64_t expected = 0;
-  for (const auto& [tensor_name, info] : ordered) {
+  for (const auto& [tensor, info] : ordered) {
     if (info.begin != expected) {
-      return Fail(name, fmt::format("tensor `{}` starts at {}, expected {}: invalid offset (ST-006)",
-                                    tensor_name, info.begin, expected));
+      return fail(fmt::format("tensor `{}` starts at data byte {}, expected {}: invalid offset (ST-006)",
+                              *tensor, info.begin, expected));
     }
     expected = info.end;
   }
-  if (8 + length + expected != bytes.size()) {
-    return Fail(
-        name,
-        fmt::format("the tensors cover {} data bytes but the file has {}: file not fully covered (ST-010)",
-                    expected, bytes.size() - 8 - length));
+  uint64_t data_bytes = bytes.size() - 8 - length;
+  if (expected != data_bytes) {
+    return fail(
+        fmt::format("the tensors cover {} data bytes but the file has {}: incomplete metadata, file not "
+                    "fully covered (ST-010)",
+                    expected, data_bytes));
   }
-  for (auto& [tensor_name, info] : ordered) file.tensors_.emplace(tensor_name, info);
+  for (auto& [tensor, info] : ordered) file.tensors_.emplace(*tensor, std::move(info));
   file.data_offset_ = 8 + length;
-  file.bytes_ = std::move(bytes);
+  file.file_ = std::move(file_bytes);
   return file;
 }
 
 std::string_view SafetensorsFile::Bytes(const std::string& name) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end()) return {};
-  return std::string_view(bytes_).substr(data_offset_ + it->second.begin, it->second.end - it->second.begin);
+  return file_->view().substr(data_offset_ + it->second.begin, it->second.end - it->second.begin);
 }
 
 }  // namespace accel::rt::checkpoint

@@ -1,0 +1,214 @@
+// Saving and loading a 1 GiB state through CheckpointStore (16 F32 tensors of 64 MiB, sharded
+// at "256MB" as save_model would), against `dd` on the same disk in the same run: the disk's
+// limit for a synced sequential write (`conv=fdatasync`) and for a cold sequential read.
+// Loads start cold: the checkpoint's pages are dropped from the page cache first
+// (POSIX_FADV_DONTNEED, no root needed), so they measure the disk plus verification.
+// Run: build/bin/bench_checkpoint_store (or scripts/bench.sh); bytes_per_second is the result.
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/checkpoint/checkpoint_store.h"
+#include "runtime/checkpoint/shards.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace accel::rt::checkpoint;
+
+constexpr size_t kTensorBytes = size_t{64} << 20;
+constexpr int kTensors = 16;  // 1 GiB
+constexpr int64_t kStateBytes = int64_t{kTensorBytes} * kTensors;
+
+void RemoveWorkDir();
+
+const fs::path& WorkDir() {
+  static const fs::path dir = [] {
+    const char* base = std::getenv("ACCEL_BENCH_DIR");
+    fs::path path = fs::path(base ? base : fs::temp_directory_path().string()) /
+                    ("accel_bench_checkpoint_" + std::to_string(::getpid()));
+    fs::create_directories(path);
+    return path;
+  }();
+  // Registered after `dir` is built, so it runs at exit before `dir` is destroyed.
+  static const bool registered = (std::atexit(RemoveWorkDir), true);
+  (void)registered;
+  return dir;
+}
+
+void RemoveWorkDir() {
+  std::error_code ec;
+  fs::remove_all(WorkDir(), ec);
+}
+
+const std::vector<std::string>& Payload() {
+  static std::vector<std::string> tensors = [] {
+    std::vector<std::string> t;
+    for (int i = 0; i < kTensors; ++i) t.emplace_back(kTensorBytes, static_cast<char>(i + 1));
+    return t;
+  }();
+  return tensors;
+}
+
+std::vector<TensorRef> Tensors() {
+  std::vector<TensorRef> tensors;
+  for (int i = 0; i < kTensors; ++i) {
+    tensors.push_back({"layers." + std::to_string(i) + ".weight",
+                       "F32",
+                       {static_cast<int64_t>(kTensorBytes / 4)},
+                       Payload()[i]});
+  }
+  return tensors;
+}
+
+// Drops `path` (a file, or every file under a folder) from the page cache, so that the next
+// read comes from the disk. Clean pages only: the files were fsynced when written.
+void Evict(const fs::path& path) {
+  std::vector<fs::path> files;
+  if (fs::is_directory(path)) {
+    for (const auto& entry : fs::recursive_directory_iterator(path)) {
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+  } else {
+    files.push_back(path);
+  }
+  for (const fs::path& file : files) {
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+void Run(benchmark::State& state, const std::string& command) {
+  if (std::system(command.c_str()) != 0) state.SkipWithError(("failed: " + command).c_str());
+}
+
+void DdWrite(benchmark::State& state) {
+  fs::path file = WorkDir() / "dd.bin";
+  for (auto _ : state) {
+    Run(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=64 conv=fdatasync status=none");
+    state.PauseTiming();
+    fs::remove(file);
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * kStateBytes);
+}
+BENCHMARK(DdWrite)
+    ->Name("checkpoint_save_1GiB/baseline:dd_conv_fdatasync")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+// Encode, write 4 shards + index + manifest, hash, fsync every file and folder, rename.
+void StoreSave(benchmark::State& state) {
+  fs::path project = WorkDir() / "save";
+  std::vector<TensorRef> tensors = Tensors();
+  uint64_t iteration = 0;
+  for (auto _ : state) {
+    llvm::Expected<CheckpointStore> store =
+        CheckpointStore::Open({project.string(), true, std::nullopt, iteration});
+    llvm::Expected<EncodedShards> shards = EncodeShards(tensors, 256'000'000);
+    if (!store || !shards) {
+      state.SkipWithError("setup failed");
+      break;
+    }
+    llvm::Expected<SaveResult> saved = store->Save(shards->Files());
+    if (!saved) {
+      state.SkipWithError(llvm::toString(saved.takeError()).c_str());
+      break;
+    }
+    state.PauseTiming();
+    fs::remove_all(saved->path);
+    ++iteration;
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * kStateBytes);
+}
+BENCHMARK(StoreSave)
+    ->Name("checkpoint_save_1GiB/accel_checkpoint_store_save")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+void DdRead(benchmark::State& state) {
+  fs::path file = WorkDir() / "dd_read.bin";
+  if (!fs::exists(file))
+    Run(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=64 conv=fdatasync status=none");
+  for (auto _ : state) {
+    state.PauseTiming();
+    Evict(file);
+    state.ResumeTiming();
+    Run(state, "dd if=" + file.string() + " of=/dev/null bs=16M status=none");
+  }
+  state.SetBytesProcessed(state.iterations() * kStateBytes);
+}
+BENCHMARK(DdRead)
+    ->Name("checkpoint_load_1GiB/baseline:dd_cold_read")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+// A saved checkpoint for the load rows, written once.
+const fs::path& LoadProject() {
+  static fs::path project = [] {
+    fs::path path = WorkDir() / "load";
+    llvm::Expected<CheckpointStore> store = CheckpointStore::Open({path.string(), true, std::nullopt, 0});
+    llvm::Expected<EncodedShards> shards = EncodeShards(Tensors(), 256'000'000);
+    if (!store || !shards || !store->Save(shards->Files())) std::abort();
+    return path;
+  }();
+  return project;
+}
+
+// LoadLatest (map, size and SHA-256 of every file against the manifest), then every shard
+// parsed and validated: the tensors are ready as views into the mapped files.
+void Load(benchmark::State& state, bool cold) {
+  const fs::path& project = LoadProject();
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      Evict(project);
+      state.ResumeTiming();
+    }
+    llvm::Expected<CheckpointStore> store = CheckpointStore::Open({project.string(), true, std::nullopt, 0});
+    llvm::Expected<VerifiedCheckpoint> loaded = store->LoadLatest();
+    if (!loaded) {
+      state.SkipWithError(llvm::toString(loaded.takeError()).c_str());
+      break;
+    }
+    size_t tensors = 0;
+    for (const auto& [name, bytes] : loaded->files) {
+      if (name.size() < 12 || name.substr(name.size() - 12) != ".safetensors") continue;
+      llvm::Expected<SafetensorsFile> file = loaded->Safetensors(name);
+      if (!file) state.SkipWithError("invalid shard");
+      tensors += file ? file->tensors().size() : 0;
+    }
+    if (tensors != kTensors) state.SkipWithError("tensors missing");
+  }
+  state.SetBytesProcessed(state.iterations() * kStateBytes);
+}
+BENCHMARK_CAPTURE(Load, cold, true)
+    ->Name("checkpoint_load_1GiB/accel_load_latest_verified_cold")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+BENCHMARK_CAPTURE(Load, warm, false)
+    ->Name("checkpoint_load_1GiB/accel_load_latest_verified_page_cache")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+}  // namespace
+
+BENCHMARK_MAIN();

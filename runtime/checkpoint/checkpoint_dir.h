@@ -1,0 +1,48 @@
+#ifndef ACCEL_RUNTIME_CHECKPOINT_CHECKPOINT_DIR_H_
+#define ACCEL_RUNTIME_CHECKPOINT_CHECKPOINT_DIR_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llvm/Support/Error.h"
+#include "runtime/checkpoint/checkpoint_file.h"
+#include "runtime/checkpoint/file_bytes.h"
+#include "runtime/checkpoint/safetensors.h"
+
+// One checkpoint directory: its files plus the manifest that vouches for them. Writing never
+// makes a directory visible under its final name; CheckpointStore renames it into place.
+namespace accel::rt::checkpoint {
+
+// Creates `directory` (it must not exist), writes every file into it (several at once, each
+// hashed while written and fsynced), then the manifest with `iteration`, then fsyncs the
+// directory. Fails, naming the file, on an invalid or repeated name (see InvalidFileName) or
+// an I/O error; a partial directory is left behind for the caller to remove.
+llvm::Error WriteCheckpointDirectory(const std::string& directory, const std::vector<CheckpointFile>& files,
+                                     uint64_t iteration);
+
+// A checkpoint whose files all matched its manifest.
+struct VerifiedCheckpoint {
+  std::string path;
+  uint64_t iteration = 0;
+  // Every file the manifest names, mapped; the bytes were just checked against their SHA-256.
+  std::map<std::string, std::shared_ptr<const FileBytes>> files;
+  // Problems that did not fail the check (files next to the manifest that it does not name).
+  std::vector<std::string> warnings;
+
+  // File `name` read as safetensors, without another copy. Fails when the checkpoint has no
+  // such file or it is not valid safetensors.
+  llvm::Expected<SafetensorsFile> Safetensors(const std::string& name) const;
+};
+
+// Maps every file the manifest of `directory` names and checks its size and SHA-256 (several
+// files at once). Fails, naming the directory and the first problem found, when the manifest
+// is missing (an unfinished checkpoint) or invalid, or a file is missing, has another size or
+// another digest.
+llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory);
+
+}  // namespace accel::rt::checkpoint
+
+#endif  // ACCEL_RUNTIME_CHECKPOINT_CHECKPOINT_DIR_H_

@@ -1,0 +1,48 @@
+#ifndef ACCEL_RUNTIME_CHECKPOINT_FILE_BYTES_H_
+#define ACCEL_RUNTIME_CHECKPOINT_FILE_BYTES_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "llvm/Support/Error.h"
+
+namespace accel::rt::checkpoint {
+
+// The read-only bytes of a whole file: mapped from disk (no copy; pages load on first touch)
+// or owned in memory (images built by tests and fuzzers). Shared, so views handed out by
+// readers stay valid for as long as any holder keeps the `shared_ptr`.
+class FileBytes {
+ public:
+  // How the caller will read the mapping.
+  enum class Access {
+    kLazy,   // pages load when touched: cheap when only some tensors are read
+    kWhole,  // every page is loaded and mapped up front (MAP_POPULATE): the caller reads it
+             // all, and one bulk fault costs far less than one fault per 4 KiB page
+  };
+  // Maps `path` read-only. An empty file gives an empty view. Errors name the path and the
+  // system's reason. The file must not be truncated while mapped (reads past the new end
+  // raise SIGBUS); checkpoint files are never modified in place, only replaced by rename.
+  static llvm::Expected<std::shared_ptr<const FileBytes>> Map(const std::string& path,
+                                                              Access access = Access::kLazy);
+  // Takes ownership of `bytes`.
+  static std::shared_ptr<const FileBytes> Own(std::string bytes);
+
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  ~FileBytes();
+
+  std::string_view view() const { return view_; }
+
+ private:
+  FileBytes() = default;
+
+  std::string owned_;
+  void* mapping_ = nullptr;
+  size_t mapping_size_ = 0;
+  std::string_view view_;
+};
+
+}  // namespace accel::rt::checkpoint
+
+#endif  // ACCEL_RUNTIME_CHECKPOINT_FILE_BYTES_H_
