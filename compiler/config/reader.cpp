@@ -19,13 +19,15 @@ namespace {
 constexpr int kMaxNesting = 256;
 
 bool EndsWith(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // PyYAML's YAML 1.1 resolvers for plain scalars (yaml/resolver.py), minus sexagesimal numbers,
 // which no config uses.
 const std::regex& Yaml11Bool() {
-  static const std::regex pattern("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF");
+  static const std::regex pattern(
+      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF");
   return pattern;
 }
 const std::regex& Yaml11Int() {
@@ -60,11 +62,13 @@ class Reader {
     try {
       root = YAML::Load(source_.text());
     } catch (const YAML::Exception& e) {
-      diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(e.mark), fmt::format("invalid YAML: {}", e.msg));
+      diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(e.mark),
+                        fmt::format("invalid YAML: {}", e.msg));
       return config;
     }
     if (!root.IsMap()) {
-      diagnostics_.Emit(diag::Kind::SyntaxError, &source_, root.IsDefined() ? At(root.Mark()) : source::Span{},
+      diagnostics_.Emit(diag::Kind::SyntaxError, &source_,
+                        root.IsDefined() ? At(root.Mark()) : source::Span{},
                         root.IsNull() ? "the file holds no settings; a config file is a mapping of keys "
                                         "such as `distributed_type: MULTI_GPU`"
                                       : "expected a mapping of keys at the top level of a config file");
@@ -223,10 +227,9 @@ class Reader {
     std::smatch m;
     if (!std::regex_match(text, m, pattern)) return std::nullopt;
     static const std::map<std::string, int64_t> scale = {
-        {"ms", 1},       {"s", 1000},         {"m", 60000},         {"h", 3600000},
-        {"B", 1},        {"KB", 1000},        {"MB", 1000000},      {"GB", 1000000000},
-        {"TB", 1000000000000}, {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
-        {"TiB", 1LL << 40}};
+        {"ms", 1},          {"s", 1000},        {"m", 60000},       {"h", 3600000},        {"B", 1},
+        {"KB", 1000},       {"MB", 1000000},    {"GB", 1000000000}, {"TB", 1000000000000}, {"KiB", 1LL << 10},
+        {"MiB", 1LL << 20}, {"GiB", 1LL << 30}, {"TiB", 1LL << 40}};
     std::string digits;
     for (char c : m[1].str()) {
       if (c != '_') digits += c;

@@ -99,11 +99,13 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A3006",
        "A DeepSpeed launch whose JSON config fixes `train_batch_size` to something other than "
        "`train_micro_batch_size_per_gpu` x `gradient_accumulation_steps` x the data-parallel processes "
-       "(`num_processes` of the launch config, divided by `sequence_parallel_size`): DeepSpeed asserts this at "
+       "(`num_processes` of the launch config, divided by `sequence_parallel_size`): DeepSpeed asserts this "
+       "at "
        "start-up, after the job was scheduled.\nFix: set the value the message computes, or \"auto\" to let "
        "Accelerate fill it."},
       {"A3007",
-       "A launch config names a file (a DeepSpeed JSON config) that is not there, relative to the config or to "
+       "A launch config names a file (a DeepSpeed JSON config) that is not there, relative to the config or "
+       "to "
        "the working directory, so it could not be checked.\nFix: correct the path, or ignore the warning if "
        "the file is created on the machine that launches."},
       {"A4001",

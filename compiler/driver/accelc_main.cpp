@@ -6,27 +6,27 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
-#include <thread>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/render.h"
+#include "compiler/docs/docs.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/filter.h"
-#include "compiler/docs/docs.h"
 #include "compiler/driver/inputs.h"
-#include "compiler/interop/interop.h"
-#include "compiler/plan/describe.h"
 #include "compiler/driver/verify.h"
+#include "compiler/interop/interop.h"
 #include "compiler/parse/parse.h"
+#include "compiler/plan/describe.h"
 
 namespace {
 
@@ -120,7 +120,8 @@ std::string ReadEnvFile(const std::string& path, std::vector<std::string>& assig
       return fmt::format("{}:{}: expected KEY=VALUE, found `{}`", path, number, line);
     }
     std::string value = line.substr(equals + 1);
-    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front()) {
       value = value.substr(1, value.size() - 2);
     }
     assignments.push_back(line.substr(0, equals) + "=" + value);
@@ -156,7 +157,8 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       options.format = v;
       if (options.format != "text" && options.format != "json" && options.format != "sarif" &&
           options.format != "github") {
-        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`", options.format);
+        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`",
+                           options.format);
       }
     } else if (flag_value("--disable", v) || (arg.rfind("--enable", 0) == 0 && flag_value("--enable", v))) {
       if (v.empty()) return fmt::format("`{}` needs a code, e.g. `DS-019`", arg);
@@ -165,19 +167,23 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       if (v.find('=') == std::string::npos) return fmt::format("`--set` takes PATH=VALUE, found `{}`", v);
       options.overrides.push_back(v);
     } else if (flag_value("--env", v)) {
-      if (v.find('=') == std::string::npos || v[0] == '=') return fmt::format("`--env` takes KEY=VALUE, found `{}`", v);
+      if (v.find('=') == std::string::npos || v[0] == '=')
+        return fmt::format("`--env` takes KEY=VALUE, found `{}`", v);
       options.env_assignments.push_back(v);
     } else if (flag_value("--env-file", v)) {
       if (std::string error = ReadEnvFile(v, options.env_assignments); !error.empty()) return error;
-    } else if (flag_value("--jobs", v) || flag_value("-j", v) || (arg.rfind("-j", 0) == 0 && arg.size() > 2)) {
+    } else if (flag_value("--jobs", v) || flag_value("-j", v) ||
+               (arg.rfind("-j", 0) == 0 && arg.size() > 2)) {
       if (arg.rfind("-j", 0) == 0 && arg.size() > 2 && arg[2] != '=') v = arg.substr(2);  // -j4
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 256) return fmt::format("`-j` takes 1 to 256, found `{}`", v);
+      if (v.empty() || *end != '\0' || n < 1 || n > 256)
+        return fmt::format("`-j` takes 1 to 256, found `{}`", v);
       options.jobs = static_cast<unsigned>(n);
     } else if (flag_value("--target", v)) {
       if (v != "native" && v != "accelerate") {
-        return fmt::format("unknown target `{}`; expected `native` (what accelrun executes) or `accelerate`", v);
+        return fmt::format("unknown target `{}`; expected `native` (what accelrun executes) or `accelerate`",
+                           v);
       }
       options.target = v;
     } else if (arg == "--process-env") {
@@ -205,8 +211,8 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     options.dump_ast = true;
   }
   if (options.command == "build") options.command = "compile";
-  static const char* const kCommands[] = {"check",   "compile", "parse",  "explain-code", "explain",
-                                          "diff",    "import",  "export", "docs"};
+  static const char* const kCommands[] = {"check", "compile", "parse",  "explain-code", "explain",
+                                          "diff",  "import",  "export", "docs"};
   if (std::find(std::begin(kCommands), std::end(kCommands), options.command) == std::end(kCommands)) {
     return options.command.empty() ? "missing command" : fmt::format("unknown command `{}`", options.command);
   }
@@ -215,7 +221,8 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     return "";
   }
   if (options.files.empty()) return options.command == "explain-code" ? "missing code" : "missing input file";
-  if (options.command == "explain" && options.files.size() != 1) return "`explain` takes exactly one spec or plan";
+  if (options.command == "explain" && options.files.size() != 1)
+    return "`explain` takes exactly one spec or plan";
   if (options.command == "diff" && options.files.size() != 2) return "`diff` takes two specs or plans";
   if ((options.command == "import" || options.command == "export") && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
@@ -303,7 +310,8 @@ int ParseOnly(const Options& options) {
 }
 
 // Compiles `files` on `jobs` threads; results keep the order of `files`.
-std::vector<Compilation> CompileAll(const std::vector<std::string>& files, const accel::driver::Stdlib& stdlib,
+std::vector<Compilation> CompileAll(const std::vector<std::string>& files,
+                                    const accel::driver::Stdlib& stdlib,
                                     const accel::sema::Environment& environment,
                                     const accel::driver::CompileOptions& compile_options, unsigned jobs) {
   std::vector<Compilation> compilations(files.size());
@@ -405,15 +413,18 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
   std::string text;
   if (options.command == "import") {
     if (root.type_name == "DeepSpeedConfig") {
-      fmt::print(stderr, "accelc: error: `{}` is a DeepSpeed config; a job names it with "
-                         "`compute.deepspeed_config.hf_ds_config = \"{}\"` instead of importing it\n", path, path);
+      fmt::print(stderr,
+                 "accelc: error: `{}` is a DeepSpeed config; a job names it with "
+                 "`compute.deepspeed_config.hf_ds_config = \"{}\"` instead of importing it\n",
+                 path, path);
       return kExitDiagnostics;
     }
     if (root.type_name == "Job") {
       fmt::print(stderr, "accelc: error: `{}` is already a job spec\n", path);
       return kExitUsage;
     }
-    llvm::Expected<std::string> spec = accel::interop::ImportToAccel(root, schema, accel::interop::JobNameFor(path));
+    llvm::Expected<std::string> spec =
+        accel::interop::ImportToAccel(root, schema, accel::interop::JobNameFor(path));
     if (!spec) {
       fmt::print(stderr, "accelc: error: {}: {}\n", path, llvm::toString(spec.takeError()));
       return kExitDiagnostics;
@@ -421,8 +432,10 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
     text = std::move(*spec);
   } else if (options.to == "deepspeed-json") {
     if (root.type_name != "DeepSpeedConfig") {
-      fmt::print(stderr, "accelc: error: `{}` is not a DeepSpeed config; a job keeps its DeepSpeed JSON in the file "
-                         "`compute.deepspeed_config.hf_ds_config` names\n", path);
+      fmt::print(stderr,
+                 "accelc: error: `{}` is not a DeepSpeed config; a job keeps its DeepSpeed JSON in the file "
+                 "`compute.deepspeed_config.hf_ds_config` names\n",
+                 path);
       return kExitUsage;
     }
     text = accel::interop::ExportDeepSpeedJson(root, schema);
@@ -452,7 +465,8 @@ int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema
     std::error_code ec;
     fs::create_directories(file.parent_path(), ec);
     if (ec || !WriteFile(file.string(), content)) {
-      fmt::print(stderr, "accelc: error: cannot write `{}`{}\n", file.string(), ec ? ": " + ec.message() : "");
+      fmt::print(stderr, "accelc: error: cannot write `{}`{}\n", file.string(),
+                 ec ? ": " + ec.message() : "");
       return kExitUsage;
     }
   }
@@ -465,8 +479,9 @@ std::string CheckToggles(const Options& options, const accel::sema::Schema& sche
   for (const auto& [enable, pattern] : options.filter.toggles) {
     if (accel::driver::PatternMatchesAny(pattern, known)) continue;
     std::string guess = accel::diag::ClosestMatch(pattern, known);
-    return fmt::format("`--{} {}` names no diagnostic code or rule id{}", enable ? "enable" : "disable", pattern,
-                       guess.empty() ? "; see `accelc explain-code`" : fmt::format("; did you mean `{}`?", guess));
+    return fmt::format(
+        "`--{} {}` names no diagnostic code or rule id{}", enable ? "enable" : "disable", pattern,
+        guess.empty() ? "; see `accelc explain-code`" : fmt::format("; did you mean `{}`?", guess));
   }
   return "";
 }
@@ -579,9 +594,9 @@ int main(int argc, char** argv) {
   }
   Report(compilations, options);
   if (options.command == "check") {
-    fmt::print(stderr, "{} file{} checked: {} error{}, {} warning{}{}\n", files.size(), files.size() == 1 ? "" : "s",
-               errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s",
-               suppressed > 0 ? fmt::format(", {} suppressed", suppressed) : "");
+    fmt::print(stderr, "{} file{} checked: {} error{}, {} warning{}{}\n", files.size(),
+               files.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,
+               warnings == 1 ? "" : "s", suppressed > 0 ? fmt::format(", {} suppressed", suppressed) : "");
   }
   return status;
 }

@@ -41,19 +41,24 @@ const sema::Value* IntField(const sema::Value& record, std::string_view name) {
 // A launch config that names a DeepSpeed JSON (`deepspeed_config_file`) is checked with it:
 // the JSON against its schema, and the batch arithmetic DeepSpeed asserts at start-up, which
 // needs both files (world size from one, batch sizes from the other).
-void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment) {
+void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
+                              const sema::Environment& environment) {
   const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
   // Only a DeepSpeed launch reads the section; otherwise the launcher ignores it (DS-003).
   const sema::Value* engine = launch ? launch->Field("distributed_type") : nullptr;
   if (engine == nullptr || engine->text != "DEEPSPEED") return;
   const sema::Value* deepspeed = launch->Field("deepspeed_config");
-  const sema::Value* named = deepspeed && deepspeed->kind == sema::Value::Kind::Record ? deepspeed->Field("hf_ds_config") : nullptr;
-  if (named == nullptr || named->kind != sema::Value::Kind::String || named->text == "none" || named->text.empty()) return;
+  const sema::Value* named =
+      deepspeed && deepspeed->kind == sema::Value::Kind::Record ? deepspeed->Field("hf_ds_config") : nullptr;
+  if (named == nullptr || named->kind != sema::Value::Kind::String || named->text == "none" ||
+      named->text.empty())
+    return;
   // Relative paths: next to the file that names them, else the working directory (launch's).
   namespace fs = std::filesystem;
   fs::path given(named->text);
   std::vector<fs::path> candidates{given};
-  if (given.is_relative() && named->provenance.file != nullptr && named->provenance.file->name() != "<stdin>") {
+  if (given.is_relative() && named->provenance.file != nullptr &&
+      named->provenance.file->name() != "<stdin>") {
     candidates.insert(candidates.begin(), fs::path(named->provenance.file->name()).parent_path() / given);
   }
   const fs::path* found = nullptr;
@@ -69,8 +74,10 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib, co
   source::Span span = located ? named->provenance.span : source::Span{};
   if (found == nullptr) {
     std::string places;
-    for (const fs::path& candidate : candidates) places += (places.empty() ? "" : " and ") + ("`" + candidate.string() + "`");
-    compilation.diagnostics.Emit(diag::Kind::ReferencedFileMissing, file, span, "deepspeed_config_file", named->text, places);
+    for (const fs::path& candidate : candidates)
+      places += (places.empty() ? "" : " and ") + ("`" + candidate.string() + "`");
+    compilation.diagnostics.Emit(diag::Kind::ReferencedFileMissing, file, span, "deepspeed_config_file",
+                                 named->text, places);
     return;
   }
   CompileOptions options;
@@ -85,7 +92,8 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib, co
     const sema::Value* processes = IntField(*launch, "num_processes");
     const sema::Value* sp = IntField(ds, "sequence_parallel_size");
     int64_t parallel = sp ? std::max<int64_t>(sp->int_value, 1) : 1;
-    if (total && micro && steps && processes && processes->int_value >= 1 && processes->int_value % parallel == 0) {
+    if (total && micro && steps && processes && processes->int_value >= 1 &&
+        processes->int_value % parallel == 0) {
       int64_t replicas = processes->int_value / parallel;
       int64_t expected = 0;
       if (!__builtin_mul_overflow(micro->int_value * steps->int_value, replicas, &expected) &&
@@ -95,9 +103,9 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib, co
             diag::Kind::DeepSpeedBatchMismatch, at, total->provenance.span, total->int_value, found->string(),
             micro->int_value, steps->int_value, replicas, replicas == 1 ? "" : "es", expected, expected);
         if (processes->provenance.kind == sema::Provenance::Kind::Spec) {
-          d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteRuleInput, processes->provenance.file,
-                                                         processes->provenance.span, "num_processes",
-                                                         processes->int_value));
+          d.notes.push_back(diag::DiagnosticEngine::Note(
+              diag::Kind::NoteRuleInput, processes->provenance.file, processes->provenance.span,
+              "num_processes", processes->int_value));
         }
       }
     }

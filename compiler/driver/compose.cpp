@@ -76,14 +76,17 @@ class Composer {
     }
   }
 
-  const ast::File* Import(const ast::File& from, const ast::ImportDecl& import, const std::vector<std::string>& stack) {
-    fs::path base = from.source->name() == "<stdin>" ? fs::current_path() : fs::path(from.source->name()).parent_path();
+  const ast::File* Import(const ast::File& from, const ast::ImportDecl& import,
+                          const std::vector<std::string>& stack) {
+    fs::path base =
+        from.source->name() == "<stdin>" ? fs::current_path() : fs::path(from.source->name()).parent_path();
     std::string path = (base / import.path).lexically_normal().string();
     std::string canonical = Canonical(path);
     if (std::find(stack.begin(), stack.end(), canonical) != stack.end()) {
       std::string cycle;
       for (const std::string& link : stack) cycle += Display(link) + " -> ";
-      diagnostics_.Emit(diag::Kind::ImportCycle, from.source, import.span, import.path, cycle + Display(canonical));
+      diagnostics_.Emit(diag::Kind::ImportCycle, from.source, import.span, import.path,
+                        cycle + Display(canonical));
       return nullptr;
     }
     if (auto it = loaded_.find(canonical); it != loaded_.end()) return it->second;
@@ -124,10 +127,12 @@ class Composer {
       if (&other != &job) candidates.push_back(other.name.text);
     }
     std::string guess = diag::ClosestMatch(job.base->text, candidates);
-    std::string hint = !guess.empty()           ? fmt::format("; did you mean `{}`?", guess)
-                       : imports_[&file].empty() ? "; a base job comes from a file this one imports (`import \"base.accel\"`)"
-                                                 : "; the imported files declare no such job";
-    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::UnknownBaseJob, file.source, job.base->span, job.base->text, hint);
+    std::string hint = !guess.empty() ? fmt::format("; did you mean `{}`?", guess)
+                       : imports_[&file].empty()
+                           ? "; a base job comes from a file this one imports (`import \"base.accel\"`)"
+                           : "; the imported files declare no such job";
+    diag::Diagnostic& d =
+        diagnostics_.Emit(diag::Kind::UnknownBaseJob, file.source, job.base->span, job.base->text, hint);
     if (!guess.empty()) d.fixit = diag::FixIt{job.base->span, guess};
     return nullptr;
   }

@@ -9,7 +9,8 @@ namespace {
 
 bool Matches(const std::string& pattern, const std::string& code) {
   if (pattern == "all") return true;
-  if (!pattern.empty() && pattern.back() == '*') return code.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
+  if (!pattern.empty() && pattern.back() == '*')
+    return code.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0;
   return pattern == code;
 }
 
@@ -24,7 +25,8 @@ struct Suppression {
 
 // The directive is split so this file never reads as one.
 const std::regex& SuppressionPattern() {
-  static const std::regex pattern(std::string("accelc-") + R"(ignore(-file)?\[([A-Za-z0-9_,* -]+)\](:\s*(\S.*))?)");
+  static const std::regex pattern(std::string("accelc-") +
+                                  R"(ignore(-file)?\[([A-Za-z0-9_,* -]+)\](:\s*(\S.*))?)");
   return pattern;
 }
 
@@ -58,7 +60,8 @@ std::vector<Suppression> FindSuppressions(const source::SourceFile& file, diag::
     s.span = {begin, begin + static_cast<uint32_t>(m.length(0))};
     if (!m[4].matched) {
       std::string joined = fmt::format("`{}`", fmt::join(s.codes, ", "));
-      out.Emit(diag::Kind::SuppressionWithoutReason, &file, s.span, joined, fmt::format("{}", fmt::join(s.codes, ",")));
+      out.Emit(diag::Kind::SuppressionWithoutReason, &file, s.span, joined,
+               fmt::format("{}", fmt::join(s.codes, ",")));
     }
     found.push_back(std::move(s));
   }

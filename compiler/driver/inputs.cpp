@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 
 bool IsSpecOrConfig(const fs::path& path, bool json_too) {
   std::string extension = path.extension().string();
-  return extension == ".accel" || extension == ".yaml" || extension == ".yml" || (json_too && extension == ".json");
+  return extension == ".accel" || extension == ".yaml" || extension == ".yml" ||
+         (json_too && extension == ".json");
 }
 
 bool IsHidden(const fs::path& path) {
@@ -86,7 +87,8 @@ Inputs ExpandInputs(const std::vector<std::string>& arguments) {
   for (const std::string& argument : arguments) {
     std::error_code ec;
     if (argument != "-" && fs::is_directory(argument, ec)) {
-      std::vector<std::string> found = Walk(argument, [](const fs::path& p) { return IsSpecOrConfig(p, false); });
+      std::vector<std::string> found =
+          Walk(argument, [](const fs::path& p) { return IsSpecOrConfig(p, false); });
       if (found.empty()) {
         inputs.errors.push_back(fmt::format("no `.accel`, `.yaml` or `.yml` file under `{}`", argument));
       }
