@@ -11,7 +11,8 @@ namespace json = llvm::json;
 using sema::Value;
 
 // What every refusal of the native target offers instead.
-const std::string kExport = "; to run it under Accelerate, `accelc export --to accelerate-yaml` writes its config";
+const std::string kExport =
+    "; to run it under Accelerate, `accelc export --to accelerate-yaml` writes its config";
 
 json::Value Scalar(const Value& v) {
   switch (v.kind) {
@@ -100,10 +101,11 @@ class Lowerer {
     Fields accelerator = job.Record("accelerator");
     const std::string& distributed = compute["distributed_type"].text;
     if (distributed != "NO" && distributed != "MULTI_CPU") {
-      Unsupported(compute["distributed_type"], fmt::format("`compute.distributed_type = {}`", distributed),
-                  distributed == "MULTI_GPU"
-                      ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group arrives with #6)" + kExport
-                      : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
+      Unsupported(
+          compute["distributed_type"], fmt::format("`compute.distributed_type = {}`", distributed),
+          distributed == "MULTI_GPU"
+              ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group arrives with #6)" + kExport
+              : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
     }
     RejectWhatTheRuntimeIgnores(compute, accelerator);
     // The Accelerator's own argument wins over the launch config, as in Accelerate, where the
@@ -188,10 +190,12 @@ class Lowerer {
     if (dynamo.kind != Value::Kind::None && SetInSpec(dynamo)) {
       Unsupported(dynamo, "`compute.dynamo_config`", "; torch.compile exists only in Python" + kExport);
     }
-    for (const char* field : {"gradient_accumulation_plugin", "dynamo_plugin", "torch_tp_plugin", "quantization"}) {
+    for (const char* field :
+         {"gradient_accumulation_plugin", "dynamo_plugin", "torch_tp_plugin", "quantization"}) {
       const Value& value = accelerator[field];
       if (value.kind != Value::Kind::None) {
-        Unsupported(value, fmt::format("`accelerator.{}`", field), "; accelrun does not execute it yet" + kExport);
+        Unsupported(value, fmt::format("`accelerator.{}`", field),
+                    "; accelrun does not execute it yet" + kExport);
       }
     }
     const Value& backend = accelerator["dynamo_backend"];
@@ -201,7 +205,8 @@ class Lowerer {
     }
     if (accelerator.Int("gradient_accumulation_steps") != 1) {
       Unsupported(accelerator["gradient_accumulation_steps"],
-                  fmt::format("`accelerator.gradient_accumulation_steps = {}`", accelerator.Int("gradient_accumulation_steps")),
+                  fmt::format("`accelerator.gradient_accumulation_steps = {}`",
+                              accelerator.Int("gradient_accumulation_steps")),
                   "; gradient accumulation arrives with the training executor (#8)" + kExport);
     }
     if (!accelerator["log_with"].items.empty()) {
@@ -222,7 +227,9 @@ class Lowerer {
   }
 
   // True when the spec (not a default or the environment) set something in `value`.
-  static bool SetInSpec(const Value& value) { return FirstSetInSpec(value).provenance.kind == sema::Provenance::Kind::Spec; }
+  static bool SetInSpec(const Value& value) {
+    return FirstSetInSpec(value).provenance.kind == sema::Provenance::Kind::Spec;
+  }
 
   static const Value& FirstSetInSpec(const Value& value) {
     if (value.kind != Value::Kind::Record) return value;
@@ -237,8 +244,9 @@ class Lowerer {
     failed_ = true;
     // A value from a base job or a `--set` override is reported where it was written.
     bool located = value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file != nullptr;
-    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::NotLowerable, located ? value.provenance.file : spec_.file,
-                                            located ? value.provenance.span : spec_.span, what, hint);
+    diag::Diagnostic& d =
+        diagnostics_.Emit(diag::Kind::NotLowerable, located ? value.provenance.file : spec_.file,
+                          located ? value.provenance.span : spec_.span, what, hint);
     if (value.provenance.kind == sema::Provenance::Kind::Environment) {
       d.message += fmt::format(" (value from environment variable `{}`)", value.provenance.env_var);
     }

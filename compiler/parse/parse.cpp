@@ -516,7 +516,8 @@ constexpr size_t kParserStackBytes = 64u << 20;
 // Runs ANTLR over `source` from the start rule `start` and hands the tree to `build`:
 // UTF-8 and nesting checks, a big stack, two-stage SLL/LL prediction, located syntax errors.
 template <typename Start, typename Build>
-void RunParser(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, Start start, Build build) {
+void RunParser(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, Start start,
+               Build build) {
   if (std::optional<size_t> bad = FirstInvalidUtf8(source.text())) {
     uint32_t at = static_cast<uint32_t>(*bad);
     diagnostics.Emit(diag::Kind::InvalidUtf8, &source, {at, at + 1},

@@ -26,7 +26,8 @@ std::string Compact(const json::Value& value) {
     for (const auto& entry : *object) keys.push_back(entry.first.str());
     std::sort(keys.begin(), keys.end());
     std::vector<std::string> items;
-    for (const std::string& key : keys) items.push_back(fmt::format("\"{}\": {}", key, Compact(*object->get(key))));
+    for (const std::string& key : keys)
+      items.push_back(fmt::format("\"{}\": {}", key, Compact(*object->get(key))));
     return fmt::format("{{{}}}", fmt::join(items, ", "));
   }
   std::string out;
@@ -56,17 +57,18 @@ std::string StepLine(const Step& step) {
       [](const auto& s) -> std::string {
         using T = std::decay_t<decltype(s)>;
         if constexpr (std::is_same_v<T, InitProcessGroup>) {
-          return fmt::format("init_process_group  {} on {} machine(s) x {} process(es), rendezvous {}:{}, timeout {} s",
-                             s.backend, s.num_machines, s.processes_per_machine, s.main_process_ip,
-                             s.main_process_port, s.timeout_ms / 1000.0);
+          return fmt::format(
+              "init_process_group  {} on {} machine(s) x {} process(es), rendezvous {}:{}, timeout {} s",
+              s.backend, s.num_machines, s.processes_per_machine, s.main_process_ip, s.main_process_port,
+              s.timeout_ms / 1000.0);
         } else if constexpr (std::is_same_v<T, Seed>) {
           return fmt::format("seed                {}", s.seed);
         } else if constexpr (std::is_same_v<T, BuildModel>) {
-          return fmt::format("build_model         {} {} -> [{}] -> {}", s.kind, s.inputs, fmt::join(s.hidden, ", "),
-                             s.outputs);
+          return fmt::format("build_model         {} {} -> [{}] -> {}", s.kind, s.inputs,
+                             fmt::join(s.hidden, ", "), s.outputs);
         } else if constexpr (std::is_same_v<T, BuildDataloader>) {
-          return fmt::format("build_dataloader    {}: {} samples x {} features, batch {} per process{}", s.kind,
-                             s.samples, s.features, s.batch_size, s.shuffle ? ", shuffled" : "");
+          return fmt::format("build_dataloader    {}: {} samples x {} features, batch {} per process{}",
+                             s.kind, s.samples, s.features, s.batch_size, s.shuffle ? ", shuffled" : "");
         } else if constexpr (std::is_same_v<T, TrainLoop>) {
           return fmt::format("train               {} steps, {} lr {}, precision {}, log every {}", s.steps,
                              s.optimizer.name, s.optimizer.lr, s.mixed_precision, s.log_every);
@@ -121,7 +123,8 @@ std::vector<Setting> Settings(const Plan& plan) {
 std::string Explain(const Plan& plan, bool all) {
   std::string out = fmt::format("job {}  (from {}; {}, {})\n\nsteps, in order:\n", plan.job, plan.source,
                                 plan.format, plan.hash);
-  for (size_t i = 0; i < plan.steps.size(); ++i) out += fmt::format("  {}. {}\n", i + 1, StepLine(plan.steps[i]));
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    out += fmt::format("  {}. {}\n", i + 1, StepLine(plan.steps[i]));
   std::vector<Setting> settings;
   size_t defaults = 0;
   for (Setting& s : Settings(plan)) {
@@ -134,12 +137,15 @@ std::string Explain(const Plan& plan, bool all) {
   size_t width = 0;
   for (const Setting& s : settings) width = std::max(width, s.path.size() + 3 + s.value.size());
   width = std::min<size_t>(width, 72);
-  out += all ? "\nevery value and where it came from:\n" : "\nvalues not left to their defaults, and where they came from:\n";
+  out += all ? "\nevery value and where it came from:\n"
+             : "\nvalues not left to their defaults, and where they came from:\n";
   for (const Setting& s : settings) {
     std::string assignment = s.path + " = " + s.value;
     out += fmt::format("  {:<{}}  ({})\n", assignment, width, s.from);
   }
-  if (defaults > 0) out += fmt::format("\n{} more values are schema defaults (`accelc explain --all` lists them)\n", defaults);
+  if (defaults > 0)
+    out +=
+        fmt::format("\n{} more values are schema defaults (`accelc explain --all` lists them)\n", defaults);
   return out;
 }
 
@@ -163,7 +169,8 @@ std::vector<Change> Diff(const Plan& a, const Plan& b) {
   return changes;
 }
 
-std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_name, const std::string& b_name) {
+std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_name,
+                       const std::string& b_name) {
   if (changes.empty()) return fmt::format("{} and {} resolve to the same configuration\n", a_name, b_name);
   std::string out = fmt::format("--- {}\n+++ {}\n", a_name, b_name);
   unsigned all = 0;
@@ -174,8 +181,9 @@ std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_
                                          : fmt::format("{} -> {}", c.before, c.after);
     out += fmt::format("  {:<22} {}: {}\n", Labels(c.impact), c.path, what);
   }
-  out += fmt::format("{} change{}; affects {}{}\n", changes.size(), changes.size() == 1 ? "" : "s", Labels(all),
-                     (all & unsigned(Impact::Checkpoint)) ? " (a checkpoint of one may not load into the other)" : "");
+  out += fmt::format(
+      "{} change{}; affects {}{}\n", changes.size(), changes.size() == 1 ? "" : "s", Labels(all),
+      (all & unsigned(Impact::Checkpoint)) ? " (a checkpoint of one may not load into the other)" : "");
   return out;
 }
 

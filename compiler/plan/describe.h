@@ -26,16 +26,16 @@ std::string Explain(const Plan& plan, bool all = false);
 
 // What a change between two plans affects: a value may touch several.
 enum class Impact : unsigned {
-  Numerics = 1,     // the numbers training computes (precision, optimizer, data, seed)
-  Topology = 2,     // processes, machines, engine, rendezvous
-  Checkpoint = 4,   // whether a checkpoint of one loads into the other (model shape, sharding)
-  Other = 8,        // anything else (output paths, logging)
+  Numerics = 1,    // the numbers training computes (precision, optimizer, data, seed)
+  Topology = 2,    // processes, machines, engine, rendezvous
+  Checkpoint = 4,  // whether a checkpoint of one loads into the other (model shape, sharding)
+  Other = 8,       // anything else (output paths, logging)
 };
 
 struct Change {
   std::string path;
-  std::string before;  // empty when the setting is new
-  std::string after;   // empty when the setting is gone
+  std::string before;   // empty when the setting is new
+  std::string after;    // empty when the setting is gone
   unsigned impact = 0;  // Impact bits
 };
 
@@ -44,7 +44,8 @@ struct Change {
 std::vector<Change> Diff(const Plan& a, const Plan& b);
 
 // `accelc diff`: one line per change, `numerics  train.steps: 200 -> 500`, then a summary line.
-std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_name, const std::string& b_name);
+std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_name,
+                       const std::string& b_name);
 
 }  // namespace accel::plan
 

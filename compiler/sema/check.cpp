@@ -117,7 +117,11 @@ class Checker {
  public:
   Checker(const ast::File& file, const Schema& schema, const Environment& environment,
           diag::DiagnosticEngine& diagnostics, const CheckOptions& options)
-      : file_(file), schema_(schema), environment_(environment), diagnostics_(diagnostics), options_(options) {}
+      : file_(file),
+        schema_(schema),
+        environment_(environment),
+        diagnostics_(diagnostics),
+        options_(options) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -135,7 +139,8 @@ class Checker {
     if (composition == nullptr) {
       // No driver-resolved composition: the job's own body and the file's own lets.
       own.layers.push_back({&job.body, file_.source});
-      for (const ast::LetDecl& let : file_.lets) own.lets.push_back({let.name.text, &let, file_.source, file_.source});
+      for (const ast::LetDecl& let : file_.lets)
+        own.lets.push_back({let.name.text, &let, file_.source, file_.source});
       composition = &own;
     }
     for (const LetBinding& binding : composition->lets) {
@@ -239,7 +244,8 @@ class Checker {
       text += (text.empty() ? "" : ".") + (field ? NameOf(*field) : segment);
       const Type* type = field ? &field->type : nullptr;
       if (type && type->kind == Type::Kind::Optional) type = &type->args[0];
-      scope = type && type->kind == Type::Kind::Record ? schema_.records.find(type->name) : schema_.records.end();
+      scope =
+          type && type->kind == Type::Kind::Record ? schema_.records.find(type->name) : schema_.records.end();
     }
     return text;
   }
@@ -274,16 +280,16 @@ class Checker {
       std::vector<std::string> suffixed;
       for (const std::string& candidate : names) {
         if (candidate.size() > name.text.size() &&
-            candidate.compare(candidate.size() - name.text.size() - 1, std::string::npos, "_" + name.text) == 0) {
+            candidate.compare(candidate.size() - name.text.size() - 1, std::string::npos, "_" + name.text) ==
+                0) {
           suffixed.push_back(candidate);
         }
       }
       if (suffixed.size() == 1) guess = suffixed[0];
     }
     // A long list helps nobody; past a dozen fields the docs are the place to look.
-    std::string choices = names.size() <= 12
-                              ? fmt::format("; expected one of {}", Join(names))
-                              : fmt::format("; none of its {} fields is close", names.size());
+    std::string choices = names.size() <= 12 ? fmt::format("; expected one of {}", Join(names))
+                                             : fmt::format("; none of its {} fields is close", names.size());
     diag::Diagnostic& d =
         diagnostics_.Emit(diag::Kind::UnknownField, file, name.span, name.text, record.name,
                           guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
@@ -295,7 +301,8 @@ class Checker {
   // blocks and dotted paths that together describe a record. Across composition layers a later
   // assignment replaces everything before it, and later blocks and dotted paths refine what
   // earlier layers set (`--set train.optimizer.lr=0.1` over `optimizer = AdamW { ... }`).
-  std::optional<Value> FromEntries(const FieldSchema& field, const std::vector<Entry>& all, const std::string& path) {
+  std::optional<Value> FromEntries(const FieldSchema& field, const std::vector<Entry>& all,
+                                   const std::string& path) {
     auto is_assignment = [](const Entry& e) {
       return e.depth + 1 == e.statement->path.size() && e.statement->value != nullptr;
     };
@@ -311,7 +318,8 @@ class Checker {
     // Within one layer, an assignment next to anything else is a conflict.
     for (size_t i = 0; i < entries.size(); ++i) {
       for (size_t j = i + 1; j < entries.size(); ++j) {
-        if (entries[i].layer != entries[j].layer || (!is_assignment(entries[i]) && !is_assignment(entries[j]))) {
+        if (entries[i].layer != entries[j].layer ||
+            (!is_assignment(entries[i]) && !is_assignment(entries[j]))) {
           continue;
         }
         diag::Diagnostic& d =
@@ -331,7 +339,8 @@ class Checker {
     bool recovered = false;
     const Entry& first = entries[0];
     source::Span span = name_of(first).span;
-    const RecordSchema* record = type->kind == Type::Kind::Record ? &schema_.records.find(type->name)->second : nullptr;
+    const RecordSchema* record =
+        type->kind == Type::Kind::Record ? &schema_.records.find(type->name)->second : nullptr;
     if (is_assignment(first)) {
       // A record value that later layers refine: its own statements come first.
       const ast::Expr& literal = *first.statement->value;
@@ -340,23 +349,23 @@ class Checker {
         if (record == nullptr) return WrongRecordType(literal, field.type, first.file, path);
       }
       if (literal.kind != ast::ExprKind::Record || record == nullptr) {
-        diagnostics_.Emit(diag::Kind::TypeMismatch, entries[1].file, name_of(entries[1]).span, path,
-                          "a whole value here",
-                          fmt::format("a block or dotted path refining `{}`, whose earlier value is {}; replace it "
-                                      "whole instead",
-                                      path, DescribeFound(literal)));
+        diagnostics_.Emit(
+            diag::Kind::TypeMismatch, entries[1].file, name_of(entries[1]).span, path, "a whole value here",
+            fmt::format("a block or dotted path refining `{}`, whose earlier value is {}; replace it "
+                        "whole instead",
+                        path, DescribeFound(literal)));
         return std::nullopt;
       }
       recovered = literal.block->recovered;
-      for (const ast::Statement& s : literal.block->statements) inner.push_back({&s, 0, first.file, first.layer});
+      for (const ast::Statement& s : literal.block->statements)
+        inner.push_back({&s, 0, first.file, first.layer});
       span = literal.path.empty() ? literal.span : literal.path[0].span;
     }
     if (record == nullptr) {
-      diagnostics_.Emit(
-          diag::Kind::TypeMismatch, first.file, span, path, field.type.Describe(),
-          type->kind == Type::Kind::Union
-              ? "a block; name the type, e.g. `" + path + " = " + type->args[0].Describe() + " { ... }`"
-              : std::string("a block"));
+      diagnostics_.Emit(diag::Kind::TypeMismatch, first.file, span, path, field.type.Describe(),
+                        type->kind == Type::Kind::Union ? "a block; name the type, e.g. `" + path + " = " +
+                                                              type->args[0].Describe() + " { ... }`"
+                                                        : std::string("a block"));
       return std::nullopt;
     }
     for (const Entry& entry : entries) {
@@ -544,7 +553,8 @@ class Checker {
         return value;
       case Type::Kind::String:
       case Type::Kind::Path: {
-        if (options_.yaml_scalars && (expr.kind == ast::ExprKind::Duration || expr.kind == ast::ExprKind::Bytes)) {
+        if (options_.yaml_scalars &&
+            (expr.kind == ast::ExprKind::Duration || expr.kind == ast::ExprKind::Bytes)) {
           value.kind = Value::Kind::String;  // YAML `tag: 5m` is text where text is wanted
           value.text = expr.text;
           return value;
@@ -607,9 +617,11 @@ class Checker {
         // wants a `map<K, V>`: the keys are the map's keys.
         std::vector<MapEntry> entries;
         if (expr.kind == ast::ExprKind::Record && expr.text.empty()) {
-          for (const ast::Statement& entry : expr.block->statements) entries.push_back({&entry.path[0], entry.value.get()});
+          for (const ast::Statement& entry : expr.block->statements)
+            entries.push_back({&entry.path[0], entry.value.get()});
         } else if (expr.kind == ast::ExprKind::Map) {
-          for (size_t i = 0; i < expr.operands.size(); ++i) entries.push_back({&expr.path[i], expr.operands[i].get()});
+          for (size_t i = 0; i < expr.operands.size(); ++i)
+            entries.push_back({&expr.path[i], expr.operands[i].get()});
         } else {
           return Mismatch(expr, type, file, path);
         }
@@ -675,7 +687,8 @@ class Checker {
         ok = false;
         continue;
       }
-      std::optional<Value> item = entry.value ? Convert(*entry.value, type.args[1], file, item_path) : std::nullopt;
+      std::optional<Value> item =
+          entry.value ? Convert(*entry.value, type.args[1], file, item_path) : std::nullopt;
       if (!item) {
         ok = false;
         continue;
@@ -718,8 +731,8 @@ class Checker {
     const ast::LetDecl& let = *binding.let;
     if (!active_lets_.insert(binding.let).second) {
       diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::CyclicLet, file, use.span, binding.name);
-      d.notes.push_back(
-          diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, binding.file, let.name.span, binding.name));
+      d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, binding.file,
+                                                     let.name.span, binding.name));
       return std::nullopt;
     }
     std::optional<Value> value;
@@ -779,7 +792,8 @@ class Checker {
     // (`optimizer: {type: AdamW, lr: 0.001}`).
     if (expr.kind == ast::ExprKind::Record && expr.text.empty()) {
       for (const ast::Statement& s : expr.block->statements) {
-        if (s.path.size() != 1 || s.path[0].text != "type" || !s.value || s.value->kind != ast::ExprKind::String) {
+        if (s.path.size() != 1 || s.path[0].text != "type" || !s.value ||
+            s.value->kind != ast::ExprKind::String) {
           continue;
         }
         const RecordSchema* record = AcceptedRecord(type, s.value->text);

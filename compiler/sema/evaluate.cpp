@@ -98,7 +98,9 @@ class Evaluator {
     }
     const std::string& name = e.text;
     auto arity = [&](size_t n) { return args.size() == n; };
-    auto is_text = [](const Value& v) { return v.kind == Value::Kind::String || v.kind == Value::Kind::Enum; };
+    auto is_text = [](const Value& v) {
+      return v.kind == Value::Kind::String || v.kind == Value::Kind::Enum;
+    };
     auto text_of = [](const Value& v) { return v.kind == Value::Kind::Enum ? v.enum_value : v.text; };
     if (name == "len" && arity(1)) {
       // An unset optional has no items.
@@ -373,7 +375,8 @@ std::string OperandText(const ast::Expr& operand, const ast::Expr& parent, bool 
   std::string text = ExprText(operand);
   int inner = Precedence(operand), outer = Precedence(parent);
   bool chained_comparison = outer == 6 && inner == 6 && !right;
-  bool needs = inner < outer || (inner == outer && right && parent.text != "implies" && !chained_comparison) ||
+  bool needs = inner < outer ||
+               (inner == outer && right && parent.text != "implies" && !chained_comparison) ||
                (parent.kind == ast::ExprKind::Unary && inner < 9);
   return needs ? "(" + text + ")" : text;
 }
@@ -419,7 +422,8 @@ std::string ExprText(const ast::Expr& e) {
     case ast::ExprKind::Unary:
       return (e.text == "not" ? "not " : "-") + OperandText(*e.operands[0], e, false);
     case ast::ExprKind::Binary:
-      return OperandText(*e.operands[0], e, false) + " " + e.text + " " + OperandText(*e.operands[1], e, true);
+      return OperandText(*e.operands[0], e, false) + " " + e.text + " " +
+             OperandText(*e.operands[1], e, true);
   }
   return "";
 }

@@ -162,9 +162,10 @@ class SchemaBuilder {
     for (const ast::ExprPtr& operand : expr.operands) CheckNames(record, file, *operand, where);
     if (expr.kind == ast::ExprKind::Call && !IsBuiltinFunction(expr.text)) {
       diagnostics_.Emit(diag::Kind::UnknownName, file, expr.path.empty() ? expr.span : expr.path[0].span,
-                        expr.text + "()", fmt::format("{} of `{}`; functions are len, contains, starts_with, "
-                                                      "ends_with, split, lower and upper",
-                                                      where, record.name));
+                        expr.text + "()",
+                        fmt::format("{} of `{}`; functions are len, contains, starts_with, "
+                                    "ends_with, split, lower and upper",
+                                    where, record.name));
       return;
     }
     if (expr.kind != ast::ExprKind::Path || expr.path.empty()) return;

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const char* name = data[0] % 2 == 0 ? "fuzz.yaml" : "fuzz.json";
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  accel::driver::Compilation compilation = accel::driver::CompileText(name, std::move(text), *stdlib, environment);
+  accel::driver::Compilation compilation =
+      accel::driver::CompileText(name, std::move(text), *stdlib, environment);
   int suppressed = 0;
   accel::driver::FilterOptions options;
   options.werror = true;
@@ -28,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& diagnostics = shown.diagnostics();
   // Rendering reads spans against the source: a bad span would be caught here by ASan.
   std::string rendered = accel::diag::RenderText(diagnostics) + accel::diag::RenderJson(diagnostics) +
-                         accel::diag::RenderSarif(diagnostics, "fuzz") + accel::diag::RenderGithub(diagnostics);
+                         accel::diag::RenderSarif(diagnostics, "fuzz") +
+                         accel::diag::RenderGithub(diagnostics);
   return rendered.empty() ? 0 : 0;
 }
