@@ -3,6 +3,8 @@
 // shards. Each rejection must name the file and say what is wrong.
 #include <gtest/gtest.h>
 
+#include "tests/unit/scratch_dir.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,22 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path Scratch(const std::string& name) {
-  fs::path dir =
-      fs::temp_directory_path() / ("accel_checkpoint_shards_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-class RemoveScratch : public ::testing::Environment {
- public:
-  void TearDown() override {
-    fs::remove_all(fs::temp_directory_path() /
-                   ("accel_checkpoint_shards_test_" + std::to_string(::getpid())));
-  }
-};
-const ::testing::Environment* const kRemoveScratch = ::testing::AddGlobalTestEnvironment(new RemoveScratch);
+using accel::testing::ScratchDir;
 
 void WriteText(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -142,7 +129,7 @@ TEST(ShardIndex, IsByteIdenticalToPythonJsonDumps) {
 }
 
 TEST(ShardedSave, RoundTripsThroughTheIndexAndTheFolder) {
-  fs::path dir = Scratch("roundtrip");
+  fs::path dir = ScratchDir("roundtrip");
   std::vector<std::string> storage;
   auto tensors = Tensors({{"layer.0", 300}, {"layer.1", 300}, {"layer.2", 300}, {"head", 1000}}, storage);
   ASSERT_FALSE(static_cast<bool>(SaveShardedSafetensors(dir.string(), tensors, Size("1KB"))));
@@ -159,7 +146,7 @@ TEST(ShardedSave, RoundTripsThroughTheIndexAndTheFolder) {
 }
 
 TEST(ShardedSave, RemovesWhatAnEarlierSaveLeft) {
-  fs::path dir = Scratch("stale");
+  fs::path dir = ScratchDir("stale");
   std::vector<std::string> storage;
   auto three = Tensors({{"a", 100}, {"b", 100}, {"c", 100}}, storage);
   ASSERT_FALSE(static_cast<bool>(SaveShardedSafetensors(dir.string(), three, 100)));
@@ -191,7 +178,7 @@ std::string LoadError(const fs::path& path) {
 
 // A two-shard folder to damage: a in shard 1, b in shard 2.
 fs::path TwoShards(const std::string& name) {
-  fs::path dir = Scratch(name);
+  fs::path dir = ScratchDir(name);
   std::vector<std::string> storage;
   auto tensors = Tensors({{"a", 8}, {"b", 8}}, storage);
   EXPECT_FALSE(static_cast<bool>(SaveShardedSafetensors(dir.string(), tensors, 8)));
@@ -204,7 +191,7 @@ void WriteIndex(const fs::path& dir, const std::string& weight_map) {
 }
 
 TEST(WeightsLayouts, ReadsASingleFileAndAFolderWithOne) {
-  fs::path dir = Scratch("single");
+  fs::path dir = ScratchDir("single");
   std::string bytes = "12345678";
   ASSERT_FALSE(
       static_cast<bool>(WriteSafetensors((dir / "model.safetensors").string(), {{"w", "F32", {2}, bytes}})));
@@ -226,14 +213,14 @@ TEST(WeightsLayouts, ReadsAnIndexWithAnotherNameAndTheLegacyForm) {
 }
 
 TEST(WeightsLayouts, RejectsPicklesWithAClearReason) {
-  fs::path dir = Scratch("pickle");
+  fs::path dir = ScratchDir("pickle");
   WriteText(dir / "pytorch_model.bin", "PK\x03\x04");
   EXPECT_NE(LoadError(dir).find("pytorch_model.bin, a torch pickle"), std::string::npos);
   EXPECT_NE(LoadError(dir / "pytorch_model.bin").find("torch pickle"), std::string::npos);
 }
 
 TEST(WeightsLayouts, RejectsAFolderWithoutWeightsOrWithTwoIndexes) {
-  fs::path dir = Scratch("empty");
+  fs::path dir = ScratchDir("empty");
   EXPECT_NE(LoadError(dir).find("no model.safetensors and no *.index.json"), std::string::npos);
   EXPECT_NE(LoadError(dir / "missing").find("no such file or folder"), std::string::npos);
   fs::path two = TwoShards("two_indexes");

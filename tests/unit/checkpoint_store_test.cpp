@@ -4,6 +4,8 @@
 // same promises against real crashes.
 #include <gtest/gtest.h>
 
+#include "tests/unit/scratch_dir.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,21 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path Scratch(const std::string& name) {
-  fs::path dir =
-      fs::temp_directory_path() / ("accel_checkpoint_store_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-class RemoveScratch : public ::testing::Environment {
- public:
-  void TearDown() override {
-    fs::remove_all(fs::temp_directory_path() / ("accel_checkpoint_store_test_" + std::to_string(::getpid())));
-  }
-};
-const ::testing::Environment* const kRemoveScratch = ::testing::AddGlobalTestEnvironment(new RemoveScratch);
+using accel::testing::ScratchDir;
 
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -77,7 +65,7 @@ std::vector<std::string> Entries(const fs::path& dir) {
 }
 
 TEST(CheckpointStore, SavesNumberedCheckpointsWithAManifestOfEveryFile) {
-  fs::path project = Scratch("numbered");
+  fs::path project = ScratchDir("numbered");
   CheckpointStore store = Open(project);
   SaveResult first = Save(store, 0);
   EXPECT_EQ(first.path, (project / "checkpoints" / "checkpoint_0").string());
@@ -103,7 +91,7 @@ TEST(CheckpointStore, Sha256MatchesTheStandardTestVector) {
 }
 
 TEST(CheckpointStore, LoadLatestVerifiesAndRestoresTheIteration) {
-  fs::path project = Scratch("latest");
+  fs::path project = ScratchDir("latest");
   {
     CheckpointStore store = Open(project);
     for (uint64_t step = 0; step < 3; ++step) Save(store, step);
@@ -119,7 +107,7 @@ TEST(CheckpointStore, LoadLatestVerifiesAndRestoresTheIteration) {
 }
 
 TEST(CheckpointStore, RotatesOnlyAfterTheNewCheckpointAndKeepsTheNewest) {
-  fs::path project = Scratch("rotation");
+  fs::path project = ScratchDir("rotation");
   CheckpointStore store = Open(project, 2);
   Save(store, 0);
   Save(store, 1);
@@ -133,7 +121,7 @@ TEST(CheckpointStore, RotatesOnlyAfterTheNewCheckpointAndKeepsTheNewest) {
 
 TEST(CheckpointStore, RotationLeavesForeignEntriesAlone) {
   // Accelerate counts every entry and crashes on names without digits (catalog §9 #24).
-  fs::path project = Scratch("foreign");
+  fs::path project = ScratchDir("foreign");
   fs::create_directories(project / "checkpoints" / "checkpoint_5_accelerate");
   fs::create_directories(project / "checkpoints" / "notes");
   fs::create_directories(project / "checkpoints" / "checkpoint_1");  // no manifest: not ours
@@ -147,7 +135,7 @@ TEST(CheckpointStore, RotationLeavesForeignEntriesAlone) {
 }
 
 TEST(CheckpointStore, FallsBackToTheNewestCompleteCheckpointAndSaysWhy) {
-  fs::path project = Scratch("fallback");
+  fs::path project = ScratchDir("fallback");
   {
     CheckpointStore store = Open(project);
     for (uint64_t step = 0; step < 4; ++step) Save(store, step);
@@ -178,7 +166,7 @@ TEST(CheckpointStore, FallsBackToTheNewestCompleteCheckpointAndSaysWhy) {
 }
 
 TEST(CheckpointStore, FailsWhenNoCheckpointVerifiesAndListsEachReason) {
-  fs::path project = Scratch("none");
+  fs::path project = ScratchDir("none");
   CheckpointStore store = Open(project);
   llvm::Expected<VerifiedCheckpoint> nothing = store.LoadLatest();
   ASSERT_FALSE(static_cast<bool>(nothing));
@@ -193,7 +181,7 @@ TEST(CheckpointStore, FailsWhenNoCheckpointVerifiesAndListsEachReason) {
 }
 
 TEST(CheckpointStore, RejectsAManifestWhoseIterationDisagreesWithTheFolder) {
-  fs::path project = Scratch("renamed");
+  fs::path project = ScratchDir("renamed");
   CheckpointStore store = Open(project);
   Save(store, 0);
   Save(store, 1);
@@ -205,7 +193,7 @@ TEST(CheckpointStore, RejectsAManifestWhoseIterationDisagreesWithTheFolder) {
 }
 
 TEST(CheckpointStore, RemovesWhatACrashedSaveLeftOnTheNextSave) {
-  fs::path project = Scratch("stale");
+  fs::path project = ScratchDir("stale");
   CheckpointStore store = Open(project);
   Save(store, 0);
   // A save killed mid-way, and a rotation killed after its rename.
@@ -220,7 +208,7 @@ TEST(CheckpointStore, RemovesWhatACrashedSaveLeftOnTheNextSave) {
 }
 
 TEST(CheckpointStore, RefusesToOverwriteOrToWriteBehindANewerCheckpoint) {
-  fs::path project = Scratch("refuse");
+  fs::path project = ScratchDir("refuse");
   {
     CheckpointStore store = Open(project);
     Save(store, 0);
@@ -242,7 +230,7 @@ TEST(CheckpointStore, RefusesToOverwriteOrToWriteBehindANewerCheckpoint) {
 }
 
 TEST(CheckpointStore, RejectsInvalidFileNamesBeforeWritingAnything) {
-  fs::path project = Scratch("names");
+  fs::path project = ScratchDir("names");
   CheckpointStore store = Open(project);
   std::string bytes = "x";
   for (const char* name : {"../escape", "a/b", "", "..", "accel_manifest.json", "x.tmp"}) {
@@ -267,7 +255,7 @@ TEST(CheckpointStore, ChecksItsOptionsAsTheSchemaDoes) {
 }
 
 TEST(CheckpointStore, StoresShardedSafetensorsAndReadsThemBackWithoutCopying) {
-  fs::path project = Scratch("sharded");
+  fs::path project = ScratchDir("sharded");
   std::vector<std::string> storage = {std::string(600, 'a'), std::string(600, 'b'), std::string(100, 'c')};
   std::vector<TensorRef> tensors = {
       {"w0", "F32", {150}, storage[0]}, {"w1", "F32", {150}, storage[1]}, {"b", "U8", {100}, storage[2]}};
@@ -289,7 +277,7 @@ TEST(CheckpointStore, StoresShardedSafetensorsAndReadsThemBackWithoutCopying) {
 }
 
 TEST(CheckpointStore, SaveToReplacesACheckpointFolderInOneStep) {
-  fs::path dir = Scratch("manual") / "my_checkpoint";
+  fs::path dir = ScratchDir("manual") / "my_checkpoint";
   llvm::Expected<CheckpointStore> store = CheckpointStore::Open({"", false, std::nullopt, 5});
   ASSERT_TRUE(static_cast<bool>(store));
   State five(5), six(6);
@@ -302,7 +290,7 @@ TEST(CheckpointStore, SaveToReplacesACheckpointFolderInOneStep) {
   EXPECT_EQ(loaded->files.at("model.bin.raw")->view(), six.model);
   EXPECT_EQ(store->iteration(), 7u);
   // A folder that is not a checkpoint is never swapped away.
-  fs::path user = Scratch("manual_user");
+  fs::path user = ScratchDir("manual_user");
   WriteText(user / "precious.txt", "keep");
   llvm::Expected<SaveResult> refused = store->SaveTo(user.string(), six.Files());
   ASSERT_FALSE(static_cast<bool>(refused));
@@ -311,7 +299,7 @@ TEST(CheckpointStore, SaveToReplacesACheckpointFolderInOneStep) {
 }
 
 TEST(CheckpointStore, WarnsAboutFilesTheManifestDoesNotName) {
-  fs::path project = Scratch("extra");
+  fs::path project = ScratchDir("extra");
   CheckpointStore store = Open(project);
   Save(store, 0);
   WriteText(project / "checkpoints" / "checkpoint_0" / "added_later.txt", "?");

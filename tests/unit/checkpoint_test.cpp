@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "tests/unit/scratch_dir.h"
+
 #include <unistd.h>
 
 #include <cstring>
@@ -14,18 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path TempDir() {
-  fs::path dir = fs::temp_directory_path() / ("accel_checkpoint_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-// Removes this binary's scratch directory after the last test.
-class RemoveTempDir : public ::testing::Environment {
- public:
-  void TearDown() override { fs::remove_all(TempDir()); }
-};
-const ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+using accel::testing::ScratchDir;
 
 std::string Bytes(const void* data, size_t size) { return std::string(static_cast<const char*>(data), size); }
 
@@ -45,7 +36,7 @@ TEST(Safetensors, HeaderMatchesTheReferenceWriterByteForByte) {
   EXPECT_EQ(header->substr(0, 8), std::string("\x90\0\0\0\0\0\0\0", 8));
   EXPECT_EQ(header->substr(8), expected_json + "     ");
 
-  fs::path path = TempDir() / "example.safetensors";
+  fs::path path = ScratchDir() / "example.safetensors";
   ASSERT_FALSE(static_cast<bool>(WriteSafetensors(path.string(), tensors)));
   EXPECT_EQ(fs::file_size(path), 166u);
 }
@@ -60,7 +51,7 @@ TEST(Safetensors, RoundTripIsBitIdentical) {
       {"steps", "I64", {3}, step_bytes},
       {"empty", "F32", {0, 4}, {}},
   };
-  fs::path path = TempDir() / "round.safetensors";
+  fs::path path = ScratchDir() / "round.safetensors";
   ASSERT_FALSE(
       static_cast<bool>(WriteSafetensors(path.string(), tensors, {{"format", "pt"}, {"note", "x\"y"}})));
   llvm::Expected<SafetensorsFile> file = SafetensorsFile::Read(path.string());
@@ -130,7 +121,7 @@ TEST(Safetensors, ReaderEnforcesTheValidationRules) {
 }
 
 TEST(AtomicFile, ReplacesContentAndLeavesNoTemporaryBehind) {
-  fs::path dir = TempDir() / "atomic";
+  fs::path dir = ScratchDir() / "atomic";
   fs::path path = dir / "nested" / "f.txt";
   ASSERT_FALSE(static_cast<bool>(WriteFileAtomically(path.string(), {"old"})));
   ASSERT_FALSE(static_cast<bool>(WriteFileAtomically(path.string(), {"new ", "content"})));
@@ -143,7 +134,7 @@ TEST(AtomicFile, ReplacesContentAndLeavesNoTemporaryBehind) {
 }
 
 TEST(AtomicFile, FailedWriteKeepsThePreviousFile) {
-  fs::path dir = TempDir() / "atomic_fail";
+  fs::path dir = ScratchDir() / "atomic_fail";
   fs::path path = dir / "f.txt";
   ASSERT_FALSE(static_cast<bool>(WriteFileAtomically(path.string(), {"precious"})));
   // A directory where the temporary file would go makes the write fail part-way.

@@ -3,6 +3,8 @@
 // against the maps Accelerate's tests expect; each comment shows the arithmetic.
 #include <gtest/gtest.h>
 
+#include "tests/unit/scratch_dir.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -24,18 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path TempDir() {
-  fs::path dir = fs::temp_directory_path() / ("accel_memory_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-// Removes this binary's scratch directory after the last test.
-class RemoveTempDir : public ::testing::Environment {
- public:
-  void TearDown() override { fs::remove_all(TempDir()); }
-};
-const ::testing::Environment* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+using accel::testing::ScratchDir;
 
 NamePattern Pattern(const std::string& text) {
   llvm::Expected<NamePattern> pattern = NamePattern::Parse(text);
@@ -675,7 +666,7 @@ TEST(GetBalancedMemory, LowZeroLeavesGpuZeroWhatTheOthersCannotHold) {
 // Writes ModelForTest's tensors as a checkpoint with the checkpoint writer, one shard per
 // top-level module, and an index naming them.
 fs::path WriteShardedModel(const std::string& name) {
-  fs::path dir = TempDir() / name;
+  fs::path dir = ScratchDir() / name;
   fs::create_directories(dir);
   std::vector<TensorEntry> tensors = ModelForTest();
   std::vector<std::string> storage;
@@ -774,7 +765,7 @@ TEST(CheckpointHeaders, ChecksTheIndexAgainstTheShards) {
 }
 
 TEST(CheckpointHeaders, FindsTheCheckpointInADirectory) {
-  fs::path empty = TempDir() / "empty";
+  fs::path empty = ScratchDir() / "empty";
   fs::create_directories(empty);
   EXPECT_NE(HeaderError(empty).find("no `model.safetensors` and no `*.index.json`"), std::string::npos);
   WriteBytes(empty / "pytorch_model.bin", "pickle");
@@ -785,11 +776,11 @@ TEST(CheckpointHeaders, FindsTheCheckpointInADirectory) {
   // model.safetensors wins over index files.
   WriteBytes(empty / "model.safetensors", Image("{}", ""));
   EXPECT_EQ(HeaderError(empty), "");
-  EXPECT_NE(HeaderError(TempDir() / "missing").find("no such file or directory"), std::string::npos);
+  EXPECT_NE(HeaderError(ScratchDir() / "missing").find("no such file or directory"), std::string::npos);
 }
 
 TEST(CheckpointHeaders, EnforcesTheSafetensorsRulesWithoutReadingData) {
-  fs::path path = TempDir() / "rules.safetensors";
+  fs::path path = ScratchDir() / "rules.safetensors";
   auto error_for = [&](const std::string& bytes) {
     WriteBytes(path, bytes);
     llvm::Expected<std::vector<TensorEntry>> tensors = ReadSafetensorsHeader(path.string());
@@ -820,7 +811,7 @@ TEST(CheckpointHeaders, EnforcesTheSafetensorsRulesWithoutReadingData) {
 
 TEST(CheckpointHeaders, ReadsAGigabyteTensorFromASparseFile) {
   // 1 GiB of F32 described by a header; the data section is a hole in a sparse file.
-  fs::path path = TempDir() / "sparse.safetensors";
+  fs::path path = ScratchDir() / "sparse.safetensors";
   std::string header = R"({"w":{"dtype":"F32","shape":[268435456],"data_offsets":[0,1073741824]}})";
   header.append((8 - header.size() % 8) % 8, ' ');
   WriteBytes(path, Image(header, ""));
