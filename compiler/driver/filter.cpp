@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/config/reader.h"
+
 namespace accel::driver {
 namespace {
 
@@ -32,9 +34,8 @@ const std::regex& SuppressionPattern() {
 
 std::vector<Suppression> FindSuppressions(const source::SourceFile& file, diag::DiagnosticEngine& out) {
   std::vector<Suppression> found;
-  bool yaml = file.name().size() > 5 && (file.name().find(".yaml") != std::string::npos ||
-                                         file.name().find(".yml") != std::string::npos);
-  const std::string marker = yaml ? "#" : "//";
+  // `#` comments in the files the config reader takes (the same suffix test), `//` in specs.
+  const std::string marker = config::IsConfigFileName(file.name()) ? "#" : "//";
   for (uint32_t line = 1; line <= file.line_count(); ++line) {
     std::string text(file.LineText(line));
     uint32_t line_start = static_cast<uint32_t>(file.LineText(line).data() - file.text().data());
