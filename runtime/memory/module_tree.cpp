@@ -149,6 +149,31 @@ NodeId ModuleTree::AddPath(std::string_view name, bool* conflict) {
   }
 }
 
+NodeId ModuleTree::AddModulePath(std::string_view name) {
+  // Called before any tensor exists, so every prefix found is a module.
+  NodeId current = root();
+  size_t start = 0;
+  while (true) {
+    size_t dot = name.find('.', start);
+    std::string_view prefix = name.substr(0, dot == std::string_view::npos ? name.size() : dot);
+    auto found = by_name_.find(prefix);
+    if (found != by_name_.end()) {
+      current = found->second;
+    } else {
+      NodeId id = static_cast<NodeId>(nodes_.size());
+      Node node;
+      node.name = std::string(prefix);
+      node.parent = current;
+      nodes_.push_back(std::move(node));
+      by_name_[prefix] = id;
+      nodes_[current].children.push_back(id);
+      current = id;
+    }
+    if (dot == std::string_view::npos) return current;
+    start = dot + 1;
+  }
+}
+
 void ModuleTree::SortChildren(NodeId id) {
   auto by_name = [this](NodeId a, NodeId b) {
     return NaturalLess(LastSegment(nodes_[a].name), LastSegment(nodes_[b].name));
@@ -199,7 +224,7 @@ llvm::Expected<ModuleTree> ModuleTree::Build(const std::vector<TensorEntry>& ten
           fmt::format("`{}` is both a tensor and a module: a tensor cannot have children", existing.name));
     }
     Node& node = tree.nodes_[id];
-    node.is_buffer = MatchesAny(options.buffers, name);
+    node.is_buffer = (entry != nullptr && entry->is_buffer) || MatchesAny(options.buffers, name);
     if (entry != nullptr) {
       node.dtype = entry->dtype;
       node.shape = entry->shape;
@@ -223,6 +248,17 @@ llvm::Expected<ModuleTree> ModuleTree::Build(const std::vector<TensorEntry>& ten
     return id;
   };
 
+  // Tensor-less modules first: each is a module path whose last segment is a module too.
+  for (const std::string& name : options.modules) {
+    if (name.empty() || HasEmptySegment(name)) {
+      return Fail(fmt::format("module name `{}` has an empty segment", name));
+    }
+    if (std::count(name.begin(), name.end(), '.') >= kMaxDepth) {
+      return Fail(
+          fmt::format("module name `{}...` has more than {} segments", name.substr(0, 40), kMaxDepth));
+    }
+    tree.AddModulePath(name);
+  }
   for (const TensorEntry& entry : tensors) {
     llvm::Expected<NodeId> id = add_tensor(entry.name, &entry);
     if (!id) return id.takeError();

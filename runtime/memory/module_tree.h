@@ -22,6 +22,9 @@ struct TensorEntry {
   std::string dtype;  // safetensors dtype string: F32, BF16, I64, BOOL, F8_E4M3, ...
   std::vector<int64_t> shape;
   std::string file;  // the safetensors file whose header lists it
+  // A buffer, as a live module reports it (`named_buffers()`); a checkpoint cannot tell, so
+  // checkpoint headers leave this false and use TreeOptions::buffers instead.
+  bool is_buffer = false;
 };
 
 // A pattern over dotted names, matched against the whole name segment by segment: `*` matches
@@ -56,6 +59,11 @@ struct TreeOptions {
   // Keep siblings in the order their first tensor comes in `tensors` (a state dict lists
   // tensors in registration order) instead of sorting them by name.
   bool order_as_given = false;
+  // Modules to create even when they hold no tensor (a live module's `ReLU` or `Dropout`),
+  // dotted names in pre-order (`named_modules()` order), the root ("") excluded. Accelerate's
+  // walks see such modules (size 0); a checkpoint cannot name them. Created before the
+  // tensors, so with `order_as_given` they also fix the order of siblings.
+  std::vector<std::string> modules = {};
 };
 
 using NodeId = uint32_t;
@@ -87,7 +95,8 @@ struct Node {
 // `nn.ModuleList` and `nn.Sequential`; TreeOptions::order_as_given keeps the caller's order.
 class ModuleTree {
  public:
-  // Builds the tree. Fails on an empty name or an empty segment (`a..b`), on a name of more than
+  // Builds the tree. Fails on an empty name or an empty segment (`a..b`) in a tensor or a module
+  // name, on a name of more than
   // 256 segments, on a name that is both a tensor and a module (`a.w` and `a.w.x`), on a
   // duplicate tensor, on more than 2^50 elements in all, and on a tied group whose members
   // differ in dtype or shape, name no stored tensor, or overlap another group.
@@ -110,6 +119,7 @@ class ModuleTree {
 
  private:
   NodeId AddPath(std::string_view name, bool* conflict);
+  NodeId AddModulePath(std::string_view name);
   void SortChildren(NodeId id);
 
   std::vector<Node> nodes_;
