@@ -166,6 +166,7 @@ class Lowerer {
       loop.optimizer.eps = optimizer.Float("eps");
     }
     plan.steps.push_back(loop);
+    LowerCheckpoint(train, accelerator, plan);
 
     Fields output = job.Record("output");
     plan.steps.push_back(plan::SaveModel{output.Text("dir"), output.Text("model_file")});
@@ -213,17 +214,48 @@ class Lowerer {
       Unsupported(accelerator["log_with"], "`accelerator.log_with`",
                   "; accelrun writes metrics.json; trackers arrive with #8" + kExport);
     }
-    for (const char* field : {"dataloader_config", "project_config"}) {
-      if (SetInSpec(accelerator[field])) {
-        Unsupported(FirstSetInSpec(accelerator[field]), fmt::format("`accelerator.{}`", field),
-                    "; the built-in data loader and checkpointing do not read it yet (#7, #8)" + kExport);
-      }
+    if (SetInSpec(accelerator["dataloader_config"])) {
+      Unsupported(FirstSetInSpec(accelerator["dataloader_config"]), "`accelerator.dataloader_config`",
+                  "; the built-in data loader does not read it yet (#8)" + kExport);
     }
     const Value& hook = accelerator.Record("ddp")["comm_hook"];
     if (hook.enum_value != "no") {
       Unsupported(hook, fmt::format("`accelerator.ddp.comm_hook = {}`", hook.enum_value),
                   "; gradient compression arrives with #8" + kExport);
     }
+  }
+
+  // `train.checkpoint_every` turns checkpointing on; `accelerator.project_config` (Accelerate's
+  // ProjectConfiguration) says where and how many. A project_config that nothing would read is
+  // refused like any other setting the runtime would ignore.
+  void LowerCheckpoint(const Fields& train, const Fields& accelerator, plan::Plan& plan) {
+    const Value& every = train["checkpoint_every"];
+    const Value& project_value = accelerator["project_config"];
+    if (every.kind == Value::Kind::None) {
+      if (SetInSpec(project_value)) {
+        Unsupported(FirstSetInSpec(project_value), "`accelerator.project_config`",
+                    "; nothing saves checkpoints unless `train.checkpoint_every` is set" + kExport);
+      }
+      return;
+    }
+    Fields project(project_value);
+    plan::Checkpoint checkpoint;
+    checkpoint.every_steps = every.int_value;
+    // As in Accelerate, the Accelerator's `project_dir` applies when the configuration has none.
+    const Value& dir = project["project_dir"];
+    const Value& fallback_dir = accelerator["project_dir"];
+    checkpoint.project_dir = dir.kind != Value::Kind::None            ? dir.text
+                             : fallback_dir.kind != Value::Kind::None ? fallback_dir.text
+                                                                      : "";
+    checkpoint.automatic_naming = project.Bool("automatic_checkpoint_naming");
+    const Value& limit = project["total_limit"];
+    checkpoint.total_limit = limit.kind == Value::Kind::None ? 0 : limit.int_value;
+    checkpoint.iteration = project.Int("iteration");
+    checkpoint.save_on_each_node = project.Bool("save_on_each_node");
+    // PRJ-001: no logging_dir means the project directory.
+    const Value& logging = project["logging_dir"];
+    checkpoint.logging_dir = logging.kind != Value::Kind::None ? logging.text : checkpoint.project_dir;
+    plan.steps.push_back(checkpoint);
   }
 
   // True when the spec (not a default or the environment) set something in `value`.

@@ -72,8 +72,14 @@ std::string StepLine(const Step& step) {
         } else if constexpr (std::is_same_v<T, TrainLoop>) {
           return fmt::format("train               {} steps, {} lr {}, precision {}, log every {}", s.steps,
                              s.optimizer.name, s.optimizer.lr, s.mixed_precision, s.log_every);
-        } else {
+        } else if constexpr (std::is_same_v<T, SaveModel>) {
           return fmt::format("save_model          {}/{}", s.dir, s.file);
+        } else {
+          return fmt::format("checkpoint          every {} steps to {}{}, keep {}{}", s.every_steps,
+                             s.project_dir.empty() ? "<output dir>" : s.project_dir,
+                             s.automatic_naming ? "/checkpoints/checkpoint_N" : "/checkpoint",
+                             s.total_limit == 0 ? "all" : std::to_string(s.total_limit),
+                             s.save_on_each_node ? ", on each node" : "");
         }
       },
       step);

@@ -13,6 +13,7 @@ std::string_view OpName(const Step& step) {
     std::string_view operator()(const BuildDataloader&) const { return "build_dataloader"; }
     std::string_view operator()(const TrainLoop&) const { return "train"; }
     std::string_view operator()(const SaveModel&) const { return "save_model"; }
+    std::string_view operator()(const Checkpoint&) const { return "checkpoint"; }
   };
   return std::visit(Visitor{}, step);
 }

@@ -76,7 +76,28 @@ struct SaveModel {
   std::string file;
 };
 
-using Step = std::variant<InitProcessGroup, Seed, BuildModel, BuildDataloader, TrainLoop, SaveModel>;
+// Saves the training state (weights, optimizer, scheduler, data position, every rank's RNG) every
+// `every_steps` steps and after the last one, with Accelerate's ProjectConfiguration semantics
+// (docs/checkpoints.md); `accelrun --resume` loads it back. Comes after `train` in the plan.
+struct Checkpoint {
+  int64_t every_steps = 0;
+  // Root of `checkpoints/`; empty means the run's output directory (so `--output-dir` moves it).
+  std::string project_dir;
+  // On: `{project_dir}/checkpoints/checkpoint_{iteration}`. Off: each save replaces
+  // `{project_dir}/checkpoint`.
+  bool automatic_naming = true;
+  // Complete checkpoints kept (automatic naming); 0 keeps all.
+  int64_t total_limit = 0;
+  // The number of the first checkpoint of a fresh run; a resumed run continues from its checkpoint.
+  int64_t iteration = 0;
+  // Every machine's local rank 0 writes (to its own disk) instead of rank 0 alone.
+  bool save_on_each_node = false;
+  // Tracker logs (none are written yet: trackers arrive with #8); empty means `project_dir`.
+  std::string logging_dir;
+};
+
+using Step =
+    std::variant<InitProcessGroup, Seed, BuildModel, BuildDataloader, TrainLoop, SaveModel, Checkpoint>;
 
 // The step's `op` tag in JSON: `init_process_group`, `seed`, ...
 std::string_view OpName(const Step& step);

@@ -54,6 +54,14 @@ json::Object StepJson(const Step& step) {
   } else if (const auto* s = std::get_if<SaveModel>(&step)) {
     o["dir"] = s->dir;
     o["file"] = s->file;
+  } else if (const auto* s = std::get_if<Checkpoint>(&step)) {
+    o["every_steps"] = s->every_steps;
+    o["project_dir"] = s->project_dir;
+    o["automatic_naming"] = s->automatic_naming;
+    o["total_limit"] = s->total_limit;
+    o["iteration"] = s->iteration;
+    o["save_on_each_node"] = s->save_on_each_node;
+    o["logging_dir"] = s->logging_dir;
   }
   return o;
 }
@@ -128,6 +136,15 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
     SaveModel s;
     if (!(m.map("dir", s.dir) && m.map("file", s.file))) return false;
     out = s;
+  } else if (op == "checkpoint") {
+    Checkpoint s;
+    if (!(m.map("every_steps", s.every_steps) && m.map("project_dir", s.project_dir) &&
+          m.map("automatic_naming", s.automatic_naming) && m.map("total_limit", s.total_limit) &&
+          m.map("iteration", s.iteration) && m.map("save_on_each_node", s.save_on_each_node) &&
+          m.map("logging_dir", s.logging_dir))) {
+      return false;
+    }
+    out = s;
   } else {
     p.field("op").report("unknown op");
     return false;
@@ -176,6 +193,16 @@ std::string CheckRanges(const Plan& plan) {
       if (problem.empty() && !(s->optimizer.lr > 0)) {
         problem =
             fmt::format("invalid value {} at steps[{}].optimizer.lr: must be positive", s->optimizer.lr, i);
+      }
+    } else if (const auto* s = std::get_if<Checkpoint>(&step)) {
+      problem = positive(s->every_steps, i, "every_steps");
+      if (problem.empty() && s->total_limit < 0) {
+        problem = fmt::format("invalid value {} at steps[{}].total_limit: must be 0 (keep all) or positive",
+                              s->total_limit, i);
+      }
+      if (problem.empty() && s->iteration < 0) {
+        problem =
+            fmt::format("invalid value {} at steps[{}].iteration: must not be negative", s->iteration, i);
       }
     }
     if (!problem.empty()) return problem;

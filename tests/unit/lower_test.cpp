@@ -46,6 +46,33 @@ TEST_F(LowerTest, QuickstartLowersToTheOrderedSteps) {
   EXPECT_EQ(c.plan->hash, plan::ComputeHash(*c.plan));
 }
 
+TEST_F(LowerTest, CheckpointEveryLowersProjectConfigurationToACheckpointStep) {
+  Compilation c = Compile(R"(job tiny {
+  accelerator {
+    project_dir = "runs/fallback"
+    project_config { automatic_checkpoint_naming = true; total_limit = 2; save_on_each_node = true }
+  }
+  model = MLP { inputs = 4 }
+  data = SyntheticRegression { features = 4 }
+  train { steps = 5; checkpoint_every = 2 }
+})");
+  ASSERT_TRUE(c.plan.has_value());
+  const plan::Checkpoint* checkpoint = c.plan->Find<plan::Checkpoint>();
+  ASSERT_NE(checkpoint, nullptr);
+  EXPECT_EQ(checkpoint->every_steps, 2);
+  // The Accelerator's project_dir applies when the configuration has none; logging_dir follows.
+  EXPECT_EQ(checkpoint->project_dir, "runs/fallback");
+  EXPECT_EQ(checkpoint->logging_dir, "runs/fallback");
+  EXPECT_TRUE(checkpoint->automatic_naming);
+  EXPECT_EQ(checkpoint->total_limit, 2);
+  EXPECT_TRUE(checkpoint->save_on_each_node);
+  EXPECT_EQ(plan::OpName(c.plan->steps[c.plan->steps.size() - 2]), "checkpoint");
+
+  Compilation none = Compile(kMinimal);
+  ASSERT_TRUE(none.plan.has_value());
+  EXPECT_EQ(none.plan->Find<plan::Checkpoint>(), nullptr);
+}
+
 TEST_F(LowerTest, SameSpecGivesTheSameBytes) {
   Compilation a = Compile(kMinimal);
   Compilation b = Compile(kMinimal);

@@ -34,6 +34,29 @@ TEST(PlanJson, RoundTripsEveryStepAndIsByteStable) {
   EXPECT_EQ(OpName(read->steps[4]), "train");
 }
 
+TEST(PlanJson, CheckpointStepRoundTripsAndRejectsNegativeLimits) {
+  Plan plan = SamplePlan();
+  plan.steps.insert(plan.steps.begin() + 5, Checkpoint{50, "runs/p", true, 3, 2, true, "runs/logs"});
+  plan.hash = ComputeHash(plan);
+  std::string json = ToJson(plan);
+  llvm::Expected<Plan> read = FromJson(json);
+  ASSERT_TRUE(static_cast<bool>(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ(ToJson(*read), json);
+  const Checkpoint* checkpoint = read->Find<Checkpoint>();
+  ASSERT_NE(checkpoint, nullptr);
+  EXPECT_EQ(checkpoint->every_steps, 50);
+  EXPECT_EQ(checkpoint->total_limit, 3);
+  EXPECT_TRUE(checkpoint->save_on_each_node);
+  EXPECT_EQ(OpName(read->steps[5]), "checkpoint");
+
+  std::get<Checkpoint>(plan.steps[5]).total_limit = -1;
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> bad = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("invalid value -1 at steps[5].total_limit"),
+            std::string::npos);
+}
+
 TEST(PlanJson, HashChangesWithContent) {
   Plan a = SamplePlan();
   Plan b = SamplePlan();
