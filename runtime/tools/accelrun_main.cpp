@@ -38,6 +38,9 @@ and supervises them. If one worker fails, the others are stopped and the failed 
 
 options:
   --output-dir <dir>     where the model, metrics.json and plan.json go (default: the plan's)
+  --resume auto|<dir>    continue from the newest complete checkpoint of the plan's
+                         `checkpoint` step (auto: start fresh when there is none), or from
+                         the checkpoint <dir>; steps, data order and RNG continue exactly
   --node-rank <n>        this machine's rank in a multi-machine job (default 0)
   --master-addr <addr>   address of the rendezvous store (default: the plan's)
   --master-port <port>   port of the rendezvous store (default: a free port on one machine,
@@ -51,6 +54,7 @@ environment:
 struct Options {
   std::string input;
   std::string output_dir;
+  std::string resume;
   int node_rank = 0;
   std::string master_addr;
   int master_port = 0;
@@ -87,6 +91,10 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
       const char* dir = next();
       if (dir == nullptr) return "`--output-dir` needs a directory";
       options.output_dir = dir;
+    } else if (arg == "--resume") {
+      const char* resume = next();
+      if (resume == nullptr || *resume == '\0') return "`--resume` needs `auto` or a checkpoint directory";
+      options.resume = resume;
     } else if (arg == "--node-rank") {
       if (!integer(options.node_rank)) return "`--node-rank` needs a non-negative integer";
     } else if (arg == "--master-addr") {
@@ -144,6 +152,7 @@ int RunAsWorker(const Options& options) {
   if (const char* addr = std::getenv(launch::kEnvMasterAddr)) context.master_addr = addr;
   context.master_port = EnvInt(launch::kEnvMasterPort, 0);
   context.output_dir = options.output_dir;
+  context.resume = options.resume;
   llvm::Expected<accel::rt::train::RunSummary> summary = accel::rt::train::RunWorker(*plan, context);
   if (!summary) {
     fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(summary.takeError()));
@@ -204,6 +213,9 @@ int RunAsLauncher(const Options& options, const char* argv0) {
   fs::path self = fs::canonical("/proc/self/exe", ec);
   launch_options.worker_argv = {ec ? std::string(argv0) : self.string(), "--worker", plan_path.string(),
                                 "--output-dir", output_dir.string()};
+  if (!options.resume.empty()) {
+    launch_options.worker_argv.insert(launch_options.worker_argv.end(), {"--resume", options.resume});
+  }
 
   // LibTorch calls whatever libblas.so.3 resolves to; steer the workers to OpenBLAS if the
   // system alternative is the slow reference BLAS.

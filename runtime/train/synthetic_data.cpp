@@ -4,6 +4,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace accel::rt::train {
 namespace {
@@ -56,6 +58,23 @@ void SyntheticRegression::StartEpoch() {
   std::vector<int64_t> shard = ShardIndices(epoch_);
   shard_ = at::tensor(shard, at::kLong);
   position_ = 0;
+}
+
+void SyntheticRegression::Restore(int64_t epoch, int64_t position) {
+  if (epoch < 0) {
+    // Nothing was drawn yet.
+    epoch_ = -1;
+    position_ = 0;
+    return;
+  }
+  epoch_ = epoch - 1;
+  StartEpoch();
+  if (position < 0 || position > shard_.size(0)) {
+    throw std::invalid_argument("data position " + std::to_string(position) + " is outside epoch " +
+                                std::to_string(epoch) + " (" + std::to_string(shard_.size(0)) +
+                                " samples on this rank)");
+  }
+  position_ = position;
 }
 
 std::pair<at::Tensor, at::Tensor> SyntheticRegression::Next() {

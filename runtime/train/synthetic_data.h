@@ -24,7 +24,13 @@ class SyntheticRegression {
   // tensors are reused by the following call: copy them to keep them.
   std::pair<at::Tensor, at::Tensor> Next();
 
+  // The epoch of the last batch drawn (-1 before the first) and how many of this rank's samples
+  // of it were drawn: with the seed, all a checkpoint needs to continue the stream exactly.
   int64_t epoch() const { return epoch_; }
+  int64_t position() const { return position_; }
+  // Continues the stream where epoch() and position() were taken: the next Next() returns the
+  // batch that followed them. Throws std::invalid_argument for a position outside the epoch.
+  void Restore(int64_t epoch, int64_t position);
   int64_t batches_per_epoch() const;
   const at::Tensor& features() const { return features_; }
   const at::Tensor& targets() const { return targets_; }

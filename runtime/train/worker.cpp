@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -11,11 +12,13 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SHA256.h"
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/dist/collectives.h"
 #include "runtime/support/blas.h"
 #include "runtime/train/gradient_buckets.h"
 #include "runtime/train/synthetic_data.h"
+#include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
 
 namespace accel::rt::train {
@@ -58,6 +61,95 @@ const T& Require(const plan::Plan& plan, const char* op) {
   return *step;
 }
 
+// The checkpoint store of a `checkpoint` step: its project dir, or else the run's output dir.
+checkpoint::CheckpointStore OpenStore(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {
+  checkpoint::ProjectOptions options;
+  options.project_dir = spec.project_dir.empty() ? output_dir.string() : spec.project_dir;
+  options.automatic_checkpoint_naming = spec.automatic_naming;
+  if (spec.total_limit > 0) options.total_limit = static_cast<uint64_t>(spec.total_limit);
+  options.iteration = static_cast<uint64_t>(spec.iteration);
+  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open(std::move(options));
+  if (!store) throw std::runtime_error(llvm::toString(store.takeError()));
+  return std::move(*store);
+}
+
+// Without automatic naming every save replaces this one folder.
+std::string ManualCheckpointDir(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {
+  return ((spec.project_dir.empty() ? output_dir : std::filesystem::path(spec.project_dir)) / "checkpoint").string();
+}
+
+// The checkpoint `--resume` asks for, verified; nullopt when `auto` finds none (a fresh run).
+// A checkpoint that exists but does not verify is an error, never a silent fresh start.
+std::optional<checkpoint::VerifiedCheckpoint> FindResumePoint(checkpoint::CheckpointStore& store,
+                                                              const plan::Checkpoint& spec,
+                                                              const std::filesystem::path& output_dir,
+                                                              const std::string& resume, bool report) {
+  if (resume == "auto") {
+    bool any = spec.automatic_naming ? !checkpoint::ListCheckpoints(store.checkpoints_dir()).empty()
+                                     : std::filesystem::exists(ManualCheckpointDir(spec, output_dir));
+    if (!any) return std::nullopt;
+  }
+  llvm::Expected<checkpoint::VerifiedCheckpoint> loaded =
+      resume != "auto"        ? store.Load(resume)
+      : spec.automatic_naming ? store.LoadLatest()
+                              : store.Load(ManualCheckpointDir(spec, output_dir));
+  if (!loaded) throw std::runtime_error("cannot resume: " + llvm::toString(loaded.takeError()));
+  if (report) {
+    for (const std::string& warning : loaded->warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
+  }
+  return std::move(*loaded);
+}
+
+// After an automatic resume fell back past newer checkpoints that did not verify, their
+// numbers would collide with the resumed run's next saves (the store never overwrites a
+// checkpoint): they are renamed `checkpoint_N.rejected`, kept for inspection, no longer loaded.
+void SetAsideRejected(const checkpoint::CheckpointStore& store) {
+  for (const auto& [number, path] : checkpoint::ListCheckpoints(store.checkpoints_dir())) {
+    if (number < store.iteration()) continue;
+    std::error_code ec;
+    std::filesystem::rename(path, path + ".rejected", ec);
+    if (ec) {
+      throw std::runtime_error(fmt::format("cannot set aside {}, which did not verify: {}", path, ec.message()));
+    }
+    fmt::print(stderr, "accelrun: warning: renamed {} to {}.rejected: it did not verify\n", path, path);
+  }
+}
+
+// save_state at a trigger point. Collective: every rank's RNG state travels to the writers
+// (rank 0, or each machine's local rank 0 with save_on_each_node), which save while the others
+// wait at a barrier.
+void SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& spec,
+                    const plan::InitProcessGroup& init, const std::filesystem::path& output_dir,
+                    const Trainer& trainer, const Progress& progress, int64_t data_seed,
+                    const WorkerContext& context, dist::Collectives& collectives) {
+  at::Tensor mine = CaptureRngState();
+  // One int32 row per rank, zeros elsewhere: the sum is every rank's bytes, exactly.
+  at::Tensor rows = at::zeros({context.world_size, mine.numel()}, at::kInt);
+  rows[context.rank].copy_(mine);
+  std::vector<at::Tensor> gathered{rows};
+  collectives.AllReduceSum(gathered);
+  bool writer = spec.save_on_each_node ? context.rank % init.processes_per_machine == 0 : context.rank == 0;
+  if (writer) {
+    auto started = std::chrono::steady_clock::now();
+    std::vector<at::Tensor> rng_states;
+    for (int rank = 0; rank < context.world_size; ++rank) rng_states.push_back(rows[rank].to(at::kByte).contiguous());
+    llvm::Expected<std::unique_ptr<StateFiles>> files = EncodeTrainingState(trainer, progress, rng_states, data_seed);
+    if (!files) throw std::runtime_error(llvm::toString(files.takeError()));
+    llvm::Expected<checkpoint::SaveResult> saved =
+        spec.automatic_naming ? store.Save((*files)->files())
+                              : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
+    if (!saved) throw std::runtime_error(llvm::toString(saved.takeError()));
+    for (const std::string& warning : saved->warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
+    if (context.rank == 0) {
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      fmt::print("checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
+                 saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
+      std::fflush(stdout);
+    }
+  }
+  collectives.Barrier();
+}
+
 // `group` receives the process group as soon as it exists, so that RunWorker can keep it alive
 // past a failure (see there).
 RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
@@ -67,7 +159,14 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   const auto& data_spec = Require<plan::BuildDataloader>(plan, "build_dataloader");
   const auto& loop = Require<plan::TrainLoop>(plan, "train");
   const auto& save = Require<plan::SaveModel>(plan, "save_model");
+  const plan::Checkpoint* checkpointing = plan.Find<plan::Checkpoint>();
   bool main_process = context.rank == 0;
+  std::filesystem::path dir = context.output_dir.empty() ? save.dir : context.output_dir;
+  if (!context.resume.empty() && checkpointing == nullptr) {
+    throw std::invalid_argument("`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every`");
+  }
+  std::optional<checkpoint::CheckpointStore> store;
+  if (checkpointing != nullptr) store.emplace(OpenStore(*checkpointing, dir));
 
   group = context.world_size > 1
               ? dist::ConnectGloo({context.rank, context.world_size, context.master_addr, context.master_port,
@@ -92,20 +191,64 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   GradientBuckets buckets(parameters, loop.bucket_cap_mb * 1024 * 1024);
   at::Tensor loss_sum = at::zeros({1}, at::kFloat);
 
+  // load_state: the model, optimizer, this rank's RNG and the data position, so that the run
+  // continues exactly where the checkpoint was taken, with its step numbering.
+  Progress progress;
+  if (!context.resume.empty()) {
+    std::optional<checkpoint::VerifiedCheckpoint> from =
+        FindResumePoint(*store, *checkpointing, dir, context.resume, main_process);
+    if (from) {
+      llvm::Expected<Progress> restored =
+          RestoreTrainingState(*from, *trainer, context.rank, context.world_size, data_spec.seed);
+      if (!restored) throw std::runtime_error(llvm::toString(restored.takeError()));
+      progress = *restored;
+      data.Restore(progress.data_epoch, progress.data_position);
+    }
+    // Each rank loaded on its own (with save_on_each_node, from its own machine's copy): all
+    // must continue from the same step.
+    at::Tensor agreed = at::full({1}, progress.step, at::kLong);
+    std::vector<at::Tensor> broadcast{agreed};
+    collectives->Broadcast(broadcast, 0);
+    if (agreed.item<int64_t>() != progress.step) {
+      throw std::runtime_error(fmt::format("resumed at step {} but rank 0 resumed at step {}", progress.step,
+                                           agreed.item<int64_t>()));
+    }
+    bool writer = checkpointing->save_on_each_node ? context.rank % init.processes_per_machine == 0 : main_process;
+    // Only once every rank is done reading the checkpoints.
+    collectives->Barrier();
+    if (from && writer && context.resume == "auto" && checkpointing->automatic_naming) SetAsideRejected(*store);
+    if (main_process) {
+      if (from) {
+        fmt::print("resumed from {} at step {}\n", from->path, progress.step);
+      } else {
+        fmt::print("no checkpoint to resume from; starting at step 1\n");
+      }
+      std::fflush(stdout);
+    }
+  }
+
   RunSummary summary;
   summary.steps = loop.steps;
   auto started = std::chrono::steady_clock::now();
-  for (int64_t step = 1; step <= loop.steps; ++step) {
+  const int64_t first_step = progress.step + 1;
+  for (int64_t step = first_step; step <= loop.steps; ++step) {
     auto [features, targets] = data.Next();
     float loss = trainer->ForwardBackward(features, targets);
     buckets.AverageGradients(*collectives);
     trainer->OptimizerStep();
-    if (step == 1 || step % loop.log_every == 0 || step == loop.steps) {
+    progress.step = step;
+    progress.samples_seen += features.size(0) * context.world_size;
+    progress.data_epoch = data.epoch();
+    progress.data_position = data.position();
+    if (checkpointing != nullptr && (step % checkpointing->every_steps == 0 || step == loop.steps)) {
+      SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_spec.seed, context, *collectives);
+    }
+    if (step == first_step || step % loop.log_every == 0 || step == loop.steps) {
       loss_sum.fill_(loss);
       std::vector<at::Tensor> reduce{loss_sum};
       collectives->AllReduceSum(reduce);
       double mean = loss_sum.item<float>() / context.world_size;
-      if (step == 1) summary.first_loss = mean;
+      if (step == first_step) summary.first_loss = mean;
       summary.final_loss = mean;
       if (main_process)
         fmt::print("step {:>{}}/{}  loss {:.6f}\n", step, fmt::formatted_size("{}", loop.steps), loop.steps,
@@ -116,7 +259,6 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   summary.parameter_digest = Digest(named);
 
-  std::filesystem::path dir = context.output_dir.empty() ? save.dir : context.output_dir;
   summary.model_path = (dir / save.file).string();
   if (main_process) {
     std::vector<at::Tensor> keep;  // contiguous copies must outlive the write

@@ -16,6 +16,10 @@ struct WorkerContext {
   int master_port = 0;
   // Overrides the plan's output directory when set.
   std::string output_dir;
+  // `accelrun --resume`: empty starts fresh; `auto` continues from the newest complete
+  // checkpoint of the plan's `checkpoint` step if there is one (fresh otherwise); anything
+  // else is a checkpoint directory that must load.
+  std::string resume;
 };
 
 // What a finished run measured (rank 0's view; losses are means over ranks).

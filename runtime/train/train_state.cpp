@@ -1,0 +1,334 @@
+#include "runtime/train/train_state.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "llvm/Support/JSON.h"
+#include "runtime/checkpoint/safetensors.h"
+
+namespace accel::rt::train {
+namespace {
+
+namespace json = llvm::json;
+
+// Bumped when an older reader could misread a newer layout.
+constexpr int64_t kStateVersion = 1;
+constexpr const char* kRngTensor = "torch_manual_seed";
+
+llvm::Error Fail(std::string message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+std::string_view Bytes(const at::Tensor& tensor) {
+  return std::string_view(static_cast<const char*>(tensor.data_ptr()),
+                          tensor.numel() * tensor.element_size());
+}
+
+const char* DtypeName(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return "F32";
+    case at::kDouble:
+      return "F64";
+    case at::kLong:
+      return "I64";
+    case at::kByte:
+      return "U8";
+    default:
+      return nullptr;
+  }
+}
+
+std::string Pretty(const json::Value& value) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << llvm::formatv("{0:2}", value) << "\n";
+  stream.flush();
+  return text;
+}
+
+// Reads JSON file `name` of the checkpoint as an object.
+llvm::Expected<json::Object> ReadJson(const checkpoint::VerifiedCheckpoint& ckpt, const std::string& name) {
+  auto found = ckpt.files.find(name);
+  if (found == ckpt.files.end()) return Fail(fmt::format("{}: the checkpoint has no `{}`", ckpt.path, name));
+  std::string_view text = found->second->view();
+  llvm::Expected<json::Value> value = json::parse(llvm::StringRef(text.data(), text.size()));
+  if (!value) return Fail(fmt::format("{}/{}: {}", ckpt.path, name, llvm::toString(value.takeError())));
+  if (json::Object* object = value->getAsObject()) return std::move(*object);
+  return Fail(fmt::format("{}/{}: expected a JSON object", ckpt.path, name));
+}
+
+llvm::Expected<int64_t> Integer(const json::Object& object, llvm::StringRef key, const std::string& file) {
+  if (llvm::Optional<int64_t> value = object.getInteger(key)) return *value;
+  return Fail(fmt::format("{}: expected an integer `{}`", file, key.str()));
+}
+
+// Copies tensor `name` of `file` into `target` after checking dtype and shape.
+llvm::Error CopyInto(const checkpoint::SafetensorsFile& file, const std::string& file_name,
+                     const std::string& name, const at::Tensor& target) {
+  auto info = file.tensors().find(name);
+  if (info == file.tensors().end()) return Fail(fmt::format("{}: no tensor `{}`", file_name, name));
+  const char* dtype = DtypeName(target.scalar_type());
+  if (dtype == nullptr || info->second.dtype != dtype || info->second.shape != target.sizes().vec()) {
+    return Fail(fmt::format("{}: tensor `{}` is {} {}, this model's is {} {}", file_name, name,
+                            info->second.dtype, fmt::join(info->second.shape, "x"), dtype ? dtype : "?",
+                            fmt::join(target.sizes(), "x")));
+  }
+  std::string_view bytes = file.Bytes(name);
+  // memcpy: a foreign writer's views need not be aligned (ST-014).
+  std::memcpy(target.data_ptr(), bytes.data(), bytes.size());
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+at::Tensor CaptureRngState() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void RestoreRngState(const at::Tensor& state) {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
+llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& trainer,
+                                                                const Progress& progress,
+                                                                const std::vector<at::Tensor>& rng_states,
+                                                                int64_t data_seed) {
+  auto out = std::make_unique<StateFiles>();
+  // A view of `tensor` that stays valid while `out` lives.
+  auto keep = [&](const at::Tensor& tensor) -> llvm::Expected<checkpoint::TensorRef> {
+    at::Tensor dense = tensor.detach();
+    if (!dense.is_contiguous()) dense = dense.contiguous();
+    out->tensors_.push_back(dense);
+    const char* dtype = DtypeName(dense.scalar_type());
+    if (dtype == nullptr)
+      return Fail(fmt::format("unsupported dtype {}", c10::toString(dense.scalar_type())));
+    return checkpoint::TensorRef{"", dtype, dense.sizes().vec(), Bytes(dense)};
+  };
+  auto add_safetensors = [&](std::string name, const std::vector<checkpoint::TensorRef>& tensors,
+                             const std::map<std::string, std::string>& metadata) -> llvm::Error {
+    llvm::Expected<checkpoint::EncodedSafetensors> encoded = checkpoint::EncodeSafetensors(tensors, metadata);
+    if (!encoded) return Fail(fmt::format("{}: {}", name, llvm::toString(encoded.takeError())));
+    out->text_.push_back(std::move(encoded->header));
+    std::vector<std::string_view> parts{out->text_.back()};
+    parts.insert(parts.end(), encoded->data.begin(), encoded->data.end());
+    out->files_.push_back({std::move(name), std::move(parts)});
+    return llvm::Error::success();
+  };
+  auto add_json = [&](std::string name, const json::Value& value) {
+    out->text_.push_back(Pretty(value));
+    out->files_.push_back({std::move(name), {out->text_.back()}});
+  };
+
+  // Model weights, as Accelerate's save_state writes them.
+  std::vector<checkpoint::TensorRef> weights;
+  for (const auto& [name, tensor] : trainer.NamedParameters()) {
+    llvm::Expected<checkpoint::TensorRef> ref = keep(tensor);
+    if (!ref) return Fail(fmt::format("model.safetensors: `{}`: {}", name, llvm::toString(ref.takeError())));
+    ref->name = name;
+    weights.push_back(std::move(*ref));
+  }
+  if (llvm::Error error = add_safetensors("model.safetensors", weights, {{"format", "pt"}})) return error;
+
+  // The optimizer: tensors by parameter name, everything else in JSON.
+  OptimizerState optimizer = trainer.ExportOptimizerState();
+  std::vector<checkpoint::TensorRef> state_tensors;
+  json::Object counters;
+  json::Array names;
+  for (const OptimizerState::Parameter& parameter : optimizer.parameters) {
+    names.push_back(parameter.name);
+    for (const auto& [key, tensor] : parameter.tensors) {
+      llvm::Expected<checkpoint::TensorRef> ref = keep(tensor);
+      if (!ref) return ref.takeError();
+      ref->name = fmt::format("state.{}.{}", parameter.name, key);
+      state_tensors.push_back(std::move(*ref));
+    }
+    if (!parameter.counters.empty()) {
+      json::Object scalars;
+      for (const auto& [key, value] : parameter.counters) scalars[key] = value;
+      counters[parameter.name] = std::move(scalars);
+    }
+  }
+  if (llvm::Error error = add_safetensors("optimizer.safetensors", state_tensors, {{"format", "pt"}}))
+    return error;
+  json::Object group = optimizer.hyperparameters;
+  group["params"] = std::move(names);
+  double lr = group.getNumber("lr").getValueOr(0);
+  add_json("optimizer.json", json::Object{{"format", "accel-optimizer"},
+                                          {"version", kStateVersion},
+                                          {"type", optimizer.type},
+                                          {"param_groups", json::Array{std::move(group)}},
+                                          {"state", std::move(counters)}});
+  // No scheduler exists yet (#8): the constant schedule is its step count and base rate.
+  add_json("scheduler.json", json::Object{{"type", "constant"},
+                                          {"last_epoch", progress.step},
+                                          {"base_lrs", json::Array{lr}},
+                                          {"last_lr", json::Array{lr}}});
+  add_json("dataloader_0.json",
+           json::Object{
+               {"epoch", progress.data_epoch}, {"position", progress.data_position}, {"seed", data_seed}});
+  add_json("trainer_state.json", json::Object{{"format", "accel-trainer-state"},
+                                              {"version", kStateVersion},
+                                              {"step", progress.step},
+                                              {"samples_seen", progress.samples_seen},
+                                              {"world_size", static_cast<int64_t>(rng_states.size())}});
+  for (size_t rank = 0; rank < rng_states.size(); ++rank) {
+    llvm::Expected<checkpoint::TensorRef> ref = keep(rng_states[rank]);
+    if (!ref) return ref.takeError();
+    ref->name = kRngTensor;
+    if (llvm::Error error = add_safetensors(fmt::format("random_states_{}.safetensors", rank), {*ref},
+                                            {{"format", "accel"}, {"step", std::to_string(progress.step)}})) {
+      return error;
+    }
+  }
+  return out;
+}
+
+llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer,
+                                              int rank, int world_size, int64_t data_seed) {
+  Progress progress;
+  std::string state_path = ckpt.path + "/trainer_state.json";
+  llvm::Expected<json::Object> state = ReadJson(ckpt, "trainer_state.json");
+  if (!state) return state.takeError();
+  if (state->getInteger("version").getValueOr(0) > kStateVersion) {
+    return Fail(fmt::format("{}: version {} is newer than this accelrun reads ({})", state_path,
+                            *state->getInteger("version"), kStateVersion));
+  }
+  llvm::Expected<int64_t> saved_world = Integer(*state, "world_size", state_path);
+  if (!saved_world) return saved_world.takeError();
+  if (*saved_world != world_size) {
+    // Data shards and per-rank RNG states belong to one world size.
+    return Fail(fmt::format("{}: the checkpoint was written by {} processes, this run has {}", state_path,
+                            *saved_world, world_size));
+  }
+  llvm::Expected<int64_t> step = Integer(*state, "step", state_path);
+  if (!step) return step.takeError();
+  llvm::Expected<int64_t> samples = Integer(*state, "samples_seen", state_path);
+  if (!samples) return samples.takeError();
+  progress.step = *step;
+  progress.samples_seen = *samples;
+
+  std::string data_path = ckpt.path + "/dataloader_0.json";
+  llvm::Expected<json::Object> data = ReadJson(ckpt, "dataloader_0.json");
+  if (!data) return data.takeError();
+  llvm::Expected<int64_t> seed = Integer(*data, "seed", data_path);
+  if (!seed) return seed.takeError();
+  if (*seed != data_seed) {
+    return Fail(
+        fmt::format("{}: the checkpoint's data seed is {}, this run's is {}", data_path, *seed, data_seed));
+  }
+  llvm::Expected<int64_t> epoch = Integer(*data, "epoch", data_path);
+  if (!epoch) return epoch.takeError();
+  llvm::Expected<int64_t> position = Integer(*data, "position", data_path);
+  if (!position) return position.takeError();
+  progress.data_epoch = *epoch;
+  progress.data_position = *position;
+
+  // Optimizer first: it is checked completely before anything changes.
+  std::string optimizer_json = ckpt.path + "/optimizer.json";
+  llvm::Expected<json::Object> meta = ReadJson(ckpt, "optimizer.json");
+  if (!meta) return meta.takeError();
+  llvm::Expected<checkpoint::SafetensorsFile> tensors = ckpt.Safetensors("optimizer.safetensors");
+  if (!tensors) return tensors.takeError();
+  OptimizerState optimizer;
+  optimizer.type = meta->getString("type").getValueOr("").str();
+  const json::Array* groups = meta->getArray("param_groups");
+  if (groups == nullptr || groups->size() != 1 || groups->front().getAsObject() == nullptr) {
+    return Fail(fmt::format("{}: expected one parameter group in `param_groups`", optimizer_json));
+  }
+  optimizer.hyperparameters = *groups->front().getAsObject();
+  const json::Array* names = optimizer.hyperparameters.getArray("params");
+  if (names == nullptr) return Fail(fmt::format("{}: the parameter group has no `params`", optimizer_json));
+  const json::Object* counters = meta->getObject("state");
+  std::map<std::string, std::vector<std::pair<std::string, at::Tensor>>> by_parameter;
+  std::string optimizer_file = ckpt.path + "/optimizer.safetensors";
+  for (const auto& [name, info] : tensors->tensors()) {
+    // `state.<parameter>.<key>`: parameter names contain dots, keys do not.
+    size_t last_dot = name.rfind('.');
+    if (name.rfind("state.", 0) != 0 || last_dot <= 6) {
+      return Fail(fmt::format("{}: tensor `{}` is not named state.<parameter>.<key>", optimizer_file, name));
+    }
+    if (info.dtype != "F32")
+      return Fail(fmt::format("{}: tensor `{}` is {}, expected F32", optimizer_file, name, info.dtype));
+    at::Tensor copy = at::empty(info.shape, at::kFloat);
+    std::string_view bytes = tensors->Bytes(name);
+    std::memcpy(copy.data_ptr(), bytes.data(), bytes.size());
+    by_parameter[name.substr(6, last_dot - 6)].emplace_back(name.substr(last_dot + 1), copy);
+  }
+  for (const json::Value& value : *names) {
+    llvm::Optional<llvm::StringRef> name = value.getAsString();
+    if (!name) return Fail(fmt::format("{}: `params` must list parameter names", optimizer_json));
+    OptimizerState::Parameter parameter{name->str(), {}, {}};
+    if (auto found = by_parameter.find(parameter.name); found != by_parameter.end()) {
+      parameter.tensors = std::move(found->second);
+      by_parameter.erase(found);
+    }
+    if (const json::Object* scalars = counters ? counters->getObject(parameter.name) : nullptr) {
+      for (const auto& [key, scalar] : *scalars) {
+        llvm::Optional<int64_t> integer = scalar.getAsInteger();
+        if (!integer)
+          return Fail(
+              fmt::format("{}: state `{}.{}` is not an integer", optimizer_json, parameter.name, key.str()));
+        parameter.counters.emplace_back(key.str(), *integer);
+      }
+    }
+    optimizer.parameters.push_back(std::move(parameter));
+  }
+  if (!by_parameter.empty()) {
+    return Fail(fmt::format("{}: state for `{}`, which `optimizer.json` does not list", optimizer_file,
+                            by_parameter.begin()->first));
+  }
+  try {
+    trainer.ImportOptimizerState(optimizer);
+  } catch (const std::invalid_argument& error) {
+    return Fail(fmt::format("{}: {}", optimizer_json, error.what()));
+  }
+
+  // Parameters: copied in place, so the optimizer's references to them stay valid.
+  llvm::Expected<checkpoint::SafetensorsFile> model = ckpt.Safetensors("model.safetensors");
+  if (!model) return model.takeError();
+  std::vector<std::pair<std::string, at::Tensor>> named = trainer.NamedParameters();
+  if (model->tensors().size() != named.size()) {
+    return Fail(fmt::format("{}/model.safetensors: {} tensors, this model has {} parameters", ckpt.path,
+                            model->tensors().size(), named.size()));
+  }
+  {
+    at::NoGradGuard no_grad;
+    for (const auto& [name, parameter] : named) {
+      if (!parameter.is_contiguous()) return Fail(fmt::format("parameter `{}` is not contiguous", name));
+      if (llvm::Error error = CopyInto(*model, ckpt.path + "/model.safetensors", name, parameter))
+        return error;
+    }
+  }
+
+  // This rank's generator.
+  std::string rng_name = fmt::format("random_states_{}.safetensors", rank);
+  llvm::Expected<checkpoint::SafetensorsFile> rng = ckpt.Safetensors(rng_name);
+  if (!rng) return rng.takeError();
+  auto info = rng->tensors().find(kRngTensor);
+  if (info == rng->tensors().end() || info->second.dtype != "U8" || info->second.shape.size() != 1) {
+    return Fail(fmt::format("{}/{}: expected a U8 vector `{}`", ckpt.path, rng_name, kRngTensor));
+  }
+  at::Tensor rng_state = at::empty(info->second.shape, at::kByte);
+  std::string_view bytes = rng->Bytes(kRngTensor);
+  std::memcpy(rng_state.data_ptr(), bytes.data(), bytes.size());
+  try {
+    RestoreRngState(rng_state);
+  } catch (const std::exception& error) {
+    std::string text = error.what();
+    return Fail(fmt::format("{}/{}: {}", ckpt.path, rng_name, text.substr(0, text.find('\n'))));
+  }
+  return progress;
+}
+
+}  // namespace accel::rt::train

@@ -1,0 +1,79 @@
+#ifndef ACCEL_RUNTIME_TRAIN_TRAIN_STATE_H_
+#define ACCEL_RUNTIME_TRAIN_TRAIN_STATE_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "llvm/Support/Error.h"
+#include "runtime/checkpoint/checkpoint_dir.h"
+#include "runtime/checkpoint/checkpoint_file.h"
+#include "runtime/train/trainer.h"
+
+// save_state / load_state of the training state as safetensors plus small JSON, never a pickle
+// (docs/checkpoints.md, catalog §7.2): the files of one checkpoint, and putting them back.
+// What a checkpoint holds besides the model and the optimizer is `Progress` and one RNG state
+// per rank. Uses ATen only; the optimizer is reached through Trainer.
+namespace accel::rt::train {
+
+// Where the run stands, besides the model and the optimizer.
+struct Progress {
+  // Optimizer steps done: a resumed run continues with step + 1.
+  int64_t step = 0;
+  // Samples drawn so far, over all ranks.
+  int64_t samples_seen = 0;
+  // SyntheticRegression::epoch() and position() after the last step (the same on every rank:
+  // the sampler gives every rank the same number of equally sized batches).
+  int64_t data_epoch = -1;
+  int64_t data_position = 0;
+};
+
+// The state of this process's default torch CPU generator (a U8 tensor, 5056 bytes for the
+// Mersenne Twister), and setting it back. RestoreRngState throws c10::Error for a tensor that
+// is not such a state.
+at::Tensor CaptureRngState();
+void RestoreRngState(const at::Tensor& state);
+
+// The files of one checkpoint, ready for CheckpointStore::Save or SaveTo. The views in files()
+// point into this object and into the trainer's parameters and optimizer state: keep this
+// object alive, and do not step the optimizer, until the save returns.
+class StateFiles {
+ public:
+  const std::vector<checkpoint::CheckpointFile>& files() const { return files_; }
+
+ private:
+  friend llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer&, const Progress&,
+                                                                         const std::vector<at::Tensor>&,
+                                                                         int64_t);
+  std::vector<checkpoint::CheckpointFile> files_;
+  std::deque<std::string> text_;     // headers and JSON the views point into
+  std::vector<at::Tensor> tensors_;  // contiguous copies, where a tensor was not contiguous
+};
+
+// Encodes the training state as checkpoint files: `model.safetensors` (the parameters by
+// name), `optimizer.safetensors` (tensors `state.<parameter>.<key>`) and `optimizer.json`
+// (type, hyper-parameters, per-parameter counters), `scheduler.json`, `dataloader_0.json`,
+// `trainer_state.json`, and `random_states_<r>.safetensors` for each entry of `rng_states`
+// (every rank's CaptureRngState(), in rank order). `data_seed` is the data stream's seed,
+// recorded so a load can refuse another data set. Fails, naming the tensor, when one cannot be
+// encoded (see EncodeSafetensors).
+llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& trainer,
+                                                                const Progress& progress,
+                                                                const std::vector<at::Tensor>& rng_states,
+                                                                int64_t data_seed);
+
+// Puts rank `rank`'s state back from a verified checkpoint: the parameters (copied in place),
+// the optimizer's state and hyper-parameters, and this rank's RNG state; returns the progress.
+// Fails, naming the file and what was wrong, when a file is missing or invalid, the checkpoint
+// was written by another world size or data seed, or a tensor's name, dtype or shape does not
+// match this model; the parameters may then be partly overwritten (the run must stop).
+llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& checkpoint,
+                                              Trainer& trainer, int rank, int world_size, int64_t data_seed);
+
+}  // namespace accel::rt::train
+
+#endif  // ACCEL_RUNTIME_TRAIN_TRAIN_STATE_H_
