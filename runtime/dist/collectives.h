@@ -18,25 +18,37 @@ class CollectiveError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The collective operations the runtime uses, behind an interface so tests can run one rank
-// alone or inject failures. Every method is **collective**: every rank must call it, in the
-// same order, with tensors of the same shapes and dtypes. Every call is bounded by the
-// group's timeout and throws CollectiveError instead of hanging.
+enum class ReduceOp { kSum, kMax, kMin, kProduct };
+
+// The collective primitives the runtime uses, behind an interface so tests can run one rank
+// alone or inject delays and failures (fault_injection.h). Every method is **collective**:
+// every rank must call it, in the same order, with tensors of the same shapes and dtypes.
+// Every call is bounded by the group's timeout and throws CollectiveError instead of hanging.
+// Tensors must be contiguous; dtypes are those the backend reduces (Gloo: float16/32/64,
+// int8/uint8/int32/int64) — operations.h packs everything else into bytes or upcasts it.
 class Collectives {
  public:
   virtual ~Collectives() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  // Replaces each tensor by its elementwise sum over all ranks. The tensors are reduced as
+  // False for the world of one process that runs without any backend (distributed type NO):
+  // Accelerate's operations behave differently there (catalog §5.2, `NO`).
+  virtual bool distributed() const { return true; }
+  // Replaces each tensor by the elementwise `op` over all ranks. The tensors are reduced as
   // separate operations that run concurrently (one per gradient bucket).
-  virtual void AllReduceSum(std::vector<at::Tensor>& tensors) = 0;
-  // Replaces each tensor by rank `root`'s copy.
+  virtual void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) = 0;
+  void AllReduceSum(std::vector<at::Tensor>& tensors) { AllReduce(tensors, ReduceOp::kSum); }
+  // Replaces each tensor by rank `root`'s copy; the tensors travel concurrently.
   virtual void Broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
+  // Fills `output` (world_size × input.numel() elements of input's dtype) with every rank's
+  // `input`, in rank order.
+  virtual void AllGather(const at::Tensor& input, at::Tensor& output) = 0;
   // Returns once every rank has called it.
   virtual void Barrier() = 0;
 };
 
-// A world of one process: every operation is the identity.
+// A world of one process without a backend (distributed type NO): every operation is the
+// identity and distributed() is false.
 std::unique_ptr<Collectives> MakeSingleProcess();
 
 struct RendezvousOptions {
@@ -49,8 +61,9 @@ struct RendezvousOptions {
 };
 
 // Joins the group: rank 0 serves a TCPStore at master_addr:master_port, the others connect,
-// and all build a ProcessGroupGloo. Collective. Throws CollectiveError naming the address and
-// timeout when the rendezvous does not complete in time.
+// check in, and all build a ProcessGroupGloo. Collective. Throws CollectiveError naming the
+// address, the timeout and the ranks that never checked in when the rendezvous does not
+// complete in time.
 std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options);
 
 }  // namespace accel::rt::dist

@@ -19,26 +19,43 @@ class GlooCollectives final : public Collectives {
   int rank() const override { return options_.rank; }
   int world_size() const override { return options_.world_size; }
 
-  void AllReduceSum(std::vector<at::Tensor>& tensors) override {
+  void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override {
     // One operation per tensor, all in flight together, so buckets overlap on the wire.
     std::vector<c10::intrusive_ptr<c10d::Work>> pending;
     Guard("all_reduce", [&] {
+      c10d::AllreduceOptions reduce;
+      reduce.reduceOp = ToC10d(op);
       for (at::Tensor& tensor : tensors) {
         std::vector<at::Tensor> one{tensor};
-        pending.push_back(group_->allreduce(one));
+        pending.push_back(group_->allreduce(one, reduce));
       }
       for (auto& work : pending) work->wait(options_.timeout);
     });
   }
 
   void Broadcast(std::vector<at::Tensor>& tensors, int root) override {
+    std::vector<c10::intrusive_ptr<c10d::Work>> pending;
     Guard("broadcast", [&] {
       c10d::BroadcastOptions broadcast;
       broadcast.rootRank = root;
       for (at::Tensor& tensor : tensors) {
         std::vector<at::Tensor> one{tensor};
-        group_->broadcast(one, broadcast)->wait(options_.timeout);
+        pending.push_back(group_->broadcast(one, broadcast));
       }
+      for (auto& work : pending) work->wait(options_.timeout);
+    });
+  }
+
+  void AllGather(const at::Tensor& input, at::Tensor& output) override {
+    Guard("all_gather", [&] {
+      // Gloo in LibTorch 1.13 has no `_allgather_base`: it gathers into one slot per rank, which
+      // are views into `output`, so the result still lands in one flat buffer.
+      std::vector<at::Tensor> inputs{input.reshape({-1})};
+      at::Tensor flat = output.view({-1});
+      int64_t count = inputs[0].numel();
+      std::vector<std::vector<at::Tensor>> outputs(1);
+      for (int r = 0; r < options_.world_size; ++r) outputs[0].push_back(flat.narrow(0, r * count, count));
+      group_->allgather(outputs, inputs)->wait(options_.timeout);
     });
   }
 
@@ -58,6 +75,20 @@ class GlooCollectives final : public Collectives {
     }
   }
 
+  static c10d::ReduceOp ToC10d(ReduceOp op) {
+    switch (op) {
+      case ReduceOp::kSum:
+        return c10d::ReduceOp::SUM;
+      case ReduceOp::kMax:
+        return c10d::ReduceOp::MAX;
+      case ReduceOp::kMin:
+        return c10d::ReduceOp::MIN;
+      case ReduceOp::kProduct:
+        return c10d::ReduceOp::PRODUCT;
+    }
+    return c10d::ReduceOp::SUM;
+  }
+
   // c10 errors append a C++ backtrace; the first line is the message.
   static std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -70,6 +101,26 @@ bool IsLoopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
 }
 
+std::string CheckInKey(int rank) { return fmt::format("accel/checked-in/{}", rank); }
+
+// Every rank records its arrival in the store and waits for all the others, so that a rank
+// that never comes is named in every rank's error instead of a bare store timeout.
+void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
+  store.set(CheckInKey(options.rank), std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < options.world_size; ++r) keys.push_back(CheckInKey(r));
+  try {
+    store.wait(keys, options.timeout);
+  } catch (const std::exception&) {
+    std::vector<int> missing;
+    for (int r = 0; r < options.world_size; ++r) {
+      if (!store.check({CheckInKey(r)})) missing.push_back(r);
+    }
+    throw CollectiveError(fmt::format("rank{} {} did not join within {} ms", missing.size() == 1 ? "" : "s",
+                                      fmt::join(missing, ", "), options.timeout.count()));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
@@ -78,9 +129,10 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
     store_options.port = static_cast<std::uint16_t>(options.master_port);
     store_options.isServer = options.rank == 0;
     store_options.numWorkers = static_cast<std::size_t>(options.world_size);
-    store_options.waitWorkers = true;
+    store_options.waitWorkers = false;  // CheckIn waits, and can say who is missing
     store_options.timeout = options.timeout;
     auto store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+    CheckIn(*store, options);
 
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
     // GLOO_SOCKET_IFNAME names the interface, as in PyTorch; otherwise bind to loopback on one

@@ -17,12 +17,14 @@ class FakePeer final : public dist::Collectives {
   explicit FakePeer(float peer_value) : peer_value_(peer_value) {}
   int rank() const override { return 0; }
   int world_size() const override { return 2; }
-  void AllReduceSum(std::vector<at::Tensor>& tensors) override {
+  void AllReduce(std::vector<at::Tensor>& tensors, dist::ReduceOp op) override {
+    EXPECT_EQ(op, dist::ReduceOp::kSum);
     calls_ += 1;
     buckets_seen_ = tensors.size();
     for (at::Tensor& t : tensors) t.add_(peer_value_);
   }
   void Broadcast(std::vector<at::Tensor>&, int) override {}
+  void AllGather(const at::Tensor&, at::Tensor&) override { ADD_FAILURE() << "unexpected all_gather"; }
   void Barrier() override {}
   int calls_ = 0;
   size_t buckets_seen_ = 0;

@@ -1,0 +1,63 @@
+#ifndef ACCEL_RUNTIME_DIST_FAULT_INJECTION_H_
+#define ACCEL_RUNTIME_DIST_FAULT_INJECTION_H_
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/dist/collectives.h"
+
+namespace accel::rt::dist {
+
+// What to do to one call of one primitive.
+struct Fault {
+  enum class Action {
+    kDelay,  // sleep `delay`, then run the call (a straggler)
+    kThrow,  // throw CollectiveError without calling (a local failure)
+    kSkip,   // return without calling (a rank that silently misses a collective: peers time out)
+    kKill,   // SIGKILL this process before calling (a rank dying mid-job)
+  };
+  // `all_reduce`, `broadcast`, `all_gather`, `barrier`, or `*` for any.
+  std::string primitive = "*";
+  // The 1-based call of that primitive (counted per name; `*` counts every call).
+  int call = 1;
+  Action action = Action::kThrow;
+  std::chrono::milliseconds delay{0};
+};
+
+// Wraps real collectives and injects faults into chosen calls, so failure handling is tested
+// on real process groups: a rank that dies mid-collective, a straggler, a skipped collective.
+class FaultInjectingCollectives final : public Collectives {
+ public:
+  FaultInjectingCollectives(std::unique_ptr<Collectives> inner, std::vector<Fault> faults);
+
+  int rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  bool distributed() const override { return inner_->distributed(); }
+  void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override;
+  void Broadcast(std::vector<at::Tensor>& tensors, int root) override;
+  void AllGather(const at::Tensor& input, at::Tensor& output) override;
+  void Barrier() override;
+
+  // Calls seen so far, by primitive name.
+  int calls(const std::string& primitive) const;
+
+ private:
+  // Applies the fault planned for this call, if any; false when the call must not run.
+  bool Before(const std::string& primitive);
+
+  std::unique_ptr<Collectives> inner_;
+  std::vector<Fault> faults_;
+  std::map<std::string, int> calls_;
+  int total_calls_ = 0;
+};
+
+// Parses a fault list such as `all_gather:2:kill,broadcast:1:delay=500ms,*:3:skip` (for test
+// workers that take faults on the command line). Throws std::invalid_argument on bad text.
+std::vector<Fault> ParseFaults(const std::string& text);
+
+}  // namespace accel::rt::dist
+
+#endif  // ACCEL_RUNTIME_DIST_FAULT_INJECTION_H_

@@ -1,0 +1,387 @@
+#include "runtime/dist/operations.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "runtime/dist/object_codec.h"
+#include "runtime/dist/structure.h"
+
+namespace accel::rt::dist {
+namespace {
+
+// Operation codes in the layout header, so that ranks calling different operations at the
+// same point are told so.
+enum OpCode : int64_t { kGather = 1, kBroadcast, kReduce, kPad };
+
+const char* OpName(int64_t code) {
+  switch (code) {
+    case kGather:
+      return "gather";
+    case kBroadcast:
+      return "broadcast";
+    case kReduce:
+      return "reduce";
+    case kPad:
+      return "pad_across_processes";
+    default:
+      return "an unknown operation";
+  }
+}
+
+// Packed leaves start on 8-byte boundaries, so a leaf's bytes can be viewed as its dtype.
+int64_t AlignUp(int64_t bytes) { return (bytes + 7) & ~int64_t{7}; }
+
+struct Leaf {
+  std::string path;
+  at::Tensor tensor;
+};
+
+// Every tensor leaf in order; any other leaf is an error naming `op` (catalog: TypeError).
+std::vector<Leaf> TensorLeaves(const Value& data, const char* op) {
+  std::vector<Leaf> leaves;
+  RecursivelyApply(
+      data,
+      [&](const Value& leaf) {
+        leaves.push_back({"", leaf.tensor()});
+        return leaf;
+      },
+      ApplyOptions{[](const Value& leaf) { return leaf.is_tensor(); }, true, op});
+  size_t index = 0;
+  ForEachTensor(data, [&](const std::string& path, const at::Tensor&) {
+    leaves[index++].path = path.empty() ? "the top" : path;
+  });
+  return leaves;
+}
+
+// `data` with its tensor leaves replaced, in order, by `tensors`.
+Value ReplaceTensors(const Value& data, const std::vector<at::Tensor>& tensors) {
+  size_t next = 0;
+  return RecursivelyApply(data, [&](const Value&) { return Value::Tensor(tensors[next++]); });
+}
+
+// The bytes of a contiguous tensor as a flat uint8 tensor sharing its storage.
+at::Tensor BytesOf(const at::Tensor& contiguous) { return contiguous.reshape({-1}).view(at::kByte); }
+
+uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+// What a dtype travels as in a reduction: Gloo reduces float16/32/64 and int8/uint8/int32/64.
+at::ScalarType WireType(at::ScalarType type) {
+  switch (type) {
+    case at::kBFloat16:
+      return at::kFloat;
+    case at::kBool:
+    case at::kShort:
+      return at::kInt;
+    default:
+      return type;
+  }
+}
+
+struct Reduction {
+  ReduceOp op = ReduceOp::kSum;
+  bool mean = false;
+};
+
+Reduction ParseReduction(std::string_view text) {
+  if (text == "sum" || text == "none") return {ReduceOp::kSum, false};
+  if (text == "mean") return {ReduceOp::kSum, true};
+  if (text == "max") return {ReduceOp::kMax, false};
+  if (text == "min") return {ReduceOp::kMin, false};
+  throw OperationError(fmt::format("reduce: unknown reduction `{}`; use sum, mean, max, min or none", text));
+}
+
+}  // namespace
+
+DataOps::DataOps(Collectives& collectives, DataOpsOptions options)
+    : collectives_(collectives), options_(options) {}
+
+at::Tensor DataOps::Staging(size_t slot, int64_t bytes) {
+  if (staging_.size() <= slot) staging_.resize(slot + 1);
+  at::Tensor& buffer = staging_[slot];
+  if (!buffer.defined() || buffer.numel() < bytes)
+    buffer = at::empty({std::max<int64_t>(bytes, 64)}, at::kByte);
+  return buffer.narrow(0, 0, bytes);
+}
+
+std::vector<std::string> DataOps::AllGatherBytes(std::string_view bytes) {
+  int world = world_size();
+  at::Tensor length = at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong);
+  at::Tensor lengths = at::empty({world}, at::kLong);
+  collectives_.AllGather(length, lengths);
+  std::vector<int64_t> sizes(lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + world);
+  int64_t longest = std::max<int64_t>(*std::max_element(sizes.begin(), sizes.end()), 1);
+  at::Tensor send = Staging(0, longest);
+  std::memcpy(send.data_ptr(), bytes.data(), bytes.size());
+  at::Tensor receive = Staging(1, longest * world);
+  collectives_.AllGather(send, receive);
+  std::vector<std::string> out;
+  const char* base = static_cast<const char*>(receive.data_ptr());
+  for (int r = 0; r < world; ++r) out.emplace_back(base + r * longest, static_cast<size_t>(sizes[r]));
+  return out;
+}
+
+void DataOps::VerifyLayout(int op_code, const char* op_name, const Value& data, bool dims_only) {
+  if (!options_.verify_layout) return;
+  std::string layout = Layout(data, dims_only);
+  at::Tensor header = at::empty({2}, at::kLong);
+  header[0] = op_code;
+  header[1] = static_cast<int64_t>(Fnv1a(layout));
+  at::Tensor headers = at::empty({2 * world_size()}, at::kLong);
+  collectives_.AllGather(header, headers);
+  const int64_t* all = headers.data_ptr<int64_t>();
+  bool same = true;
+  for (int r = 0; r < world_size(); ++r) same = same && all[2 * r] == all[0] && all[2 * r + 1] == all[1];
+  if (same) return;
+  // Every rank saw the mismatch, so every rank takes this path: exchanging the layouts to
+  // name them cannot leave a peer waiting.
+  std::vector<std::string> layouts = AllGatherBytes(layout);
+  std::string detail;
+  for (int r = 0; r < world_size(); ++r) {
+    detail += fmt::format("\n  rank {}: {} {}", r, OpName(all[2 * r]), layouts[r]);
+  }
+  throw OperationError(
+      fmt::format("{}: the ranks disagree on the operation or on the layout of its data ({}); "
+                  "every rank must pass the same structure of tensors with the same "
+                  "dtypes and {}:{}",
+                  op_name, dims_only ? "kinds, keys, dtypes, dimensions" : "kinds, keys, dtypes, shapes",
+                  dims_only ? "number of dimensions" : "shapes", detail));
+}
+
+Value DataOps::Gather(const Value& data) {
+  if (!collectives_.distributed()) return data;
+  std::vector<Leaf> leaves = TensorLeaves(data, "gather");
+  VerifyLayout(kGather, "gather", data, /*dims_only=*/false);
+  if (leaves.empty()) return data;
+  int world = world_size();
+  std::vector<at::Tensor> sources;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (const Leaf& leaf : leaves) {
+    at::Tensor tensor = leaf.tensor.dim() == 0 ? leaf.tensor.reshape({1}) : leaf.tensor;
+    sources.push_back(tensor.contiguous());
+    offsets.push_back(total);
+    total += AlignUp(static_cast<int64_t>(sources.back().nbytes()));
+  }
+  auto shape_of = [&](const at::Tensor& source) {
+    std::vector<int64_t> shape = source.sizes().vec();
+    shape[0] *= world;
+    return shape;
+  };
+  if (sources.size() == 1) {
+    // One leaf: gathered straight into the result, no staging.
+    at::Tensor result = at::empty({world * sources[0].numel()}, sources[0].options());
+    at::Tensor result_bytes = BytesOf(result);
+    collectives_.AllGather(BytesOf(sources[0]), result_bytes);
+    return ReplaceTensors(data, {result.view(shape_of(sources[0]))});
+  }
+  at::Tensor send = Staging(0, total);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    send.narrow(0, offsets[i], static_cast<int64_t>(sources[i].nbytes())).copy_(BytesOf(sources[i]));
+  }
+  at::Tensor receive = Staging(1, total * world);
+  collectives_.AllGather(send, receive);
+  at::Tensor rows = receive.view({world, total});
+  std::vector<at::Tensor> results;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    int64_t nbytes = static_cast<int64_t>(sources[i].nbytes());
+    at::Tensor bytes = rows.narrow(1, offsets[i], nbytes).contiguous();  // the copy out of staging
+    results.push_back(nbytes == 0 ? at::empty(shape_of(sources[i]), sources[i].options())
+                                  : bytes.view(sources[i].scalar_type()).view(shape_of(sources[i])));
+  }
+  return ReplaceTensors(data, results);
+}
+
+Value DataOps::GatherObject(const Value& object) {
+  if (!collectives_.distributed()) return object;
+  std::vector<std::string> payloads = AllGatherBytes(EncodeValue(object));
+  std::vector<Value> items;
+  for (size_t r = 0; r < payloads.size(); ++r) {
+    Value value = DecodeValue(payloads[r]);
+    if (value.kind() == Value::Kind::kList || value.kind() == Value::Kind::kTuple) {
+      for (Value& item : value.items()) items.push_back(std::move(item));
+    } else {
+      items.push_back(std::move(value));
+    }
+  }
+  return Value::List(std::move(items));
+}
+
+Value DataOps::Broadcast(const Value& data, int from_process) {
+  if (!collectives_.distributed()) return data;
+  if (from_process < 0 || from_process >= world_size()) {
+    throw OperationError(fmt::format("broadcast: `from_process` {} is not a rank of this world of {}",
+                                     from_process, world_size()));
+  }
+  std::vector<Leaf> leaves = TensorLeaves(data, "broadcast");
+  VerifyLayout(kBroadcast, "broadcast", data, /*dims_only=*/false);
+  if (leaves.empty()) return data;
+  if (leaves.size() == 1) {
+    const at::Tensor& target = leaves[0].tensor;
+    at::Tensor contiguous = target.contiguous();
+    std::vector<at::Tensor> bytes{BytesOf(contiguous)};
+    collectives_.Broadcast(bytes, from_process);
+    if (!contiguous.is_same(target)) target.copy_(contiguous);
+    return data;
+  }
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (const Leaf& leaf : leaves) {
+    offsets.push_back(total);
+    total += AlignUp(static_cast<int64_t>(leaf.tensor.nbytes()));
+  }
+  at::Tensor buffer = Staging(0, total);
+  bool source = rank() == from_process;
+  if (source) {
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      buffer.narrow(0, offsets[i], static_cast<int64_t>(leaves[i].tensor.nbytes()))
+          .copy_(BytesOf(leaves[i].tensor.contiguous()));
+    }
+  }
+  std::vector<at::Tensor> buffers{buffer};
+  collectives_.Broadcast(buffers, from_process);
+  if (!source) {
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const at::Tensor& target = leaves[i].tensor;
+      int64_t nbytes = static_cast<int64_t>(target.nbytes());
+      if (nbytes == 0) continue;
+      target.copy_(buffer.narrow(0, offsets[i], nbytes).view(target.scalar_type()).view(target.sizes()));
+    }
+  }
+  return data;
+}
+
+void DataOps::BroadcastObjectList(std::vector<Value>& objects, int from_process) {
+  if (!collectives_.distributed()) return;
+  if (from_process < 0 || from_process >= world_size()) {
+    throw OperationError(
+        fmt::format("broadcast_object_list: `from_process` {} is not a rank of this world of {}",
+                    from_process, world_size()));
+  }
+  bool source = rank() == from_process;
+  std::string payload = source ? EncodeValue(Value::List(objects)) : std::string();
+  std::vector<at::Tensor> length{at::full({1}, static_cast<int64_t>(payload.size()), at::kLong)};
+  collectives_.Broadcast(length, from_process);
+  int64_t size = length[0].item<int64_t>();
+  std::vector<at::Tensor> buffer{Staging(0, std::max<int64_t>(size, 1))};
+  if (source) std::memcpy(buffer[0].data_ptr(), payload.data(), payload.size());
+  collectives_.Broadcast(buffer, from_process);
+  if (source) return;
+  Value list = DecodeValue(
+      std::string_view(static_cast<const char*>(buffer[0].data_ptr()), static_cast<size_t>(size)));
+  objects = std::move(list.items());
+}
+
+Value DataOps::Reduce(const Value& data, std::string_view reduction, double scale) {
+  Reduction how = ParseReduction(reduction);
+  std::vector<Leaf> leaves = TensorLeaves(data, "reduce");
+  std::vector<at::Tensor> results;
+  for (const Leaf& leaf : leaves) results.push_back(leaf.tensor.clone(at::MemoryFormat::Contiguous));
+  if (!collectives_.distributed()) return ReplaceTensors(data, results);
+  if (how.mean) {
+    for (const Leaf& leaf : leaves) {
+      if (!at::isFloatingType(leaf.tensor.scalar_type())) {
+        throw OperationError(
+            fmt::format("reduce: `mean` of the {} tensor at {} cannot be stored in its own dtype "
+                        "(torch refuses the in-place division); use `sum`, or convert it to a "
+                        "floating dtype first",
+                        c10::toString(leaf.tensor.scalar_type()), leaf.path));
+      }
+    }
+  }
+  VerifyLayout(kReduce, "reduce", data, /*dims_only=*/false);
+  if (leaves.empty()) return data;
+
+  // One flat buffer per wire dtype; a lone leaf already of its wire dtype is reduced in place.
+  std::map<at::ScalarType, std::vector<size_t>> groups;
+  for (size_t i = 0; i < results.size(); ++i) groups[WireType(results[i].scalar_type())].push_back(i);
+  std::vector<at::Tensor> wire;
+  std::vector<std::pair<size_t, std::vector<size_t>>> packed;  // index in `wire`, members
+  for (const auto& [type, members] : groups) {
+    if (members.size() == 1 && results[members[0]].scalar_type() == type) {
+      wire.push_back(results[members[0]].view({-1}));
+      continue;
+    }
+    int64_t count = 0;
+    for (size_t i : members) count += results[i].numel();
+    at::Tensor flat = at::empty({count}, results[members[0]].options().dtype(type));
+    int64_t offset = 0;
+    for (size_t i : members) {
+      flat.narrow(0, offset, results[i].numel()).copy_(results[i].view({-1}));
+      offset += results[i].numel();
+    }
+    packed.emplace_back(wire.size(), members);
+    wire.push_back(flat);
+  }
+  collectives_.AllReduce(wire, how.op);
+  for (const auto& [index, members] : packed) {
+    int64_t offset = 0;
+    for (size_t i : members) {
+      at::Tensor part = wire[index].narrow(0, offset, results[i].numel()).view(results[i].sizes());
+      if (results[i].scalar_type() == at::kBool) part = part.ne(0);
+      results[i].copy_(part);
+      offset += results[i].numel();
+    }
+  }
+  for (at::Tensor& result : results) {
+    if (how.mean) result.div_(world_size());
+    if (scale != 1.0) result.mul_(scale);
+  }
+  return ReplaceTensors(data, results);
+}
+
+Value DataOps::PadAcrossProcesses(const Value& data, int64_t dim, const c10::Scalar& pad_index,
+                                  bool pad_first) {
+  if (!collectives_.distributed()) return data;
+  std::vector<Leaf> leaves = TensorLeaves(data, "pad_across_processes");
+  VerifyLayout(kPad, "pad_across_processes", data, /*dims_only=*/true);
+  // Which leaves take part: those `dim` indexes (nested tensors cannot be padded).
+  std::vector<size_t> padded;
+  int64_t shape_values = 0;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const at::Tensor& tensor = leaves[i].tensor;
+    if (tensor.is_nested() || dim < -tensor.dim() || dim >= tensor.dim()) continue;
+    padded.push_back(i);
+    shape_values += tensor.dim();
+  }
+  if (padded.empty()) return data;
+  int world = world_size();
+  at::Tensor shapes = at::empty({shape_values}, at::kLong);
+  int64_t offset = 0;
+  for (size_t i : padded) {
+    for (int64_t size : leaves[i].tensor.sizes()) shapes[offset++] = size;
+  }
+  at::Tensor all = at::empty({world, shape_values}, at::kLong);
+  collectives_.AllGather(shapes, all);
+  std::vector<at::Tensor> results;
+  for (const Leaf& leaf : leaves) results.push_back(leaf.tensor);
+  offset = 0;
+  for (size_t i : padded) {
+    const at::Tensor& tensor = leaves[i].tensor;
+    int64_t axis = dim < 0 ? dim + tensor.dim() : dim;
+    int64_t largest = all.select(1, offset + axis).max().item<int64_t>();
+    offset += tensor.dim();
+    int64_t own = tensor.size(axis);
+    if (own == largest) continue;
+    std::vector<int64_t> shape = tensor.sizes().vec();
+    shape[axis] = largest;
+    at::Tensor grown = at::zeros(shape, tensor.options()) + pad_index;
+    grown.narrow(axis, pad_first ? largest - own : 0, own).copy_(tensor);
+    results[i] = grown;
+  }
+  return ReplaceTensors(data, results);
+}
+
+void DataOps::WaitForEveryone() { collectives_.Barrier(); }
+
+}  // namespace accel::rt::dist

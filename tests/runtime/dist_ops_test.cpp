@@ -1,0 +1,417 @@
+// The collective data operations at world sizes 1 (no backend), 2 and 4: ranks are threads of
+// this process joined in a Gloo group over loopback, with short timeouts.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "runtime/dist/environment.h"
+#include "runtime/dist/fault_injection.h"
+#include "runtime/dist/operations.h"
+#include "runtime/dist/random.h"
+#include "runtime/launch/launcher.h"
+
+namespace accel::rt::dist {
+namespace {
+
+Value T(at::Tensor tensor) { return Value::Tensor(std::move(tensor)); }
+
+// Runs `body(rank, ops)` on `world` threads joined into one group. World 0 means one process
+// without a backend (distributed type NO).
+template <typename Body>
+void RunRanks(int world, Body body, int timeout_ms = 10000) {
+  if (world == 0) {
+    std::unique_ptr<Collectives> single = MakeSingleProcess();
+    DataOps ops(*single);
+    body(0, ops);
+    return;
+  }
+  int port = launch::PickFreePort();
+  std::vector<std::future<void>> ranks;
+  for (int rank = 0; rank < world; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      std::unique_ptr<Collectives> group =
+          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)});
+      DataOps ops(*group);
+      body(rank, ops);
+    }));
+  }
+  for (auto& rank : ranks) rank.get();
+}
+
+std::string ErrorOf(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  return "";
+}
+
+class Ops : public testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(World, Ops, testing::Values(1, 2, 4), [](const testing::TestParamInfo<int>& info) {
+  return "ranks" + std::to_string(info.param);
+});
+// Disagreement needs two ranks.
+class MultiRank : public testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(World, MultiRank, testing::Values(2, 4),
+                         [](const testing::TestParamInfo<int>& info) {
+                           return "ranks" + std::to_string(info.param);
+                         });
+
+TEST_P(Ops, GatherConcatenatesEveryLeafInRankOrder) {
+  int world = GetParam();
+  RunRanks(world, [world](int rank, DataOps& ops) {
+    Value data = Value::Dict({
+        {"logits", T(at::full({2, 3}, float(rank)))},
+        {"labels", T(at::full({2}, int64_t(rank)))},
+        {"scalar", T(at::scalar_tensor(rank + 0.5, at::kDouble))},             // 0-dim → [1]
+        {"transposed", T(at::arange(6, at::kFloat).view({2, 3}).t() + rank)},  // non-contiguous
+        {"mixed", Value::Tuple({T(at::full({1}, rank, at::kBFloat16)), T(at::full({3}, rank % 2 == 1))})},
+    });
+    Value gathered = ops.Gather(data);
+    EXPECT_EQ(Layout(gathered),
+              fmt::format("{{\"logits\": float32[{0}, 3], \"labels\": int64[{0}], \"scalar\": float64[{1}], "
+                          "\"transposed\": float32[{2}, 2], \"mixed\": (bfloat16[{1}], bool[{2}])}}",
+                          2 * world, world, 3 * world));
+    for (int r = 0; r < world; ++r) {
+      EXPECT_TRUE(
+          at::equal(gathered.Find("logits")->tensor().narrow(0, 2 * r, 2), at::full({2, 3}, float(r))));
+      EXPECT_EQ(gathered.Find("scalar")->tensor()[r].item<double>(), r + 0.5);
+      EXPECT_TRUE(at::equal(gathered.Find("transposed")->tensor().narrow(0, 3 * r, 3),
+                            at::arange(6, at::kFloat).view({2, 3}).t() + r));
+      EXPECT_EQ(gathered.Find("mixed")->items()[0].tensor()[r].item<float>(), float(r));
+      EXPECT_EQ(gathered.Find("mixed")->items()[1].tensor()[3 * r].item<bool>(), r % 2 == 1);
+    }
+  });
+}
+
+TEST(Ops, GatherWithoutABackendReturnsTheInputAsIs) {
+  RunRanks(0, [](int, DataOps& ops) {
+    at::Tensor scalar = at::scalar_tensor(3.0);
+    Value gathered = ops.Gather(T(scalar));
+    EXPECT_TRUE(gathered.tensor().is_same(scalar));  // no unsqueeze of 0-dim tensors in NO mode
+    EXPECT_EQ(Describe(ops.GatherObject(Value::String("x"))), "\"x\"");  // not wrapped
+  });
+}
+
+TEST_P(MultiRank, MismatchedShapesAreAnErrorOnEveryRankNamingEachLayout) {
+  RunRanks(GetParam(), [](int rank, DataOps& ops) {
+    std::string error = ErrorOf([&] { ops.Gather(Value::List({T(at::ones({rank == 1 ? 3 : 2, 4}))})); });
+    EXPECT_NE(error.find("gather: the ranks disagree"), std::string::npos) << error;
+    EXPECT_NE(error.find("rank 0: gather [float32[2, 4]]"), std::string::npos) << error;
+    EXPECT_NE(error.find("rank 1: gather [float32[3, 4]]"), std::string::npos) << error;
+    // The group is still usable afterwards: the error was agreed, nothing was left half done.
+    Value after = ops.Reduce(T(at::ones({2})), "sum");
+    EXPECT_EQ(after.tensor()[0].item<float>(), float(ops.world_size()));
+  });
+}
+
+TEST(Ops, RanksCallingDifferentOperationsAreToldSo) {
+  RunRanks(2, [](int rank, DataOps& ops) {
+    std::string error = ErrorOf([&] {
+      if (rank == 0)
+        ops.Gather(T(at::ones({2})));
+      else
+        ops.Reduce(T(at::ones({2})), "sum");
+    });
+    EXPECT_NE(error.find("rank 0: gather"), std::string::npos) << error;
+    EXPECT_NE(error.find("rank 1: reduce"), std::string::npos) << error;
+  });
+}
+
+TEST_P(Ops, NonTensorLeavesAreRejectedBeforeAnyCollective) {
+  RunRanks(GetParam(), [](int, DataOps& ops) {
+    std::string error = ErrorOf([&] { ops.Gather(Value::List({T(at::ones({1})), Value::String("id")})); });
+    EXPECT_NE(error.find("gather: the leaf at [1] is a string"), std::string::npos) << error;
+    error = ErrorOf([&] { ops.Reduce(Value::Dict({{"n", Value::Int(3)}})); });
+    EXPECT_NE(error.find("reduce: the leaf at [\"n\"] is a int"), std::string::npos) << error;
+    // Nobody waited on a collective: the next one works.
+    ops.WaitForEveryone();
+  });
+}
+
+TEST_P(Ops, GatherObjectFlattensListsOneLevelAndAppendsOtherObjects) {
+  int world = GetParam();
+  RunRanks(world, [world](int rank, DataOps& ops) {
+    Value mine = rank % 2 == 0 ? Value::List({Value::Int(rank), Value::String(std::string(rank + 1, 'x'))})
+                               : Value::Dict({{"rank", Value::Int(rank)}});
+    Value all = ops.GatherObject(mine);
+    std::string expected = "[";
+    for (int r = 0; r < world; ++r) {
+      if (r > 0) expected += ", ";
+      expected += r % 2 == 0 ? fmt::format("{}, \"{}\"", r, std::string(r + 1, 'x'))
+                             : fmt::format("{{\"rank\": {}}}", r);
+    }
+    EXPECT_EQ(Describe(all), expected + "]");
+  });
+}
+
+TEST_P(Ops, BroadcastOverwritesEveryLeafInPlaceFromTheSource) {
+  int world = GetParam();
+  int source = world - 1;
+  RunRanks(world, [source](int rank, DataOps& ops) {
+    at::Tensor weights = at::full({3, 2}, float(rank));
+    at::Tensor transposed = at::zeros({2, 3}).t();  // non-contiguous receiver
+    transposed.fill_(rank);
+    at::Tensor flags = at::full({4}, rank == source);
+    at::Tensor half = at::full({5}, rank, at::kBFloat16);
+    Value data = Value::List({T(weights), Value::Tuple({T(transposed), T(flags)}), T(half)});
+    Value out = ops.Broadcast(data, source);
+    EXPECT_TRUE(out.items()[0].tensor().is_same(weights));
+    EXPECT_TRUE(at::equal(weights, at::full({3, 2}, float(source))));
+    EXPECT_TRUE(at::equal(transposed, at::full({3, 2}, float(source))));
+    EXPECT_TRUE(flags.all().item<bool>());
+    EXPECT_EQ(half[4].item<float>(), float(source));
+    // A single leaf takes the direct path.
+    at::Tensor one = at::full({7}, rank, at::kLong);
+    ops.Broadcast(T(one), 0);
+    EXPECT_EQ(one.sum().item<int64_t>(), 0);
+    EXPECT_NE(ErrorOf([&] { ops.Broadcast(T(one), 9); }).find("not a rank"), std::string::npos);
+  });
+}
+
+TEST_P(Ops, BroadcastObjectListReplacesTheListWithTheSources) {
+  RunRanks(GetParam(), [](int rank, DataOps& ops) {
+    std::vector<Value> objects = {Value::Int(rank)};
+    if (rank == 0)
+      objects = {Value::String("config"), Value::Dict({{"lr", Value::Float(0.1)}}), T(at::ones({2}))};
+    ops.BroadcastObjectList(objects, 0);
+    ASSERT_EQ(objects.size(), 3u);
+    EXPECT_EQ(Describe(Value::List(objects)), "[\"config\", {\"lr\": 0.1}, float32[2]]");
+  });
+}
+
+TEST_P(Ops, ReduceSumsMeansAndTakesExtremes) {
+  int world = GetParam();
+  RunRanks(world, [world](int rank, DataOps& ops) {
+    double sum_of_ranks = world * (world - 1) / 2.0;
+    Value data = Value::Dict({{"f", T(at::full({3}, float(rank)))},
+                              {"d", T(at::full({2}, double(rank)))},
+                              {"b", T(at::full({2}, rank, at::kBFloat16))},
+                              {"s", T(at::scalar_tensor(float(rank)))}});
+    at::Tensor before = data.Find("f")->tensor().clone();
+    Value sum = ops.Reduce(data, "sum");
+    EXPECT_TRUE(at::equal(data.Find("f")->tensor(), before));  // the input is untouched
+    EXPECT_EQ(sum.Find("f")->tensor()[0].item<float>(), sum_of_ranks);
+    EXPECT_EQ(sum.Find("b")->tensor().scalar_type(), at::kBFloat16);
+    EXPECT_EQ(sum.Find("b")->tensor()[1].item<float>(), sum_of_ranks);
+    EXPECT_EQ(sum.Find("s")->tensor().dim(), 0);
+    Value mean = ops.Reduce(data, "mean");
+    EXPECT_DOUBLE_EQ(mean.Find("d")->tensor()[0].item<double>(), sum_of_ranks / world);
+    EXPECT_EQ(ops.Reduce(data, "none").Find("f")->tensor()[2].item<float>(), sum_of_ranks);  // as Accelerate
+    EXPECT_EQ(ops.Reduce(data, "max").Find("d")->tensor()[0].item<double>(), world - 1);
+    EXPECT_EQ(ops.Reduce(data, "min").Find("s")->tensor().item<float>(), 0);
+    EXPECT_EQ(ops.Reduce(data, "sum", 0.5).Find("f")->tensor()[0].item<float>(), sum_of_ranks / 2);
+    Value ints =
+        ops.Reduce(Value::List({T(at::full({2}, int64_t(rank + 1))), T(at::full({1}, rank == 0))}), "max");
+    EXPECT_EQ(ints.items()[0].tensor()[0].item<int64_t>(), world);
+    EXPECT_TRUE(ints.items()[1].tensor()[0].item<bool>());
+  });
+}
+
+TEST_P(Ops, ReduceRejectsIntegerMeansAndUnknownReductionsOnEveryRank) {
+  RunRanks(GetParam(), [](int, DataOps& ops) {
+    std::string error = ErrorOf([&] {
+      ops.Reduce(Value::List({T(at::ones({2})), T(at::ones({2}, at::kLong))}));
+    });
+    EXPECT_NE(error.find("`mean` of the Long tensor at [1]"), std::string::npos) << error;
+    EXPECT_NE(ErrorOf([&] { ops.Reduce(T(at::ones({2})), "avg"); }).find("unknown reduction `avg`"),
+              std::string::npos);
+    ops.WaitForEveryone();
+  });
+}
+
+TEST(Ops, ReduceWithoutABackendReturnsAnUnreducedCopy) {
+  RunRanks(0, [](int, DataOps& ops) {
+    at::Tensor input = at::full({2}, 4.0f);
+    Value out = ops.Reduce(T(input), "mean", 10.0);
+    EXPECT_FALSE(out.tensor().is_same(input));
+    EXPECT_TRUE(at::equal(out.tensor(), input));  // no division, no scale (Accelerate's NO path)
+  });
+}
+
+TEST_P(Ops, PadAcrossProcessesGrowsToTheLargestRank) {
+  int world = GetParam();
+  RunRanks(world, [world](int rank, DataOps& ops) {
+    at::Tensor rows = at::full({rank + 1, 2}, float(rank + 1));
+    at::Tensor flags = at::ones({rank + 1}, at::kBool);
+    at::Tensor ids = at::ones({2, rank + 1}, at::kLong);
+    at::Tensor fixed = at::ones({3});
+    at::Tensor scalar = at::scalar_tensor(1.0);
+    Value data = Value::List({T(rows), T(flags), T(ids), T(fixed), T(scalar)});
+    Value padded = ops.PadAcrossProcesses(data, 0, -1);
+    const at::Tensor& grown = padded.items()[0].tensor();
+    EXPECT_EQ(grown.sizes(), (std::vector<int64_t>{world, 2}));
+    EXPECT_TRUE(at::equal(grown.narrow(0, 0, rank + 1), rows));
+    if (rank + 1 < world) {
+      EXPECT_EQ(grown[world - 1][0].item<float>(), -1);
+      EXPECT_EQ(padded.items()[1].tensor().scalar_type(), at::kLong);  // bool + int → int64, as torch
+    } else {
+      EXPECT_TRUE(grown.is_same(rows));  // already the largest: the same tensor
+      EXPECT_TRUE(padded.items()[1].tensor().is_same(flags));
+    }
+    EXPECT_EQ(padded.items()[2].tensor().size(0), 2);  // dim 0 agrees
+    EXPECT_TRUE(padded.items()[3].tensor().is_same(fixed));
+    EXPECT_TRUE(padded.items()[4].tensor().is_same(scalar));  // 0-dim: unchanged
+    // Padding first, along the last dimension, with a float into an integer tensor → float.
+    Value front = ops.PadAcrossProcesses(T(ids), -1, 0.5, /*pad_first=*/true);
+    const at::Tensor& f = front.tensor();
+    EXPECT_EQ(f.size(1), world);
+    if (rank + 1 < world) {
+      EXPECT_EQ(f.scalar_type(), at::kFloat);
+      EXPECT_EQ(f[0][0].item<float>(), 0.5f);
+      EXPECT_EQ(f[0][world - 1].item<float>(), 1.0f);
+    }
+    // A dim no leaf has: no collective at all, everything unchanged.
+    Value untouched = ops.PadAcrossProcesses(T(rows), 5);
+    EXPECT_TRUE(untouched.tensor().is_same(rows));
+  });
+}
+
+TEST_P(Ops, CoalescesManyLeavesIntoFewCollectives) {
+  int world = GetParam();
+  int port = launch::PickFreePort();
+  std::vector<std::future<std::vector<int>>> ranks;
+  for (int rank = 0; rank < world; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      FaultInjectingCollectives counted(
+          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::seconds(10)}), {});
+      DataOps ops(counted);
+      std::vector<Value> leaves;
+      for (int i = 0; i < 100; ++i)
+        leaves.push_back(T(at::full({4 + i % 3}, float(i), i % 2 ? at::kFloat : at::kHalf)));
+      Value nested = Value::List(leaves);
+      ops.Gather(nested);
+      int gathers = counted.calls("all_gather");
+      ops.Reduce(nested, "sum");
+      int reduces = counted.calls("all_reduce");
+      ops.Broadcast(nested, 0);
+      int broadcasts = counted.calls("broadcast");
+      return std::vector<int>{gathers, reduces, broadcasts, counted.calls("all_gather")};
+    }));
+  }
+  for (auto& rank : ranks) {
+    // gather: the layout check + one data all-gather; reduce: one call for both dtypes;
+    // broadcast: one buffer. Accelerate would run 100 collectives for each.
+    EXPECT_EQ(rank.get(), (std::vector<int>{2, 1, 1, 4}));
+  }
+}
+
+TEST(Random, SynchronizeRngStatesGivesEveryRankRankZerosStream) {
+  int port = launch::PickFreePort();
+  std::vector<std::future<std::vector<float>>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      std::unique_ptr<Collectives> group =
+          ConnectGloo({rank, 2, "127.0.0.1", port, std::chrono::seconds(10)});
+      at::Generator generator = at::detail::createCPUGenerator(100 + rank);
+      SynchronizeRngStates(*group, {"generator"}, &generator);
+      at::Tensor drawn = at::rand({4}, generator);
+      return std::vector<float>(drawn.data_ptr<float>(), drawn.data_ptr<float>() + 4);
+    }));
+  }
+  std::vector<float> rank0 = ranks[0].get();
+  EXPECT_EQ(ranks[1].get(), rank0);
+  at::Generator reference = at::detail::createCPUGenerator(100);
+  at::Tensor expected = at::rand({4}, reference);
+  EXPECT_EQ(rank0, std::vector<float>(expected.data_ptr<float>(), expected.data_ptr<float>() + 4));
+}
+
+TEST(Random, BadRngTypesFailBeforeAnyCollective) {
+  std::unique_ptr<Collectives> single = MakeSingleProcess();
+  EXPECT_NE(ErrorOf([&] {
+              SynchronizeRngStates(*single, {"torch", "numpy"});
+            }).find("unknown RNG type `numpy`"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { SynchronizeRngStates(*single, {"xla"}); }).find("not available"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { SynchronizeRngStates(*single, {"generator"}); }).find("no generator was passed"),
+            std::string::npos);
+  if (!IsCudaAvailable()) {
+    EXPECT_NE(ErrorOf([&] { SynchronizeRngStates(*single, {"cuda"}); }).find("CUDA is not available"),
+              std::string::npos);
+  }
+}
+
+TEST(Random, SetSeedAddsTheProcessIndexWhenDeviceSpecific) {
+  EXPECT_EQ(SetSeed(42, /*device_specific=*/true, 3), 45u);
+  at::Tensor a = at::rand({3});
+  SetSeed(45);
+  EXPECT_TRUE(at::equal(a, at::rand({3})));
+  EXPECT_EQ(SetSeed(42, /*device_specific=*/false, 3), 42u);
+}
+
+TEST(Environment, PatchRestoresPreviousValuesAndRemovesNewNames) {
+  ::setenv("ACCEL_TEST_KEEP", "before", 1);
+  ::unsetenv("ACCEL_TEST_NEW");
+  {
+    PatchEnvironment patch({{"accel_test_keep", "during"}, {"ACCEL_TEST_NEW", "1"}});
+    EXPECT_STREQ(std::getenv("ACCEL_TEST_KEEP"), "during");  // names upper-cased
+    EXPECT_STREQ(std::getenv("ACCEL_TEST_NEW"), "1");
+    ::setenv("ACCEL_TEST_NEW", "changed inside", 1);
+  }
+  EXPECT_STREQ(std::getenv("ACCEL_TEST_KEEP"), "before");
+  EXPECT_EQ(std::getenv("ACCEL_TEST_NEW"), nullptr);
+}
+
+TEST(Environment, ClearEmptiesAndRestoresEverything) {
+  ::setenv("ACCEL_TEST_CLEAR", "x", 1);
+  {
+    ClearEnvironment clear;
+    EXPECT_EQ(std::getenv("ACCEL_TEST_CLEAR"), nullptr);
+    EXPECT_EQ(std::getenv("PATH"), nullptr);
+    ::setenv("ACCEL_TEST_INSIDE", "lost", 1);
+  }
+  EXPECT_STREQ(std::getenv("ACCEL_TEST_CLEAR"), "x");
+  EXPECT_EQ(std::getenv("ACCEL_TEST_INSIDE"), nullptr);
+  EXPECT_NE(std::getenv("PATH"), nullptr);
+}
+
+TEST(Environment, VersionsCompareAsPep440) {
+  EXPECT_EQ(CompareVersions("1.13", "1.13.0"), 0);
+  EXPECT_GT(CompareVersions("1.10", "1.9.9"), 0);
+  EXPECT_LT(CompareVersions("2.1.0a0+git1", "2.1.0"), 0);  // pre-releases sort before
+  EXPECT_LT(CompareVersions("2.1.0.dev1", "2.1.0a1"), 0);
+  EXPECT_LT(CompareVersions("2.1.0rc1", "2.1.0"), 0);
+  EXPECT_GT(CompareVersions("2.1.0.post1", "2.1.0"), 0);
+  EXPECT_GT(CompareVersions("2.1.0+cpu", "2.1.0"), 0);
+  EXPECT_TRUE(CompareVersionsWith("1.13.0", ">=", "1.12"));
+  EXPECT_TRUE(CompareVersionsWith("1.13.0", "<", "2.0"));
+  EXPECT_TRUE(CompareVersionsWith("1.13.0", "!=", "1.13.1"));
+  EXPECT_THROW(CompareVersionsWith("1.13.0", "=>", "1.0"), std::invalid_argument);
+  EXPECT_THROW(CompareVersions("one.two", "1.0"), std::invalid_argument);
+  EXPECT_TRUE(IsTorchVersion("==", TorchVersion()));
+}
+
+TEST(Environment, AvailabilityChecksDescribeThisBuild) {
+  EXPECT_TRUE(IsGlooAvailable());
+  EXPECT_FALSE(IsTorchXlaAvailable());
+  EXPECT_FALSE(IsNpuAvailable());
+  if (!IsCudaAvailable()) EXPECT_TRUE(IsBf16Available());  // the CPU is assumed capable
+}
+
+TEST(FaultInjection, ParsesFaultListsAndRejectsBadOnes) {
+  std::vector<Fault> faults = ParseFaults("all_gather:2:kill,broadcast:1:delay=500ms,*:3:skip");
+  ASSERT_EQ(faults.size(), 3u);
+  EXPECT_EQ(faults[0].action, Fault::Action::kKill);
+  EXPECT_EQ(faults[1].delay, std::chrono::milliseconds(500));
+  EXPECT_EQ(faults[2].primitive, "*");
+  EXPECT_THROW(ParseFaults("gather:1:kill"), std::invalid_argument);
+  EXPECT_THROW(ParseFaults("barrier:x:kill"), std::invalid_argument);
+  EXPECT_THROW(ParseFaults("barrier:1:explode"), std::invalid_argument);
+}
+
+TEST(FaultInjection, AnInjectedFailureSurfacesAsACollectiveError) {
+  FaultInjectingCollectives faulty(MakeSingleProcess(), ParseFaults("barrier:2:throw"));
+  faulty.Barrier();
+  EXPECT_THROW(faulty.Barrier(), CollectiveError);
+  EXPECT_EQ(faulty.calls("barrier"), 2);
+}
+
+}  // namespace
+}  // namespace accel::rt::dist
