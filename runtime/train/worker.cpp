@@ -301,6 +301,12 @@ llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext
   std::unique_ptr<dist::Collectives> group;
   try {
     return Run(plan, context, group);
+  } catch (const dist::CollectiveError& error) {
+    // A peer's death or a timeout: the launcher tells this echo from a root cause by its type.
+    (void)group.release();
+    std::string text = error.what();
+    return llvm::make_error<CollectiveFailure>(
+        fmt::format("rank {}: {}", context.rank, text.substr(0, text.find('\n'))));
   } catch (const std::exception& error) {
     // After a failed collective, destroying the Gloo group would wait for every queued bucket
     // to time out in turn. The worker is about to exit, so the group is left to the OS.

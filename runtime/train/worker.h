@@ -5,6 +5,7 @@
 
 #include "compiler/plan/plan.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace accel::rt::train {
 
@@ -37,6 +38,20 @@ struct RunSummary {
 // parameter digest to `<dir>/ranks/rank-<r>.json`. Collective. Every failure, a peer's
 // included, comes back as an error naming this rank; nothing here waits without a timeout.
 llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context);
+
+// The error RunWorker returns when a collective or the rendezvous failed (a peer died or never
+// joined, or the group's timeout passed): this rank is a casualty, not the cause.
+// `accelrun --worker` exits with code 3 for it, so the launcher can name the root cause.
+class CollectiveFailure : public llvm::ErrorInfo<CollectiveFailure> {
+ public:
+  inline static char ID = 0;
+  explicit CollectiveFailure(std::string message) : message_(std::move(message)) {}
+  void log(llvm::raw_ostream& os) const override { os << message_; }
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+
+ private:
+  std::string message_;
+};
 
 }  // namespace accel::rt::train
 
