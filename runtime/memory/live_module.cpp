@@ -188,6 +188,10 @@ llvm::Expected<at::Tensor> TensorFromBytes(const checkpoint::TensorInfo& info, s
 
 llvm::Expected<c10::Device> ParseTorchDevice(std::string_view device) {
   if (IsGpu(device)) {
+    // c10::DeviceIndex is 8 bits.
+    if (device.size() > 3 || std::stoi(std::string(device)) > 127) {
+      return Fail(fmt::format("GPU index `{}` is out of range", device));
+    }
     return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(std::stoi(std::string(device))));
   }
   if (device == "disk") return Fail("`disk` is not a torch device; only a device map may name it");
@@ -390,9 +394,9 @@ llvm::Error SetModuleTensorToDevice(torch::nn::Module& module, std::string_view 
       result = old.to(device);
       if (dtype && device.is_meta() && !IsIntegral(old.scalar_type())) result = result.to(*dtype);
     }
-    // A parameter's `requires_grad` is the TensorImpl's own autograd state: kept by
-    // AssignInPlace. Buffers have none to keep.
-    (void)is_buffer;
+    // `requires_grad` is the TensorImpl's own autograd state, kept by AssignInPlace. A gradient
+    // of the old data would not fit the new (Python's fresh Parameter has none either).
+    if (!is_buffer && old.grad().defined()) old.mutable_grad() = at::Tensor();
     AssignInPlace(old, result);
     return llvm::Error::success();
   });

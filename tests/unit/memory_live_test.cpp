@@ -13,6 +13,8 @@
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/shards.h"
+#include "runtime/memory/checkpoint_headers.h"
+#include "runtime/memory/estimate.h"
 #include "runtime/memory/live_module.h"
 #include "runtime/memory/modeling.h"
 #include "tests/unit/scratch_dir.h"
@@ -208,6 +210,37 @@ TEST(LiveTree, DeviceMapKeepsTiesTogether) {
   EXPECT_EQ(names, (std::vector<std::string>{"layers.0", "layers.1", "norm"}));
 }
 
+// The live module and the sharded checkpoint Accel's writer makes of it describe the same model:
+// same sizes for every module, same largest layer, and estimate-memory reads the shards.
+TEST(LiveTree, AgreesWithItsShardedCheckpoint) {
+  fs::path dir = ScratchDir("live_vs_headers");
+  auto model = std::make_shared<DecoderImpl>();
+  Save(dir.string(), StoredState(*model), /*max_shard=*/200);
+  CheckpointHeaders headers = Ok(ReadCheckpointHeaders(dir.string()));
+  EXPECT_GT(headers.files.size(), 1u);
+
+  TreeOptions options;
+  options.tied = {{"embed.weight", "head.weight"}};
+  for (const char* buffer : {"**.running_mean", "**.running_var", "**.num_batches_tracked"}) {
+    options.buffers.push_back(Ok(NamePattern::Parse(buffer)));
+  }
+  ModuleTree from_headers = Ok(ModuleTree::Build(headers.tensors, options));
+  ModuleTree live = Ok(BuildModuleTree(*model));
+  ModuleSizes header_sizes = ComputeModuleSizes(from_headers, {});
+  ModuleSizes live_sizes = ComputeModuleSizes(live, {});
+  for (const char* name :
+       {"", "embed", "layers", "layers.0", "layers.1", "norm", "head", "norm.num_batches_tracked"}) {
+    EXPECT_EQ(header_sizes.Get(*from_headers.Find(name)), live_sizes.Get(*live.Find(name))) << name;
+  }
+  EXPECT_EQ(CalculateMaximumSizes(from_headers, {}).largest_layer.names,
+            CalculateMaximumSizes(live, {}).largest_layer.names);
+
+  CommandResult result = RunEstimateMemoryCommand({dir.string(), "--format", "json"}, SystemEnvironment());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  llvm::json::Value json = Ok(llvm::json::parse(result.out));
+  EXPECT_EQ(json.getAsObject()->getNumber("total_size").getValueOr(0), 392);
+}
+
 TEST(LiveTree, ChildrenBottomUp) {
   std::shared_ptr<torch::nn::Module> model = std::make_shared<DecoderImpl>();
   std::vector<std::string> names;
@@ -230,6 +263,12 @@ TEST(SetModuleTensor, CastsValueToTheModelDtypeInPlace) {
   EXPECT_TRUE(linear->weight.requires_grad());
   EXPECT_TRUE(at::equal(linear->weight, at::ones({3, 2})));
   EXPECT_TRUE(at::equal(Get(*linear, "weight"), at::ones({3, 2})));
+
+  // A gradient of the old values is dropped with them.
+  linear->forward(at::ones({1, 2})).sum().backward();
+  ASSERT_TRUE(linear->weight.grad().defined());
+  ExpectOk(SetModuleTensorToDevice(*linear, "weight", at::kCPU, at::zeros({3, 2})));
+  EXPECT_FALSE(linear->weight.grad().defined());
 
   // Same device and dtype: shared, not copied.
   at::Tensor value = at::zeros({3});
@@ -292,6 +331,8 @@ TEST(SetModuleTensor, Errors) {
                   .find("setting `embed.weight`: "),
               std::string::npos);
   }
+  EXPECT_EQ(ErrorText(ParseTorchDevice("99999999999")), "GPU index `99999999999` is out of range");
+  EXPECT_EQ(Ok(ParseTorchDevice("meta")), c10::Device(at::kMeta));
   EXPECT_EQ(ErrorText(ParseTorchDevice("disk")),
             "`disk` is not a torch device; only a device map may name it");
   EXPECT_EQ(ErrorText(ParseTorchDevice("gpu")),
@@ -535,7 +576,9 @@ TEST(LoadCheckpoint, ShardedWithoutDeviceMapAndOffloadStateDict) {
   // Without a device map, missing tensors are reported: the tied head the file leaves out.
   EXPECT_EQ(report.missing, std::vector<std::string>{"head.weight"});
   for (const auto& [name, value] : state) EXPECT_TRUE(SameBits(Get(*model, name), value)) << name;
-  EXPECT_NE(ErrorText(LoadCheckpointInModel(*model, (dir / "ckpt").string(), {.strict = true}))
+  LoadCheckpointOptions strict;
+  strict.strict = true;
+  EXPECT_NE(ErrorText(LoadCheckpointInModel(*model, (dir / "ckpt").string(), strict))
                 .find("1 missing (head.weight), 0 unexpected"),
             std::string::npos);
 
