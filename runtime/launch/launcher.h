@@ -8,41 +8,61 @@
 #include <vector>
 
 #include "runtime/launch/process.h"
+#include "runtime/launch/worker_output.h"
 
 namespace accel::rt::launch {
 
-// Environment variables every worker receives (torchrun's names are set too, so code written
-// for torchrun finds its rank).
-inline constexpr const char* kEnvRank = "ACCEL_RANK";
-inline constexpr const char* kEnvLocalRank = "ACCEL_LOCAL_RANK";
-inline constexpr const char* kEnvWorldSize = "ACCEL_WORLD_SIZE";
-inline constexpr const char* kEnvMasterAddr = "ACCEL_MASTER_ADDR";
-inline constexpr const char* kEnvMasterPort = "ACCEL_MASTER_PORT";
+// Exit codes of `accelrun --worker` (docs/launch.md).
+inline constexpr int kWorkerExitFailed = 1;
+inline constexpr int kWorkerExitUsage = 2;
+// A collective or the rendezvous failed: a peer died, never joined, or the group's timeout
+// passed. The worker is a casualty; the root cause is another rank's failure.
+inline constexpr int kWorkerExitPeerFailure = 3;
+
+// One worker to start.
+struct WorkerSpec {
+  int rank = 0;
+  std::vector<std::string> argv;           // argv[0] must be an absolute path
+  std::map<std::string, std::string> env;  // added to the launcher's environment
+};
 
 struct LaunchOptions {
-  int processes_per_machine = 1;
-  int num_machines = 1;
-  int node_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;
-  std::vector<std::string> worker_argv;           // argv[0] must be an absolute path
-  std::map<std::string, std::string> worker_env;  // added to every worker's environment
+  std::vector<WorkerSpec> workers;
+  // Prefix each line of worker output with `[rank N] `, except rank 0's (set when the job has
+  // several ranks).
+  bool prefix_output = false;
+  // How many of a worker's last lines the failure report shows.
+  size_t tail_lines = 20;
   // After one worker fails, how long the others get to exit on SIGTERM before SIGKILL.
   std::chrono::milliseconds grace{3000};
+  // After a worker exits with kWorkerExitPeerFailure, how long to wait for a root-cause failure
+  // (another exit code, or a signal) from another worker before naming the peer failure.
+  std::chrono::milliseconds root_cause_window{3000};
   // Polled while waiting; returning true stops every worker (Ctrl-C in the launcher).
   std::function<bool()> interrupted = [] { return false; };
+  // Where worker output lines go.
+  WorkerOutput::Printer print = PrintToStandardStream;
 };
 
 struct LaunchResult {
   bool success = false;
-  int failed_rank = -1;  // the first rank that failed, or -1
+  int failed_rank = -1;  // the rank named as the failure, or -1
   ExitStatus failed_status;
-  std::string message;  // for the user: which rank failed and how, or why nothing started
+  // Every local failure was a peer failure: the root cause is on another machine, or a rank
+  // never joined.
+  bool peer_failure_only = false;
+  std::vector<std::string> failed_tail;  // the named rank's last output lines
+  // For the user: which rank failed and how, what followed, its last lines; or why nothing
+  // started. Several lines; no final newline.
+  std::string message;
 };
 
-// Starts one worker per local rank and supervises them until all succeed or one fails. When a
-// worker fails, every other worker is stopped (SIGTERM, then SIGKILL after `grace`) and the
-// result names the rank that failed first. Never returns while a child is still running.
+// Starts `options.workers` and supervises them until all succeed or one fails, relaying their
+// output line by line. When a worker fails, the failure named is the first root cause: a peer
+// failure (kWorkerExitPeerFailure) is named only if no other failure follows within
+// `root_cause_window`. Every other worker is then stopped (SIGTERM, then SIGKILL after
+// `grace`). Never returns while a child is still running; every line a child wrote before it
+// ended has been printed.
 LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner);
 
 // An unused TCP port on the loopback interface, for a single-machine rendezvous; 0 on failure.

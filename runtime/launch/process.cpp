@@ -1,10 +1,13 @@
 #include "runtime/launch/process.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -14,6 +17,14 @@
 extern char** environ;
 
 namespace accel::rt::launch {
+namespace {
+
+llvm::Error SystemError(int error, const std::string& what) {
+  return llvm::createStringError(std::error_code(error, std::generic_category()), "%s: %s", what.c_str(),
+                                 std::strerror(error));
+}
+
+}  // namespace
 
 std::string ExitStatus::Describe() const {
   if (signaled) {
@@ -21,6 +32,10 @@ std::string ExitStatus::Describe() const {
     return fmt::format("signal {} ({})", signal, name ? name : "unknown");
   }
   return fmt::format("exit code {}", code);
+}
+
+PosixSpawner::~PosixSpawner() {
+  for (Pipe& pipe : pipes_) ::close(pipe.fd);
 }
 
 llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
@@ -40,6 +55,21 @@ llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
   for (std::string& entry : env_storage) c_env.push_back(entry.data());
   c_env.push_back(nullptr);
 
+  // Close-on-exec pipes: the dup2 onto 1 and 2 clears the flag in the child only, so no other
+  // worker inherits this one's ends. The read ends are non-blocking for DrainOutput.
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    int error = errno;
+    for (int fd : {out[0], out[1], err[0], err[1]})
+      if (fd >= 0) ::close(fd);
+    return SystemError(error, "cannot create the output pipes of `" + argv[0] + "`");
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+
   // Each worker leads its own process group, so stopping a worker also stops whatever it
   // started (a shell's children, data-loading helpers) instead of orphaning them.
   posix_spawnattr_t attributes;
@@ -47,11 +77,20 @@ llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid = 0;
-  int error = posix_spawn(&pid, c_argv[0], nullptr, &attributes, c_argv.data(), c_env.data());
+  int error = posix_spawn(&pid, c_argv[0], &actions, &attributes, c_argv.data(), c_env.data());
   posix_spawnattr_destroy(&attributes);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  ::close(err[1]);
   if (error != 0) {
-    return llvm::createStringError(std::error_code(error, std::generic_category()), "cannot start `%s`: %s",
-                                   argv[0].c_str(), std::strerror(error));
+    ::close(out[0]);
+    ::close(err[0]);
+    return SystemError(error, "cannot start `" + argv[0] + "`");
+  }
+  for (auto [fd, stream] :
+       {std::pair{out[0], OutputStream::kStdout}, std::pair{err[0], OutputStream::kStderr}}) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    pipes_.push_back({fd, pid, stream});
   }
   return pid;
 }
@@ -74,6 +113,55 @@ std::optional<ExitStatus> PosixSpawner::WaitAny(std::chrono::milliseconds timeou
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+void PosixSpawner::ReadAvailable(Pipe& pipe, std::vector<OutputChunk>& out) {
+  OutputChunk chunk{pipe.pid, pipe.stream, "", false};
+  char buffer[16384];
+  while (true) {
+    ssize_t n = ::read(pipe.fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      chunk.bytes.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    // End of file, or an error other than "nothing more for now": the stream is over.
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+      chunk.eof = true;
+      ::close(pipe.fd);
+      pipe.fd = -1;
+    }
+    break;
+  }
+  if (!chunk.bytes.empty() || chunk.eof) out.push_back(std::move(chunk));
+}
+
+void PosixSpawner::CloseFinished() {
+  pipes_.erase(std::remove_if(pipes_.begin(), pipes_.end(), [](const Pipe& pipe) { return pipe.fd < 0; }),
+               pipes_.end());
+}
+
+std::vector<OutputChunk> PosixSpawner::ReadOutput(std::chrono::milliseconds timeout) {
+  std::vector<OutputChunk> out;
+  std::vector<pollfd> fds;
+  for (const Pipe& pipe : pipes_) fds.push_back({pipe.fd, POLLIN, 0});
+  // With no stream open, poll just sleeps: the caller's loop keeps its pace.
+  int ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+  if (ready <= 0) return out;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) ReadAvailable(pipes_[i], out);
+  }
+  CloseFinished();
+  return out;
+}
+
+std::vector<OutputChunk> PosixSpawner::DrainOutput(pid_t pid) {
+  std::vector<OutputChunk> out;
+  for (Pipe& pipe : pipes_) {
+    if (pipe.pid == pid) ReadAvailable(pipe, out);
+  }
+  CloseFinished();
+  return out;
 }
 
 void PosixSpawner::Signal(pid_t pid, int signal) {

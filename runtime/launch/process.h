@@ -25,28 +25,67 @@ struct ExitStatus {
   std::string Describe() const;
 };
 
-// Process creation and reaping, behind an interface so the launcher's policy can be tested
-// with scripted children.
+enum class OutputStream { kStdout, kStderr };
+
+// Bytes a child wrote to its stdout or stderr, which the spawner captures through pipes.
+struct OutputChunk {
+  pid_t pid = 0;
+  OutputStream stream = OutputStream::kStdout;
+  std::string bytes;
+  // The stream is closed: every process holding it (the child and whatever it started) has
+  // ended or closed it. `bytes` may still hold its last bytes.
+  bool eof = false;
+};
+
+// Process creation, reaping and output capture, behind an interface so the launcher's policy
+// can be tested with scripted children.
 class ProcessSpawner {
  public:
   virtual ~ProcessSpawner() = default;
   // Starts `argv` with the current environment plus `extra_env` (which wins on conflicts).
+  // The child's stdout and stderr go to pipes read by ReadOutput and DrainOutput.
   virtual llvm::Expected<pid_t> Spawn(const std::vector<std::string>& argv,
                                       const std::map<std::string, std::string>& extra_env) = 0;
   // Waits up to `timeout` for any child to end; empty if none did.
   virtual std::optional<ExitStatus> WaitAny(std::chrono::milliseconds timeout) = 0;
+  // Waits up to `timeout` for output from any child; returns what arrived, possibly nothing.
+  // Sleeps `timeout` when no stream is open.
+  virtual std::vector<OutputChunk> ReadOutput(std::chrono::milliseconds timeout) = 0;
+  // Whatever `pid` has written that is still unread, without waiting. Called after `pid` was
+  // reaped, it returns everything the child wrote before it ended: no line is lost at exit.
+  virtual std::vector<OutputChunk> DrainOutput(pid_t pid) = 0;
   // Sends `signal` to the child `pid` and every process it started.
   virtual void Signal(pid_t pid, int signal) = 0;
 };
 
-// Real processes: posix_spawn (each child leading its own process group), waitpid, and kill
-// of the child's whole group.
+// Real processes: posix_spawn (each child leading its own process group, its stdout and
+// stderr on non-blocking pipes), waitpid, and kill of the child's whole group.
 class PosixSpawner final : public ProcessSpawner {
  public:
+  PosixSpawner() = default;
+  PosixSpawner(const PosixSpawner&) = delete;
+  PosixSpawner& operator=(const PosixSpawner&) = delete;
+  // Closes the pipes still open (held by processes the children left behind).
+  ~PosixSpawner() override;
+
   llvm::Expected<pid_t> Spawn(const std::vector<std::string>& argv,
                               const std::map<std::string, std::string>& extra_env) override;
   std::optional<ExitStatus> WaitAny(std::chrono::milliseconds timeout) override;
+  std::vector<OutputChunk> ReadOutput(std::chrono::milliseconds timeout) override;
+  std::vector<OutputChunk> DrainOutput(pid_t pid) override;
   void Signal(pid_t pid, int signal) override;
+
+ private:
+  struct Pipe {
+    int fd = -1;
+    pid_t pid = 0;
+    OutputStream stream = OutputStream::kStdout;
+  };
+  // Reads what `pipe` holds now into `out`; closes it at end of file.
+  void ReadAvailable(Pipe& pipe, std::vector<OutputChunk>& out);
+  void CloseFinished();
+
+  std::vector<Pipe> pipes_;
 };
 
 }  // namespace accel::rt::launch

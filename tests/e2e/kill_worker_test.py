@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A worker killed mid-training: accelrun names the rank, stops the rest and exits 1, quickly.
+"""Rank 1 killed mid-training: accelrun names rank 1 (not rank 0's collective error that follows),
+shows its last lines, stops the rest and exits 1, with no worker left behind.
 
 Usage: kill_worker_test.py ACCELRUN SPEC WORKDIR
 """
@@ -12,19 +13,24 @@ import sys
 import time
 
 
-def worker_pids(plan):
-    pids = []
+def worker_ranks(plan):
+    """{rank: pid} of the live workers running `plan` (zombies count as gone)."""
+    ranks = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"--worker" in argv and plan.encode() in argv:
-            pids.append(int(entry))
-    return sorted(pids)
+        if b"--worker" in argv and plan.encode() in argv and state != "Z":
+            ranks[int(env[b"RANK"])] = int(entry)
+    return ranks
 
 
 def main():
@@ -40,7 +46,7 @@ def main():
     plan = os.path.join(out, "plan.json")
     run = subprocess.Popen([accelrun, long_spec, "--output-dir", out], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
-    # Wait until both workers are training (the first loss line is printed after step 1).
+    # Wait until both workers are training (rank 0 prints the first loss after step 1).
     deadline = time.time() + 60
     first_line_seen = False
     output = []
@@ -49,19 +55,27 @@ def main():
         output.append(line)
         first_line_seen = line.startswith("step ")
     assert first_line_seen, "training never started:\n" + "".join(output)
-    pids = worker_pids(plan)
-    assert len(pids) == 2, f"expected 2 workers, found {pids}"
-    os.kill(pids[-1], signal.SIGKILL)
+    ranks = worker_ranks(plan)
+    assert sorted(ranks) == [0, 1], f"expected ranks 0 and 1, found {ranks}"
+    os.kill(ranks[1], signal.SIGKILL)
     killed_at = time.time()
     rest, _ = run.communicate(timeout=60)
     elapsed = time.time() - killed_at
     text = "".join(output) + rest
     sys.stdout.write(text)
     assert run.returncode == 1, f"accelrun exited {run.returncode}"
-    assert re.search(r"rank \d \(pid \d+\) failed with signal 9", text), "the failed rank is not named"
+    # Rank 1 is named first, with its pid and its signal, not rank 0's collective error.
+    assert re.search(rf"accelrun: error: rank 1 \(pid {ranks[1]}\) failed with signal 9 \(Killed\); "
+                     r"stopped 1 other worker", text), "rank 1 is not named as the failure"
+    assert not re.search(r"accelrun: error: rank 0", text), "rank 0's echo was named instead"
+    # Its last lines: the line every worker prints when it starts.
+    assert re.search(rf"last \d+ lines? of rank 1:\n  \| accelrun: worker rank 1 of 2 \(pid {ranks[1]}\) joins",
+                     text), "rank 1's last lines are missing"
+    # Relayed live with its prefix too.
+    assert f"[rank 1] accelrun: worker rank 1 of 2 (pid {ranks[1]})" in text, "rank 1's output was not relayed"
     assert elapsed < 15, f"took {elapsed:.1f} s after the kill"
-    assert worker_pids(plan) == [], "a worker outlived the launcher"
-    print(f"kill_worker: accelrun stopped {elapsed:.2f} s after a worker was killed")
+    assert worker_ranks(plan) == {}, "a worker outlived the launcher"
+    print(f"kill_worker: accelrun named rank 1 {elapsed:.2f} s after it was killed")
 
 
 if __name__ == "__main__":

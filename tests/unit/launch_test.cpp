@@ -1,4 +1,5 @@
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/topology.h"
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,22 @@
 namespace accel::rt::launch {
 namespace {
 
-// Each worker runs /bin/sh with a script that may branch on its rank.
-LaunchOptions ShellWorkers(int count, const std::string& script) {
+// Workers placed on node `node_rank` of `nnodes`, `count` per node, each running /bin/sh with
+// a script that may branch on its rank.
+LaunchOptions ShellWorkers(int count, const std::string& script, int nnodes = 1, int node_rank = 0) {
+  Topology topology;
+  topology.nnodes = nnodes;
+  topology.node_rank = node_rank;
+  topology.local_world_size = count;
+  topology.world_size = nnodes * count;
+  topology.master_port = 12345;
   LaunchOptions options;
-  options.processes_per_machine = count;
-  options.master_port = 12345;
-  options.worker_argv = {"/bin/sh", "-c", script};
+  for (int local = 0; local < count; ++local) {
+    Slot slot{node_rank * count + local, local};
+    options.workers.push_back({slot.rank, {"/bin/sh", "-c", script}, RankEnvironment(topology, slot)});
+  }
   options.grace = std::chrono::milliseconds(2000);
+  options.print = [](OutputStream, std::string_view) {};
   return options;
 }
 
@@ -96,14 +106,53 @@ TEST(Launcher, SignalDeathIsDescribed) {
 
 TEST(Launcher, WorkersSeeTheirRankAndWorld) {
   PosixSpawner spawner;
-  LaunchOptions options = ShellWorkers(2,
-                                       "[ \"$ACCEL_WORLD_SIZE\" = 4 ] && [ \"$RANK\" = \"$ACCEL_RANK\" ] && "
-                                       "[ \"$ACCEL_MASTER_PORT\" = 12345 ] && "
-                                       "[ \"$ACCEL_RANK\" -ge 2 ] && [ \"$SHARED\" = yes ]");
-  options.num_machines = 2;
-  options.node_rank = 1;
-  options.worker_env["SHARED"] = "yes";
+  LaunchOptions options =
+      ShellWorkers(2,
+                   "[ \"$ACCEL_WORLD_SIZE\" = 4 ] && [ \"$RANK\" = \"$ACCEL_RANK\" ] && "
+                   "[ \"$ACCEL_MASTER_PORT\" = 12345 ] && [ \"$LOCAL_WORLD_SIZE\" = 2 ] && "
+                   "[ \"$ACCEL_RANK\" -ge 2 ] && [ \"$SHARED\" = yes ]",
+                   /*nnodes=*/2, /*node_rank=*/1);
+  for (WorkerSpec& worker : options.workers) worker.env["SHARED"] = "yes";
   EXPECT_TRUE(RunWorkers(options, spawner).success);
+}
+
+TEST(Launcher, RelaysEveryLineWithItsRankEvenRightBeforeExit) {
+  PosixSpawner spawner;
+  // 2000 lines written as fast as possible, then exit: the last ones are still in the pipe
+  // when the worker is reaped.
+  LaunchOptions options = ShellWorkers(2,
+                                       "i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done; "
+                                       "printf 'no newline'");
+  options.prefix_output = true;
+  std::map<std::string, int> lines;
+  std::string all;
+  options.print = [&](OutputStream stream, std::string_view text) {
+    EXPECT_EQ(stream, OutputStream::kStdout);
+    all += text;
+    ++lines[text.rfind("[rank 1] ", 0) == 0 ? "rank 1" : "rank 0"];
+  };
+  ASSERT_TRUE(RunWorkers(options, spawner).success);
+  EXPECT_EQ(lines["rank 0"], 2001);
+  EXPECT_EQ(lines["rank 1"], 2001);
+  EXPECT_NE(all.find("[rank 1] line 1999\n"), std::string::npos);
+  EXPECT_NE(all.find("\nno newline\n"), std::string::npos);
+  EXPECT_NE(all.find("[rank 1] no newline\n"), std::string::npos);
+}
+
+TEST(Launcher, FailureReportShowsTheLastLinesOfBothStreams) {
+  PosixSpawner spawner;
+  LaunchOptions options = ShellWorkers(
+      2, "if [ \"$ACCEL_RANK\" = 1 ]; then echo loading; echo 'bad shape' >&2; exit 4; fi; sleep 60");
+  std::string errors;
+  options.print = [&](OutputStream stream, std::string_view text) {
+    if (stream == OutputStream::kStderr) errors += text;
+  };
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_EQ(result.failed_tail, (std::vector<std::string>{"loading", "bad shape"}));
+  EXPECT_NE(result.message.find("last 2 lines of rank 1:\n  | loading\n  | bad shape"), std::string::npos)
+      << result.message;
+  EXPECT_EQ(errors, "bad shape\n");
 }
 
 TEST(Launcher, InterruptStopsEveryWorker) {
@@ -120,9 +169,8 @@ TEST(Launcher, InterruptStopsEveryWorker) {
 
 TEST(Launcher, UnstartableWorkerIsReported) {
   PosixSpawner spawner;
-  LaunchOptions options;
-  options.processes_per_machine = 2;
-  options.worker_argv = {"/nonexistent/accelrun"};
+  LaunchOptions options = ShellWorkers(2, "");
+  for (WorkerSpec& worker : options.workers) worker.argv = {"/nonexistent/accelrun"};
   LaunchResult result = RunWorkers(options, spawner);
   EXPECT_FALSE(result.success);
   EXPECT_NE(result.message.find("cannot start rank 0"), std::string::npos) << result.message;

@@ -1,0 +1,36 @@
+#ifndef ACCEL_RUNTIME_LAUNCH_PLAN_ENV_H_
+#define ACCEL_RUNTIME_LAUNCH_PLAN_ENV_H_
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "compiler/plan/plan.h"
+
+namespace accel::rt::launch {
+
+// The Accelerate variables of the worker environment that the plan determines (catalog §4.7):
+// ACCELERATE_MIXED_PRECISION (the train step's precision), ACCELERATE_USE_CPU (`True`/`False`,
+// as Accelerate writes it, from `compute.use_cpu` or `accelerator.cpu`), ACCELERATE_DEBUG_MODE
+// (`true`, only when `compute.debug`), ACCELERATE_CPU_AFFINITY (`1`, only when
+// `compute.enable_cpu_affinity`). A value missing from the plan's configuration counts as
+// Accelerate's default.
+std::map<std::string, std::string> AccelerateEnvironment(const plan::Plan& plan);
+
+// Whether the plan runs on CPUs: a Gloo process group, or `use_cpu`/`cpu` set.
+bool IsCpuRun(const plan::Plan& plan);
+
+// OMP_NUM_THREADS for each worker (catalog LCH-013): `threads_flag` when given; nothing (the
+// inherited value stands) when `inherited` is set; on a CPU run `physical_cores /
+// local_processes` when that is above 1; else 1.
+std::optional<std::string> OmpThreads(std::optional<int> threads_flag,
+                                      const std::optional<std::string>& inherited, bool cpu_run,
+                                      int physical_cores, int local_processes);
+
+// Physical cores of this machine (distinct core ids in /proc/cpuinfo), or the logical CPU
+// count when that file says nothing.
+int PhysicalCoreCount();
+
+}  // namespace accel::rt::launch
+
+#endif  // ACCEL_RUNTIME_LAUNCH_PLAN_ENV_H_

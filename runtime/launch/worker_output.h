@@ -1,0 +1,66 @@
+#ifndef ACCEL_RUNTIME_LAUNCH_WORKER_OUTPUT_H_
+#define ACCEL_RUNTIME_LAUNCH_WORKER_OUTPUT_H_
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runtime/launch/process.h"
+
+namespace accel::rt::launch {
+
+// The last `capacity` lines of one worker, oldest first.
+class LogTail {
+ public:
+  explicit LogTail(size_t capacity) : capacity_(capacity) {}
+  void Add(std::string line);
+  const std::deque<std::string>& lines() const { return lines_; }
+
+ private:
+  size_t capacity_;
+  std::deque<std::string> lines_;
+};
+
+// Turns the byte streams of the workers into whole lines: prints each line on the launcher's
+// stream of the same kind, with a `[rank N] ` prefix when `prefix` is set and N is not 0
+// (rank 0's lines stay as written), and keeps each rank's last lines (both streams, in arrival
+// order) for the failure report.
+class WorkerOutput {
+ public:
+  // Receives complete lines, newline included.
+  using Printer = std::function<void(OutputStream, std::string_view)>;
+
+  WorkerOutput(bool prefix, size_t tail_lines, Printer print)
+      : prefix_(prefix), tail_lines_(tail_lines), print_(std::move(print)) {}
+
+  // Feeds bytes `rank` wrote to `stream`; prints every line they complete. A line longer than
+  // 64 KiB is cut there and printed in pieces.
+  void Add(int rank, OutputStream stream, std::string_view bytes);
+  // Prints what is left of `rank`'s unfinished line on `stream` (its stream ended without a
+  // final newline), as a line.
+  void Finish(int rank, OutputStream stream);
+  // The last lines `rank` wrote, oldest first, without prefix or newline; empty for a rank
+  // that wrote nothing.
+  std::vector<std::string> Tail(int rank) const;
+
+ private:
+  void EmitLine(int rank, OutputStream stream, std::string_view line);
+
+  bool prefix_;
+  size_t tail_lines_;
+  Printer print_;
+  std::map<std::pair<int, OutputStream>, std::string> partial_;
+  std::map<int, LogTail> tails_;
+};
+
+// Writes `text` to the launcher's stdout or stderr and flushes, so lines from the workers and
+// the launcher's own messages reach a pipe or file in the order they were printed.
+void PrintToStandardStream(OutputStream stream, std::string_view text);
+
+}  // namespace accel::rt::launch
+
+#endif  // ACCEL_RUNTIME_LAUNCH_WORKER_OUTPUT_H_

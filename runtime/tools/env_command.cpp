@@ -1,0 +1,142 @@
+#include "runtime/tools/env_command.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "compiler/plan/plan.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+#include "runtime/launch/plan_env.h"
+#include "runtime/support/blas.h"
+
+namespace accel::tools {
+namespace {
+
+// The value after `key` and `:` on the first line of `path` that starts with `key`.
+std::string FieldOf(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    size_t colon = line.find_first_of(":=", key.size());
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t\""));
+    while (!value.empty() && (value.back() == '"' || value.back() == ' ')) value.pop_back();
+    return value;
+  }
+  return "";
+}
+
+std::string Compiler() {
+#if defined(__clang__)
+  return fmt::format("Clang {}", __clang_version__);
+#elif defined(__GNUC__)
+  return fmt::format("GCC {}", __VERSION__);
+#else
+  return "unknown";
+#endif
+}
+
+std::string Memory() {
+  // `MemTotal:  131072000 kB`
+  auto gib = [](const std::string& field) {
+    return field.empty() ? std::string("unknown")
+                         : fmt::format("{:.1f} GiB", std::atof(field.c_str()) / 1048576);
+  };
+  return fmt::format("{} total, {} available", gib(FieldOf("/proc/meminfo", "MemTotal")),
+                     gib(FieldOf("/proc/meminfo", "MemAvailable")));
+}
+
+// The report as ordered (name, JSON key, value) rows.
+struct Row {
+  const char* label;
+  const char* key;
+  std::string value;
+};
+
+std::vector<Row> Collect() {
+  TorchFacts torch = CollectTorchFacts();
+  utsname system{};
+  ::uname(&system);
+  std::string os = FieldOf("/etc/os-release", "PRETTY_NAME");
+  rt::support::BlasInfo blas = rt::support::DetectLoadedBlas();
+  std::string blas_text = blas.Describe();
+  if (!blas.optimized()) {
+    std::optional<std::string> dir = rt::support::FindOptimizedBlasDirectory();
+    blas_text += dir ? fmt::format("; workers use OpenBLAS from {}", *dir) : "; no OpenBLAS installed";
+  }
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  std::string cpu = FieldOf("/proc/cpuinfo", "model name");
+  return {
+      {"Accel version", "accel_version", ACCEL_VERSION},
+      {"Plan format", "plan_format", std::string(plan::kFormat)},
+      {"LibTorch version", "libtorch_version", torch.version},
+      {"C++ compiler", "compiler", Compiler()},
+      {"OS", "os",
+       fmt::format("{}{}{} {} ({})", os, os.empty() ? "" : ", ", system.sysname, system.release,
+                   system.machine)},
+      {"CPU", "cpu", cpu.empty() ? "unknown" : cpu},
+      {"CPU cores", "cpu_cores",
+       fmt::format("{} physical, {} logical", rt::launch::PhysicalCoreCount(),
+                   std::thread::hardware_concurrency())},
+      {"Memory", "memory", Memory()},
+      {"BLAS", "blas", blas_text},
+      {"OMP_NUM_THREADS", "omp_num_threads", omp ? omp : "not set"},
+      {"LibTorch threads", "torch_threads", std::to_string(torch.intra_op_threads)},
+      {"CUDA", "cuda",
+       torch.cuda_compiled
+           ? fmt::format("yes, {} device{}", torch.cuda_devices, torch.cuda_devices == 1 ? "" : "s")
+           : "no: LibTorch without CUDA"},
+      {"NCCL", "nccl", torch.nccl},
+      {"Gloo", "gloo", torch.gloo_compiled ? "yes" : "no"},
+  };
+}
+
+}  // namespace
+
+int RunEnvCommand(const std::vector<std::string>& args) {
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--format") {
+      std::string format = i + 1 < args.size() ? args[++i] : "";
+      if (format != "json" && format != "text") {
+        fmt::print(stderr, "accelrun: error: `--format` takes text or json, not `{}`\n", format);
+        return 2;
+      }
+      json = format == "json";
+    } else if (args[i] == "-h" || args[i] == "--help") {
+      fmt::print(
+          "usage: accelrun env [--format text|json]\n\nPrints what a bug report needs: versions, "
+          "compiler, OS, CPU, memory, BLAS, threads, devices.\n");
+      return 0;
+    } else {
+      fmt::print(stderr,
+                 "accelrun: error: unknown argument `{}`; `accelrun env` takes `--format text|json`\n",
+                 args[i]);
+      return 2;
+    }
+  }
+  std::vector<Row> rows = Collect();
+  if (json) {
+    llvm::json::Object object;
+    for (Row& row : rows) object[row.key] = std::move(row.value);
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    out << llvm::formatv("{0:2}", llvm::json::Value(std::move(object)));
+    fmt::print("{}\n", out.str());
+    return 0;
+  }
+  fmt::print("Copy this into a bug report:\n\n");
+  for (const Row& row : rows) fmt::print("- {}: {}\n", row.label, row.value);
+  return 0;
+}
+
+}  // namespace accel::tools

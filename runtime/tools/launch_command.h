@@ -1,0 +1,37 @@
+#ifndef ACCEL_RUNTIME_TOOLS_LAUNCH_COMMAND_H_
+#define ACCEL_RUNTIME_TOOLS_LAUNCH_COMMAND_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/launch/topology.h"
+
+namespace accel::tools {
+
+// The usage text of `accelrun` (launch and worker modes).
+extern const char* const kLaunchUsage;
+
+// The command line of `accelrun [options] <spec | plan>`.
+struct LaunchCommandOptions {
+  std::string input;
+  std::string output_dir;
+  rt::launch::PlacementFlags placement;
+  std::optional<int> cpu_threads;  // --num-cpu-threads-per-process
+  bool dry_run = false;
+  bool worker = false;  // --worker: run one rank (internal)
+  // --resume: `auto` or a checkpoint directory; empty starts fresh (docs/checkpoints.md).
+  std::string resume;
+};
+
+// Parses `args` (without the program name). Returns an error message for the user, or "".
+std::string ParseLaunchArguments(const std::vector<std::string>& args, LaunchCommandOptions& options);
+
+// Compiles or loads the plan, decides the placement, then starts and supervises the workers,
+// or with --dry-run prints what it would start. Returns the process exit code: 0, 1 (a worker
+// failed), 2 (usage or plan errors) or 128 + the signal that interrupted it.
+int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0);
+
+}  // namespace accel::tools
+
+#endif  // ACCEL_RUNTIME_TOOLS_LAUNCH_COMMAND_H_

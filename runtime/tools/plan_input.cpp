@@ -1,0 +1,48 @@
+#include "runtime/tools/plan_input.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "compiler/diagnostics/render.h"
+#include "compiler/driver/compile.h"
+
+namespace accel::tools {
+
+std::optional<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (!in) return std::nullopt;
+  return buffer.str();
+}
+
+std::optional<plan::Plan> LoadPlan(const std::string& path) {
+  std::optional<std::string> text = ReadWholeFile(path);
+  if (!text) {
+    fmt::print(stderr, "accelrun: error: cannot read `{}`\n", path);
+    return std::nullopt;
+  }
+  llvm::Expected<plan::Plan> plan = plan::FromJson(*text, path);
+  if (!plan) {
+    fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(plan.takeError()));
+    return std::nullopt;
+  }
+  return std::move(*plan);
+}
+
+std::optional<plan::Plan> CompileSpec(const std::string& path) {
+  diag::DiagnosticEngine stdlib_diagnostics;
+  auto stdlib = driver::Stdlib::Load(stdlib_diagnostics);
+  sema::ProcessEnvironment environment;
+  driver::Compilation compilation = driver::CompileFile(path, *stdlib, environment);
+  bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  fmt::print(stderr, "{}", diag::RenderText(compilation.diagnostics.diagnostics(), {color}));
+  return std::move(compilation.plan);
+}
+
+}  // namespace accel::tools

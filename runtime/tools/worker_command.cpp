@@ -1,0 +1,65 @@
+#include "runtime/tools/worker_command.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "runtime/launch/launcher.h"
+#include "runtime/launch/topology.h"
+#include "runtime/tools/plan_input.h"
+#include "runtime/train/worker.h"
+
+namespace accel::tools {
+namespace {
+
+namespace launch = rt::launch;
+
+int EnvInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value ? std::atoi(value) : fallback;
+}
+
+}  // namespace
+
+int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir, const std::string& resume) {
+  // A worker must not outlive its launcher: if the launcher dies (even by SIGKILL), the kernel
+  // kills this worker. The parent check covers a launcher that died before the prctl.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (const char* launcher = std::getenv("ACCEL_LAUNCHER_PID");
+      launcher && ::getppid() != std::atoi(launcher)) {
+    fmt::print(stderr, "accelrun: error: the launcher is gone; stopping\n");
+    return launch::kWorkerExitFailed;
+  }
+  std::optional<plan::Plan> plan = LoadPlan(plan_path);
+  if (!plan) return launch::kWorkerExitUsage;
+  rt::train::WorkerContext context;
+  context.rank = EnvInt(launch::kEnvRank, 0);
+  context.world_size = EnvInt(launch::kEnvWorldSize, 1);
+  if (const char* addr = std::getenv(launch::kEnvMasterAddr)) context.master_addr = addr;
+  context.master_port = EnvInt(launch::kEnvMasterPort, 0);
+  context.output_dir = output_dir;
+  context.resume = resume;
+  // One line per rank: a rank that fails before it says anything else still leaves this in the
+  // launcher's failure report.
+  fmt::print("accelrun: worker rank {} of {} (pid {}) joins {}:{}\n", context.rank, context.world_size,
+             ::getpid(), context.master_addr, context.master_port);
+  std::fflush(stdout);
+  llvm::Expected<rt::train::RunSummary> summary = rt::train::RunWorker(*plan, context);
+  if (summary) return 0;
+  int code = launch::kWorkerExitFailed;
+  llvm::handleAllErrors(
+      summary.takeError(),
+      [&code](const rt::train::CollectiveFailure& failure) {
+        code = launch::kWorkerExitPeerFailure;
+        fmt::print(stderr, "accelrun: error: {}\n", failure.message());
+      },
+      [](const llvm::ErrorInfoBase& error) { fmt::print(stderr, "accelrun: error: {}\n", error.message()); });
+  return code;
+}
+
+}  // namespace accel::tools

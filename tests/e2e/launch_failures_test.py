@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The launcher's failure paths with real workers:
+
+1. the launcher itself SIGKILLed mid-training leaves no worker behind;
+2. a rank that never joins: the rank that waited exits 3 (peer failure) after the plan's
+   timeout, and accelrun names it as a peer failure whose cause is elsewhere.
+
+Usage: launch_failures_test.py ACCELRUN SPEC WORKDIR
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+
+def live_workers(plan):
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"--worker" in argv and plan.encode() in argv and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def write_spec(spec, workdir, name, replacements):
+    with open(spec) as f:
+        text = f.read()
+    for old, new in replacements:
+        assert old in text, f"`{old}` is not in {spec}"
+        text = text.replace(old, new)
+    path = os.path.join(workdir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def launcher_killed(accelrun, spec, workdir):
+    long_spec = write_spec(spec, workdir, "long.accel", [("steps = 200", "steps = 1000000")])
+    out = os.path.join(workdir, "killed")
+    plan = os.path.join(out, "plan.json")
+    run = subprocess.Popen([accelrun, long_spec, "--output-dir", out], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    output = []
+    for line in run.stdout:
+        output.append(line)
+        if line.startswith("step "):
+            break
+    assert len(live_workers(plan)) == 2, "two workers should be training:\n" + "".join(output)
+    run.kill()
+    run.wait()
+    run.stdout.close()
+    # PR_SET_PDEATHSIG: the kernel kills each worker when the launcher dies; allow it a moment.
+    deadline = time.time() + 10
+    while live_workers(plan) and time.time() < deadline:
+        time.sleep(0.05)
+    assert live_workers(plan) == [], f"workers outlived a SIGKILLed launcher: {live_workers(plan)}"
+    print("launcher SIGKILLed: no worker left")
+
+
+def peer_never_joins(accelrun, spec, workdir):
+    short_spec = write_spec(spec, workdir, "short_timeout.accel", [("timeout = 60s", "timeout = 2s")])
+    out = os.path.join(workdir, "alone")
+    # Node 0 of 2 with one process: rank 1 (node 1) is never started. Across machines the
+    # port must be given; take a free one.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    run = subprocess.run([accelrun, short_spec, "--output-dir", out, "--nnodes", "2", "--node-rank", "0",
+                          "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", str(port)],
+                         capture_output=True, text=True, timeout=120)
+    text = run.stdout + run.stderr
+    sys.stdout.write(text)
+    assert run.returncode == 1, f"accelrun exited {run.returncode}"
+    assert re.search(r"accelrun: error: rank 0 \(pid \d+\) failed with exit code 3 \(peer failure", text), \
+        "rank 0's peer failure is not named"
+    assert "the cause is a rank on another machine, or one that never joined" in text
+    assert re.search(r"last \d+ lines? of rank 0:", text), "rank 0's last lines are missing"
+    print("peer never joined: named as a peer failure")
+
+
+def main():
+    accelrun, spec, workdir = sys.argv[1:4]
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    launcher_killed(accelrun, spec, workdir)
+    peer_never_joins(accelrun, spec, workdir)
+
+
+if __name__ == "__main__":
+    main()

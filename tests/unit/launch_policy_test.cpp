@@ -1,0 +1,245 @@
+// The launcher's policy against scripted children: which failure is named, what is printed,
+// what is kept. No process is started.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <deque>
+#include <set>
+
+#include "runtime/launch/launcher.h"
+#include "runtime/launch/worker_output.h"
+
+namespace accel::rt::launch {
+namespace {
+
+ExitStatus Exited(int code) { return {0, code, 0, false}; }
+ExitStatus Killed(int signal) { return {0, 0, signal, true}; }
+
+// Children whose life is a script: output and exits, delivered in order. Worker `i` has pid
+// 100 + i. A signal sent to a child still running ends it (queued after the script).
+class FakeSpawner final : public ProcessSpawner {
+ public:
+  struct Event {
+    int worker;
+    std::optional<ExitStatus> exit;  // set: the child ends; else it writes `bytes`
+    OutputStream stream = OutputStream::kStdout;
+    std::string bytes;
+  };
+
+  void Write(int worker, std::string bytes, OutputStream stream = OutputStream::kStdout) {
+    script_.push_back({worker, std::nullopt, stream, std::move(bytes)});
+  }
+  void End(int worker, ExitStatus status) { script_.push_back({worker, status}); }
+
+  llvm::Expected<pid_t> Spawn(const std::vector<std::string>&,
+                              const std::map<std::string, std::string>&) override {
+    pid_t pid = 100 + static_cast<pid_t>(started_.size());
+    started_.push_back(pid);
+    running_.insert(pid);
+    return pid;
+  }
+  std::optional<ExitStatus> WaitAny(std::chrono::milliseconds) override {
+    if (script_.empty() || !script_.front().exit) return std::nullopt;
+    Event event = script_.front();
+    script_.pop_front();
+    ExitStatus status = *event.exit;
+    status.pid = 100 + event.worker;
+    running_.erase(status.pid);
+    return status;
+  }
+  std::vector<OutputChunk> ReadOutput(std::chrono::milliseconds) override {
+    std::vector<OutputChunk> out;
+    while (!script_.empty() && !script_.front().exit) {
+      out.push_back({100 + script_.front().worker, script_.front().stream, script_.front().bytes, false});
+      script_.pop_front();
+    }
+    return out;
+  }
+  // What is still "in the pipe" of `pid`: its queued output, wherever it is in the script.
+  std::vector<OutputChunk> DrainOutput(pid_t pid) override {
+    std::vector<OutputChunk> out;
+    for (auto it = script_.begin(); it != script_.end();) {
+      if (!it->exit && 100 + it->worker == pid) {
+        out.push_back({pid, it->stream, it->bytes, false});
+        it = script_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+  void Signal(pid_t pid, int signal) override {
+    signals_.push_back({pid, signal});
+    if (running_.count(pid) && !pending_.count(pid)) {
+      pending_.insert(pid);
+      script_.push_back({pid - 100, Killed(signal)});
+    }
+  }
+
+  const std::vector<std::pair<pid_t, int>>& signals() const { return signals_; }
+
+ private:
+  std::deque<Event> script_;
+  std::vector<pid_t> started_;
+  std::set<pid_t> running_;
+  std::set<pid_t> pending_;
+  std::vector<std::pair<pid_t, int>> signals_;
+};
+
+LaunchOptions Workers(int count, std::string* printed = nullptr) {
+  LaunchOptions options;
+  for (int rank = 0; rank < count; ++rank) options.workers.push_back({rank, {"/fake/accelrun"}, {}});
+  options.prefix_output = count > 1;
+  options.grace = std::chrono::milliseconds(1000);
+  // Generous: these tests never wait for the window to pass unless it is set to 0.
+  options.root_cause_window = std::chrono::minutes(5);
+  options.print = [printed](OutputStream, std::string_view text) {
+    if (printed) *printed += text;
+  };
+  return options;
+}
+
+TEST(LaunchPolicy, AllWorkersSucceed) {
+  FakeSpawner spawner;
+  spawner.End(0, Exited(0));
+  spawner.End(1, Exited(0));
+  LaunchResult result = RunWorkers(Workers(2), spawner);
+  EXPECT_TRUE(result.success) << result.message;
+  EXPECT_TRUE(spawner.signals().empty());
+}
+
+TEST(LaunchPolicy, RootCauseFirstIsNamedAndTheOthersStopped) {
+  FakeSpawner spawner;
+  spawner.Write(2, "loading\n");
+  spawner.End(2, Exited(1));
+  LaunchResult result = RunWorkers(Workers(3), spawner);
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(result.failed_rank, 2);
+  EXPECT_FALSE(result.peer_failure_only);
+  EXPECT_NE(result.message.find("rank 2 (pid 102) failed with exit code 1; stopped 2 other workers"),
+            std::string::npos)
+      << result.message;
+  std::set<std::pair<pid_t, int>> terms;
+  for (auto [pid, signal] : spawner.signals())
+    if (signal == SIGTERM) terms.insert({pid, signal});
+  EXPECT_EQ(terms, (std::set<std::pair<pid_t, int>>{{100, SIGTERM}, {101, SIGTERM}, {102, SIGTERM}}));
+}
+
+TEST(LaunchPolicy, RootCauseArrivingAfterAPeerFailureIsNamed) {
+  FakeSpawner spawner;
+  // Rank 1 dies; rank 0's collective fails first, and rank 1's death is reaped after it.
+  spawner.Write(1, "step 7\n");
+  spawner.End(0, Exited(kWorkerExitPeerFailure));
+  spawner.Write(1, "out of memory\n", OutputStream::kStderr);
+  spawner.End(1, Killed(SIGKILL));
+  LaunchResult result = RunWorkers(Workers(2), spawner);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_TRUE(result.failed_status.signaled);
+  EXPECT_FALSE(result.peer_failure_only);
+  EXPECT_EQ(result.failed_tail, (std::vector<std::string>{"step 7", "out of memory"}));
+  EXPECT_EQ(result.message.rfind("rank 1 (pid 101) failed with signal 9", 0), 0u) << result.message;
+  EXPECT_NE(
+      result.message.find("then rank 0 (pid 100) failed with exit code 3 (peer failure: a collective or "
+                          "the rendezvous failed), a consequence"),
+      std::string::npos)
+      << result.message;
+}
+
+TEST(LaunchPolicy, PeerFailureIsNamedWhenNoRootCauseFollows) {
+  FakeSpawner spawner;
+  spawner.Write(0, "rendezvous timed out\n");
+  spawner.End(0, Exited(kWorkerExitPeerFailure));
+  LaunchOptions options = Workers(2);
+  options.root_cause_window = std::chrono::milliseconds(0);
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_EQ(result.failed_rank, 0);
+  EXPECT_TRUE(result.peer_failure_only);
+  EXPECT_NE(result.message.find("the cause is a rank on another machine"), std::string::npos)
+      << result.message;
+  EXPECT_NE(result.message.find("  | rendezvous timed out"), std::string::npos) << result.message;
+}
+
+TEST(LaunchPolicy, LinesWrittenJustBeforeExitAreNotLost) {
+  FakeSpawner spawner;
+  std::string printed;
+  spawner.End(1, Exited(1));
+  // Still in the pipe when the exit is seen.
+  spawner.Write(1, "fatal: bad plan\nno newline at the end");
+  LaunchResult result = RunWorkers(Workers(2, &printed), spawner);
+  EXPECT_EQ(result.failed_tail, (std::vector<std::string>{"fatal: bad plan", "no newline at the end"}));
+  EXPECT_NE(printed.find("[rank 1] fatal: bad plan\n[rank 1] no newline at the end\n"), std::string::npos)
+      << printed;
+}
+
+TEST(LaunchPolicy, FailureReportKeepsOnlyTheLastLines) {
+  FakeSpawner spawner;
+  std::string lines;
+  for (int i = 1; i <= 25; ++i) lines += "line " + std::to_string(i) + "\n";
+  spawner.Write(0, lines);
+  spawner.End(0, Exited(1));
+  LaunchResult result = RunWorkers(Workers(1), spawner);
+  ASSERT_EQ(result.failed_tail.size(), 20u);
+  EXPECT_EQ(result.failed_tail.front(), "line 6");
+  EXPECT_EQ(result.failed_tail.back(), "line 25");
+  EXPECT_NE(result.message.find("last 20 lines of rank 0:"), std::string::npos);
+}
+
+TEST(LaunchPolicy, SilentWorkerIsSaidToHavePrintedNothing) {
+  FakeSpawner spawner;
+  spawner.End(0, Killed(SIGSEGV));
+  LaunchResult result = RunWorkers(Workers(1), spawner);
+  EXPECT_NE(result.message.find("rank 0 printed nothing"), std::string::npos) << result.message;
+}
+
+TEST(WorkerOutput, PrefixesWholeLinesAcrossChunks) {
+  std::vector<std::pair<OutputStream, std::string>> printed;
+  WorkerOutput output(true, 20, [&](OutputStream stream, std::string_view text) {
+    printed.emplace_back(stream, std::string(text));
+  });
+  output.Add(3, OutputStream::kStdout, "hel");
+  output.Add(3, OutputStream::kStderr, "warn");
+  output.Add(3, OutputStream::kStdout, "lo\nwor");
+  output.Add(3, OutputStream::kStderr, "ing\n");
+  output.Finish(3, OutputStream::kStdout);
+  using Line = std::pair<OutputStream, std::string>;
+  EXPECT_EQ(printed, (std::vector<Line>{{OutputStream::kStdout, "[rank 3] hello\n"},
+                                        {OutputStream::kStderr, "[rank 3] warning\n"},
+                                        {OutputStream::kStdout, "[rank 3] wor\n"}}));
+  EXPECT_EQ(output.Tail(3), (std::vector<std::string>{"hello", "warning", "wor"}));
+  EXPECT_TRUE(output.Tail(0).empty());
+}
+
+TEST(WorkerOutput, RankZeroSpeaksWithoutPrefix) {
+  std::string printed;
+  WorkerOutput output(true, 20, [&](OutputStream, std::string_view text) { printed += text; });
+  output.Add(0, OutputStream::kStdout, "step 1/200  loss 1.0\n");
+  output.Add(1, OutputStream::kStdout, "ready\n");
+  EXPECT_EQ(printed, "step 1/200  loss 1.0\n[rank 1] ready\n");
+}
+
+TEST(WorkerOutput, UnprefixedWhenAsked) {
+  std::string printed;
+  WorkerOutput output(false, 20, [&](OutputStream, std::string_view text) { printed += text; });
+  output.Add(2, OutputStream::kStdout, "step 1/200  loss 1.0\n");
+  EXPECT_EQ(printed, "step 1/200  loss 1.0\n");
+}
+
+TEST(WorkerOutput, VeryLongLineIsCutInsteadOfGrowingForever) {
+  size_t lines = 0;
+  WorkerOutput output(false, 20, [&](OutputStream, std::string_view) { ++lines; });
+  output.Add(0, OutputStream::kStdout, std::string(200 * 1024, 'x'));
+  EXPECT_GE(lines, 2u);
+}
+
+TEST(LogTail, KeepsTheNewestLines) {
+  LogTail tail(2);
+  tail.Add("a");
+  tail.Add("b");
+  tail.Add("c");
+  EXPECT_EQ(std::vector<std::string>(tail.lines().begin(), tail.lines().end()),
+            (std::vector<std::string>{"b", "c"}));
+}
+
+}  // namespace
+}  // namespace accel::rt::launch
