@@ -396,6 +396,11 @@ llvm::Error SetModuleTensorToDevice(torch::nn::Module& module, std::string_view 
     }
     // `requires_grad` is the TensorImpl's own autograd state, kept by AssignInPlace. A gradient
     // of the old data would not fit the new (Python's fresh Parameter has none either).
+    // Only a dense tensor's metadata can be taken over by another dense TensorImpl.
+    if (result.layout() != c10::kStrided || result.is_quantized() || result.is_mkldnn() ||
+        old.layout() != c10::kStrided || old.is_quantized()) {
+      return Fail(fmt::format("only a dense tensor can be set in place in `{}`", tensor_name));
+    }
     if (!is_buffer && old.grad().defined()) old.mutable_grad() = at::Tensor();
     AssignInPlace(old, result);
     return llvm::Error::success();

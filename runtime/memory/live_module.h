@@ -81,6 +81,7 @@ bool IsParallelWrapper(const torch::nn::Module& module);
 // `keep_torch_compile` and a shell at the top, the shell's `_orig_mod` is replaced by the
 // unwrapped model and the shell is returned, as Accelerate re-wraps it. `keep_fp32_wrapper`
 // has no C++ counterpart (a C++ module's forward cannot be patched) and is not offered.
+// `model` must not be null.
 std::shared_ptr<torch::nn::Module> ExtractModelFromParallel(std::shared_ptr<torch::nn::Module> model,
                                                             bool keep_torch_compile = true,
                                                             bool recursive = false);
@@ -101,8 +102,9 @@ std::vector<std::string> StripParallelPrefixes(std::vector<std::string> keys);
 // and the registered tensor takes the result in place (see above: members and other names of
 // the same tensor follow; `requires_grad` is kept). A value on the same device and of the same
 // dtype is shared, not copied. Fails, naming the tensor, on a missing module or tensor, a shape
-// mismatch, a meta tensor without `value` going to a real device, or a device torch cannot
-// reach (cuda on a CPU-only build).
+// mismatch, a meta tensor without `value` going to a real device, a sparse, quantized or MKL-DNN
+// tensor (only dense ones can be changed in place), or a device torch cannot reach (cuda on a
+// CPU-only build).
 llvm::Error SetModuleTensorToDevice(torch::nn::Module& module, std::string_view tensor_name,
                                     const c10::Device& device, const std::optional<at::Tensor>& value = {},
                                     std::optional<c10::ScalarType> dtype = {});

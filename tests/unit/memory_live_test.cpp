@@ -326,6 +326,8 @@ TEST(SetModuleTensor, Errors) {
             "module `norm` has no parameter or buffer named `scale`");
   EXPECT_EQ(ErrorText(SetModuleTensorToDevice(*model, "embed.weight", at::kCPU, at::ones({4, 10}))),
             "a tensor of shape [4, 10] cannot be set in `embed.weight` of shape [10, 4]");
+  EXPECT_EQ(ErrorText(SetModuleTensorToDevice(*model, "layers.0.bias", at::kCPU, at::ones({4}).to_sparse())),
+            "only a dense tensor can be set in place in `layers.0.bias`");
   if (!at::hasCUDA()) {
     EXPECT_NE(ErrorText(SetModuleTensorToDevice(*model, "embed.weight", Ok(ParseTorchDevice("0"))))
                   .find("setting `embed.weight`: "),
