@@ -109,12 +109,23 @@ void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
   store.set(CheckInKey(options.rank), std::vector<uint8_t>{1});
   std::vector<std::string> keys;
   for (int r = 0; r < options.world_size; ++r) keys.push_back(CheckInKey(r));
+  // Rank 0 serves the store: it waits a little longer than the others, so that the store is
+  // still there when they look up who is missing.
+  auto wait = options.rank == 0 ? options.timeout + std::chrono::milliseconds(1000) : options.timeout;
   try {
-    store.wait(keys, options.timeout);
-  } catch (const std::exception&) {
+    store.wait(keys, wait);
+  } catch (const std::exception& error) {
     std::vector<int> missing;
-    for (int r = 0; r < options.world_size; ++r) {
-      if (!store.check({CheckInKey(r)})) missing.push_back(r);
+    try {
+      for (int r = 0; r < options.world_size; ++r) {
+        if (!store.check({CheckInKey(r)})) missing.push_back(r);
+      }
+    } catch (const std::exception&) {
+      std::string text = error.what();
+      throw CollectiveError(
+          fmt::format("the rendezvous store (rank 0) went away while waiting for the other "
+                      "ranks: {}",
+                      text.substr(0, text.find('\n'))));
     }
     throw CollectiveError(fmt::format("rank{} {} did not join within {} ms", missing.size() == 1 ? "" : "s",
                                       fmt::join(missing, ", "), options.timeout.count()));

@@ -1,0 +1,95 @@
+// One rank of a failure scenario for dist_failure_test.py: joins the group named by the
+// torchrun-style environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), runs data
+// operations in a loop, and injects the faults given for its rank.
+//
+//   dist_failure_worker --timeout-ms N [--faults SPEC --fault-rank R] [--never-join-rank R]
+//                       [--iterations K]
+//
+// Exit: 0 done, 3 a collective failed (a peer's fault: the launcher's peer-failure code),
+// 1 any other error. The last stderr line says what happened.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include "runtime/dist/fault_injection.h"
+#include "runtime/dist/operations.h"
+
+namespace dist = accel::rt::dist;
+
+namespace {
+
+int EnvInt(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::atoi(value) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int timeout_ms = 2000;
+  int fault_rank = -1;
+  int never_join_rank = -1;
+  int iterations = 20;
+  std::string faults;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    std::string value = argv[i + 1];
+    if (flag == "--timeout-ms")
+      timeout_ms = std::stoi(value);
+    else if (flag == "--faults")
+      faults = value;
+    else if (flag == "--fault-rank")
+      fault_rank = std::stoi(value);
+    else if (flag == "--never-join-rank")
+      never_join_rank = std::stoi(value);
+    else if (flag == "--iterations")
+      iterations = std::stoi(value);
+  }
+  int rank = EnvInt("RANK");
+  int world = EnvInt("WORLD_SIZE");
+  const char* addr = std::getenv("MASTER_ADDR");
+  auto started = std::chrono::steady_clock::now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
+        .count();
+  };
+  if (rank == never_join_rank) {
+    std::this_thread::sleep_for(std::chrono::hours(1));  // the test kills it
+    return 0;
+  }
+  try {
+    std::unique_ptr<dist::Collectives> group =
+        dist::ConnectGloo({rank, world, addr ? addr : "127.0.0.1", EnvInt("MASTER_PORT"),
+                           std::chrono::milliseconds(timeout_ms)});
+    dist::FaultInjectingCollectives faulty(
+        std::move(group), rank == fault_rank ? dist::ParseFaults(faults) : std::vector<dist::Fault>{});
+    dist::DataOps ops(faulty);
+    for (int i = 0; i < iterations; ++i) {
+      dist::Value batch = dist::Value::Dict({{"x", dist::Value::Tensor(at::full({64, 8}, float(rank)))},
+                                             {"y", dist::Value::Tensor(at::full({64}, int64_t(i)))}});
+      ops.Gather(batch);
+      ops.Reduce(batch.Find("x") ? *batch.Find("x") : batch, "mean");
+      ops.Broadcast(batch, 0);
+    }
+    ops.WaitForEveryone();
+    fmt::print(stderr, "rank {}: done in {} ms\n", rank, elapsed_ms());
+    // Leave the process group to the OS (see RunWorker): no teardown waits on peers.
+    (void)faulty;
+    std::fflush(stderr);
+    _exit(0);
+  } catch (const dist::CollectiveError& error) {
+    fmt::print(stderr, "rank {}: error after {} ms: {}\n", rank, elapsed_ms(), error.what());
+    std::fflush(stderr);
+    _exit(3);
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "rank {}: error after {} ms: {}\n", rank, elapsed_ms(), error.what());
+    std::fflush(stderr);
+    _exit(1);
+  }
+}
