@@ -65,7 +65,7 @@ llvm::Expected<Placement> FromCluster(const ClusterTask& task, const PlanPlaceme
     addr_from = task.master_addr_from;
   } else if (task.nnodes == 1) {
     topology.master_addr = "127.0.0.1";
-    addr_from = "one node";
+    addr_from = "all tasks on one node";
   } else if (!IsLoopback(plan.main_process_ip)) {
     topology.master_addr = plan.main_process_ip;
     addr_from = "the plan";
