@@ -139,6 +139,22 @@ TEST(Launcher, RelaysEveryLineWithItsRankEvenRightBeforeExit) {
   EXPECT_NE(all.find("[rank 1] no newline\n"), std::string::npos);
 }
 
+TEST(Launcher, BackgroundProcessHoldingThePipeDoesNotHoldTheLauncher) {
+  PosixSpawner spawner;
+  std::string pid_file = "/tmp/accel_launch_test_holder_" + std::to_string(::getpid());
+  // The worker leaves a sleeper behind that inherited its stdout: the pipe never reaches end
+  // of file while the sleeper lives, yet the job is over when the worker is.
+  LaunchOptions options = ShellWorkers(1, "sleep 60 & echo $! > " + pid_file + "; echo done");
+  std::string printed;
+  options.print = [&](OutputStream, std::string_view text) { printed += text; };
+  EXPECT_TRUE(RunWorkers(options, spawner).success);
+  EXPECT_EQ(printed, "done\n");
+  std::ifstream in(pid_file);
+  pid_t holder = 0;
+  if (in >> holder && holder > 0) ::kill(holder, SIGKILL);
+  std::remove(pid_file.c_str());
+}
+
 TEST(Launcher, FailureReportShowsTheLastLinesOfBothStreams) {
   PosixSpawner spawner;
   LaunchOptions options = ShellWorkers(
