@@ -36,7 +36,6 @@ const char* OpName(int64_t code) {
 int64_t AlignUp(int64_t bytes) { return (bytes + 7) & ~int64_t{7}; }
 
 struct Leaf {
-  std::string path;
   at::Tensor tensor;
 };
 
@@ -46,15 +45,21 @@ std::vector<Leaf> TensorLeaves(const Value& data, const char* op) {
   RecursivelyApply(
       data,
       [&](const Value& leaf) {
-        leaves.push_back({"", leaf.tensor()});
+        leaves.push_back({leaf.tensor()});
         return leaf;
       },
       ApplyOptions{[](const Value& leaf) { return leaf.is_tensor(); }, true, op});
-  size_t index = 0;
-  ForEachTensor(data, [&](const std::string& path, const at::Tensor&) {
-    leaves[index++].path = path.empty() ? "the top" : path;
-  });
   return leaves;
+}
+
+// The path of the `index`th tensor leaf, for messages (computed only when one is needed).
+std::string LeafPath(const Value& data, size_t index) {
+  std::string found = "the top";
+  size_t seen = 0;
+  ForEachTensor(data, [&](const std::string& path, const at::Tensor&) {
+    if (seen++ == index && !path.empty()) found = path;
+  });
+  return found;
 }
 
 // `data` with its tensor leaves replaced, in order, by `tensors`.
@@ -289,13 +294,13 @@ Value DataOps::Reduce(const Value& data, std::string_view reduction, double scal
   for (const Leaf& leaf : leaves) results.push_back(leaf.tensor.clone(at::MemoryFormat::Contiguous));
   if (!collectives_.distributed()) return ReplaceTensors(data, results);
   if (how.mean) {
-    for (const Leaf& leaf : leaves) {
-      if (!at::isFloatingType(leaf.tensor.scalar_type())) {
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (!at::isFloatingType(leaves[i].tensor.scalar_type())) {
         throw OperationError(
             fmt::format("reduce: `mean` of the {} tensor at {} cannot be stored in its own dtype "
                         "(torch refuses the in-place division); use `sum`, or convert it to a "
                         "floating dtype first",
-                        c10::toString(leaf.tensor.scalar_type()), leaf.path));
+                        c10::toString(leaves[i].tensor.scalar_type()), LeafPath(data, i)));
       }
     }
   }
