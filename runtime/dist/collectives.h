@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 namespace accel::rt::dist {
 
@@ -31,6 +32,8 @@ class Collectives {
   virtual ~Collectives() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  // The device tensors must be on: the CPU for Gloo, this rank's GPU for NCCL.
+  virtual c10::Device device() const { return c10::Device(c10::kCPU); }
   // False for the world of one process that runs without any backend (distributed type NO):
   // Accelerate's operations behave differently there (catalog §5.2, `NO`).
   virtual bool distributed() const { return true; }
@@ -65,6 +68,18 @@ struct RendezvousOptions {
 // address, the timeout and the ranks that never checked in when the rendezvous does not
 // complete in time.
 std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options);
+
+// The same rendezvous, then a ProcessGroupNCCL on GPU `local_rank` (modulo the visible
+// devices), with NCCL's asynchronous error handling on so timeouts abort instead of hanging.
+// On a build without CUDA and NCCL, a CollectiveError saying so.
+std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank);
+
+// ConnectGloo or ConnectNccl by the plan's backend name (`gloo`, `nccl`).
+std::unique_ptr<Collectives> Connect(const std::string& backend, const RendezvousOptions& options,
+                                     int local_rank);
+
+// Whether this build has the NCCL back end (a LibTorch with CUDA and NCCL).
+bool IsNcclCompiledIn();
 
 }  // namespace accel::rt::dist
 

@@ -1,5 +1,7 @@
 #include "runtime/dist/environment.h"
 
+#include "runtime/dist/collectives.h"
+
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/csrc/api/include/torch/version.h>
@@ -133,13 +135,7 @@ bool IsNpuAvailable() { return false; }
 bool IsXpuAvailable() { return false; }
 bool IsTorchXlaAvailable() { return false; }
 
-bool IsNcclAvailable() {
-#ifdef ACCEL_HAVE_NCCL
-  return true;
-#else
-  return false;
-#endif
-}
+bool IsNcclAvailable() { return IsNcclCompiledIn(); }
 
 bool IsGlooAvailable() { return true; }
 

@@ -52,6 +52,11 @@ std::vector<Leaf> TensorLeaves(const Value& data, const char* op) {
   return leaves;
 }
 
+// Tensors must be where the process group communicates (catalog §5.2 debug check (a), made
+// unconditional: a CPU tensor handed to NCCL would otherwise fail deep inside c10d).
+void CheckDevices(const Value& data, const std::vector<Leaf>& leaves, const c10::Device& device,
+                  const char* op);
+
 // The path of the `index`th tensor leaf, for messages (computed only when one is needed).
 std::string LeafPath(const Value& data, size_t index) {
   std::string found = "the top";
@@ -106,6 +111,18 @@ Reduction ParseReduction(std::string_view text) {
   throw OperationError(fmt::format("reduce: unknown reduction `{}`; use sum, mean, max, min or none", text));
 }
 
+void CheckDevices(const Value& data, const std::vector<Leaf>& leaves, const c10::Device& device,
+                  const char* op) {
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (leaves[i].tensor.device().type() != device.type()) {
+      throw OperationError(
+          fmt::format("{}: the tensor at {} is on {} but this process group communicates on {}; "
+                      "move it first (send_to_device)",
+                      op, LeafPath(data, i), leaves[i].tensor.device().str(), device.str()));
+    }
+  }
+}
+
 }  // namespace
 
 DataOps::DataOps(Collectives& collectives, DataOpsOptions options)
@@ -121,17 +138,22 @@ at::Tensor DataOps::Staging(size_t slot, int64_t bytes) {
 
 std::vector<std::string> DataOps::AllGatherBytes(std::string_view bytes) {
   int world = world_size();
-  at::Tensor length = at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong);
-  at::Tensor lengths = at::empty({world}, at::kLong);
+  at::TensorOptions longs = at::TensorOptions(at::kLong).device(collectives_.device());
+  at::Tensor length = at::full({1}, static_cast<int64_t>(bytes.size()), longs);
+  at::Tensor lengths = at::empty({world}, longs);
   collectives_.AllGather(length, lengths);
+  lengths = lengths.cpu();
   std::vector<int64_t> sizes(lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + world);
   int64_t longest = std::max<int64_t>(*std::max_element(sizes.begin(), sizes.end()), 1);
+  at::Tensor mine = at::zeros({longest}, at::kByte);
+  std::memcpy(mine.data_ptr(), bytes.data(), bytes.size());
   at::Tensor send = Staging(0, longest);
-  std::memcpy(send.data_ptr(), bytes.data(), bytes.size());
+  send.copy_(mine);
   at::Tensor receive = Staging(1, longest * world);
   collectives_.AllGather(send, receive);
+  at::Tensor host = receive.cpu();
   std::vector<std::string> out;
-  const char* base = static_cast<const char*>(receive.data_ptr());
+  const char* base = static_cast<const char*>(host.data_ptr());
   for (int r = 0; r < world; ++r) out.emplace_back(base + r * longest, static_cast<size_t>(sizes[r]));
   return out;
 }
@@ -142,8 +164,10 @@ void DataOps::VerifyLayout(int op_code, const char* op_name, const Value& data, 
   at::Tensor header = at::empty({2}, at::kLong);
   header[0] = op_code;
   header[1] = static_cast<int64_t>(Fnv1a(layout));
-  at::Tensor headers = at::empty({2 * world_size()}, at::kLong);
+  header = header.to(collectives_.device());
+  at::Tensor headers = at::empty({2 * world_size()}, header.options());
   collectives_.AllGather(header, headers);
+  headers = headers.cpu();
   const int64_t* all = headers.data_ptr<int64_t>();
   bool same = true;
   for (int r = 0; r < world_size(); ++r) same = same && all[2 * r] == all[0] && all[2 * r + 1] == all[1];
@@ -166,6 +190,7 @@ void DataOps::VerifyLayout(int op_code, const char* op_name, const Value& data, 
 Value DataOps::Gather(const Value& data) {
   if (!collectives_.distributed()) return data;
   std::vector<Leaf> leaves = TensorLeaves(data, "gather");
+  CheckDevices(data, leaves, collectives_.device(), "gather");
   VerifyLayout(kGather, "gather", data, /*dims_only=*/false);
   if (leaves.empty()) return data;
   int world = world_size();
@@ -229,6 +254,7 @@ Value DataOps::Broadcast(const Value& data, int from_process) {
                                      from_process, world_size()));
   }
   std::vector<Leaf> leaves = TensorLeaves(data, "broadcast");
+  CheckDevices(data, leaves, collectives_.device(), "broadcast");
   VerifyLayout(kBroadcast, "broadcast", data, /*dims_only=*/false);
   if (leaves.empty()) return data;
   if (leaves.size() == 1) {
@@ -275,15 +301,21 @@ void DataOps::BroadcastObjectList(std::vector<Value>& objects, int from_process)
   }
   bool source = rank() == from_process;
   std::string payload = source ? EncodeValue(Value::List(objects)) : std::string();
-  std::vector<at::Tensor> length{at::full({1}, static_cast<int64_t>(payload.size()), at::kLong)};
+  at::TensorOptions longs = at::TensorOptions(at::kLong).device(collectives_.device());
+  std::vector<at::Tensor> length{at::full({1}, static_cast<int64_t>(payload.size()), longs)};
   collectives_.Broadcast(length, from_process);
   int64_t size = length[0].item<int64_t>();
   std::vector<at::Tensor> buffer{Staging(0, std::max<int64_t>(size, 1))};
-  if (source) std::memcpy(buffer[0].data_ptr(), payload.data(), payload.size());
+  if (source) {
+    at::Tensor host = at::empty({std::max<int64_t>(size, 1)}, at::kByte);
+    std::memcpy(host.data_ptr(), payload.data(), payload.size());
+    buffer[0].copy_(host);
+  }
   collectives_.Broadcast(buffer, from_process);
   if (source) return;
-  Value list = DecodeValue(
-      std::string_view(static_cast<const char*>(buffer[0].data_ptr()), static_cast<size_t>(size)));
+  at::Tensor host = buffer[0].cpu();
+  Value list =
+      DecodeValue(std::string_view(static_cast<const char*>(host.data_ptr()), static_cast<size_t>(size)));
   objects = std::move(list.items());
 }
 
@@ -293,6 +325,7 @@ Value DataOps::Reduce(const Value& data, std::string_view reduction, double scal
   std::vector<at::Tensor> results;
   for (const Leaf& leaf : leaves) results.push_back(leaf.tensor.clone(at::MemoryFormat::Contiguous));
   if (!collectives_.distributed()) return ReplaceTensors(data, results);
+  CheckDevices(data, leaves, collectives_.device(), "reduce");
   if (how.mean) {
     for (size_t i = 0; i < leaves.size(); ++i) {
       if (!at::isFloatingType(leaves[i].tensor.scalar_type())) {
@@ -349,6 +382,7 @@ Value DataOps::PadAcrossProcesses(const Value& data, int64_t dim, const c10::Sca
                                   bool pad_first) {
   if (!collectives_.distributed()) return data;
   std::vector<Leaf> leaves = TensorLeaves(data, "pad_across_processes");
+  CheckDevices(data, leaves, collectives_.device(), "pad_across_processes");
   VerifyLayout(kPad, "pad_across_processes", data, /*dims_only=*/true);
   // Which leaves take part: those `dim` indexes (nested tensors cannot be padded).
   std::vector<size_t> padded;
@@ -366,8 +400,10 @@ Value DataOps::PadAcrossProcesses(const Value& data, int64_t dim, const c10::Sca
   for (size_t i : padded) {
     for (int64_t size : leaves[i].tensor.sizes()) shapes[offset++] = size;
   }
-  at::Tensor all = at::empty({world, shape_values}, at::kLong);
+  shapes = shapes.to(collectives_.device());
+  at::Tensor all = at::empty({world, shape_values}, shapes.options());
   collectives_.AllGather(shapes, all);
+  all = all.cpu();
   std::vector<at::Tensor> results;
   for (const Leaf& leaf : leaves) results.push_back(leaf.tensor);
   offset = 0;

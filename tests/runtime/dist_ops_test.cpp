@@ -415,3 +415,49 @@ TEST(FaultInjection, AnInjectedFailureSurfacesAsACollectiveError) {
 
 }  // namespace
 }  // namespace accel::rt::dist
+
+namespace accel::rt::dist {
+namespace {
+
+// A group that communicates on another device than the tensors given to it; nothing may reach
+// its primitives.
+class OtherDeviceGroup final : public Collectives {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 2; }
+  c10::Device device() const override { return c10::Device(c10::kMeta); }
+  void AllReduce(std::vector<at::Tensor>&, ReduceOp) override { ADD_FAILURE() << "all_reduce reached"; }
+  void Broadcast(std::vector<at::Tensor>&, int) override { ADD_FAILURE() << "broadcast reached"; }
+  void AllGather(const at::Tensor&, at::Tensor&) override { ADD_FAILURE() << "all_gather reached"; }
+  void Barrier() override {}
+};
+
+TEST(Ops, TensorsOnAnotherDeviceThanTheGroupAreRejectedBeforeAnyCollective) {
+  OtherDeviceGroup group;
+  DataOps ops(group);
+  Value data = Value::Dict({{"x", T(at::ones({2}))}});
+  EXPECT_NE(ErrorOf([&] { ops.Gather(data); })
+                .find("gather: the tensor at [\"x\"] is on cpu but this process "
+                      "group communicates on meta"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { ops.Reduce(data, "sum"); }).find("reduce: the tensor at [\"x\"] is on cpu"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { ops.Broadcast(data); }).find("is on cpu"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { ops.PadAcrossProcesses(data); }).find("is on cpu"), std::string::npos);
+}
+
+TEST(Connect, ChoosesTheBackendByNameAndExplainsAMissingOne) {
+  RendezvousOptions options{0, 1, "127.0.0.1", launch::PickFreePort(), std::chrono::seconds(5)};
+  EXPECT_NE(ErrorOf([&] { Connect("mpi", options, 0); }).find("unknown process-group backend `mpi`"),
+            std::string::npos);
+  if (!IsNcclCompiledIn()) {
+    EXPECT_NE(ErrorOf([&] { Connect("nccl", options, 0); }).find("without CUDA and NCCL"), std::string::npos);
+    EXPECT_FALSE(IsNcclAvailable());
+  }
+  std::unique_ptr<Collectives> gloo = Connect("gloo", options, 0);
+  EXPECT_EQ(gloo->device(), c10::Device(c10::kCPU));
+  EXPECT_TRUE(gloo->distributed());
+}
+
+}  // namespace
+}  // namespace accel::rt::dist

@@ -1,0 +1,134 @@
+#include "runtime/dist/c10d_group.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <fmt/format.h>
+
+namespace accel::rt::dist::internal {
+namespace {
+
+// c10 errors append a C++ backtrace; the first line is the message.
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+c10d::ReduceOp ToC10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::kMax:
+      return c10d::ReduceOp::MAX;
+    case ReduceOp::kMin:
+      return c10d::ReduceOp::MIN;
+    case ReduceOp::kProduct:
+      return c10d::ReduceOp::PRODUCT;
+  }
+  return c10d::ReduceOp::SUM;
+}
+
+std::string CheckInKey(int rank) { return fmt::format("accel/checked-in/{}", rank); }
+
+void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
+  store.set(CheckInKey(options.rank), std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < options.world_size; ++r) keys.push_back(CheckInKey(r));
+  // Rank 0 serves the store: it waits a little longer than the others, so that the store is
+  // still there when they look up who is missing.
+  auto wait = options.rank == 0 ? options.timeout + std::chrono::milliseconds(1000) : options.timeout;
+  try {
+    store.wait(keys, wait);
+  } catch (const std::exception& error) {
+    std::vector<int> missing;
+    try {
+      for (int r = 0; r < options.world_size; ++r) {
+        if (!store.check({CheckInKey(r)})) missing.push_back(r);
+      }
+    } catch (const std::exception&) {
+      throw CollectiveError(
+          fmt::format("the rendezvous store (rank 0) went away while waiting for the other ranks: {}",
+                      FirstLine(error.what())));
+    }
+    throw CollectiveError(fmt::format("rank{} {} did not join within {} ms", missing.size() == 1 ? "" : "s",
+                                      fmt::join(missing, ", "), options.timeout.count()));
+  }
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(options.master_port);
+  store_options.isServer = options.rank == 0;
+  store_options.numWorkers = static_cast<std::size_t>(options.world_size);
+  store_options.waitWorkers = false;  // CheckIn waits, and can say who is missing
+  store_options.timeout = options.timeout;
+  auto store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+  CheckIn(*store, options);
+  return store;
+}
+
+CollectiveError RendezvousError(const RendezvousOptions& options, const std::exception& error) {
+  return CollectiveError(fmt::format("rendezvous at {}:{} failed on rank {} of {} within {} ms: {}",
+                                     options.master_addr, options.master_port, options.rank,
+                                     options.world_size, options.timeout.count(), FirstLine(error.what())));
+}
+
+C10dCollectives::C10dCollectives(const RendezvousOptions& options, c10::intrusive_ptr<c10d::Store> store,
+                                 c10::intrusive_ptr<GroupBase> group, c10::Device device)
+    : options_(options), store_(std::move(store)), group_(std::move(group)), device_(device) {}
+
+template <typename F>
+void C10dCollectives::Guard(const char* what, F&& body) {
+  try {
+    body();
+  } catch (const std::exception& error) {
+    throw CollectiveError(fmt::format("{} failed on rank {} of {} (timeout {} ms): {}", what, options_.rank,
+                                      options_.world_size, options_.timeout.count(),
+                                      FirstLine(error.what())));
+  }
+}
+
+void C10dCollectives::AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
+  // One operation per tensor, all in flight together, so buckets overlap on the wire.
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  Guard("all_reduce", [&] {
+    c10d::AllreduceOptions reduce;
+    reduce.reduceOp = ToC10d(op);
+    for (at::Tensor& tensor : tensors) {
+      std::vector<at::Tensor> one{tensor};
+      pending.push_back(group_->allreduce(one, reduce));
+    }
+    for (auto& work : pending) work->wait(options_.timeout);
+  });
+}
+
+void C10dCollectives::Broadcast(std::vector<at::Tensor>& tensors, int root) {
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  Guard("broadcast", [&] {
+    c10d::BroadcastOptions broadcast;
+    broadcast.rootRank = root;
+    for (at::Tensor& tensor : tensors) {
+      std::vector<at::Tensor> one{tensor};
+      pending.push_back(group_->broadcast(one, broadcast));
+    }
+    for (auto& work : pending) work->wait(options_.timeout);
+  });
+}
+
+void C10dCollectives::AllGather(const at::Tensor& input, at::Tensor& output) {
+  Guard("all_gather", [&] {
+    // Gloo in LibTorch 1.13 has no `_allgather_base`: it gathers into one slot per rank, which
+    // are views into `output`, so the result still lands in one flat buffer.
+    std::vector<at::Tensor> inputs{input.reshape({-1})};
+    at::Tensor flat = output.view({-1});
+    int64_t count = inputs[0].numel();
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    for (int r = 0; r < options_.world_size; ++r) outputs[0].push_back(flat.narrow(0, r * count, count));
+    group_->allgather(outputs, inputs)->wait(options_.timeout);
+  });
+}
+
+void C10dCollectives::Barrier() {
+  Guard("barrier", [&] { group_->barrier()->wait(options_.timeout); });
+}
+
+}  // namespace accel::rt::dist::internal

@@ -1,0 +1,58 @@
+#ifndef ACCEL_RUNTIME_DIST_C10D_GROUP_H_
+#define ACCEL_RUNTIME_DIST_C10D_GROUP_H_
+
+// Internal to runtime/dist: what the Gloo and NCCL back ends share — the TCPStore rendezvous
+// and the Collectives implementation over any c10d process group. Every c10d exception is
+// caught here and rethrown as CollectiveError with what the user needs to know.
+
+#include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <string>
+
+#include "runtime/dist/collectives.h"
+
+namespace accel::rt::dist::internal {
+
+// The class process-group implementations derive from: ProcessGroup up to LibTorch 1.13,
+// Backend from 2.0 (where ProcessGroup became a dispatcher over backends).
+#if TORCH_VERSION_MAJOR >= 2
+using GroupBase = c10d::Backend;
+#else
+using GroupBase = c10d::ProcessGroup;
+#endif
+
+// Rank 0 serves a TCPStore at master_addr:master_port, the others connect; every rank checks
+// in and waits for all the others, so a rank that never comes is named in every rank's error.
+c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options);
+
+// A CollectiveError for a failed rendezvous, naming the address, rank and timeout.
+CollectiveError RendezvousError(const RendezvousOptions& options, const std::exception& error);
+
+class C10dCollectives final : public Collectives {
+ public:
+  C10dCollectives(const RendezvousOptions& options, c10::intrusive_ptr<c10d::Store> store,
+                  c10::intrusive_ptr<GroupBase> group, c10::Device device);
+
+  int rank() const override { return options_.rank; }
+  int world_size() const override { return options_.world_size; }
+  c10::Device device() const override { return device_; }
+  void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override;
+  void Broadcast(std::vector<at::Tensor>& tensors, int root) override;
+  void AllGather(const at::Tensor& input, at::Tensor& output) override;
+  void Barrier() override;
+
+ private:
+  template <typename F>
+  void Guard(const char* what, F&& body);
+
+  RendezvousOptions options_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<GroupBase> group_;
+  c10::Device device_;
+};
+
+}  // namespace accel::rt::dist::internal
+
+#endif  // ACCEL_RUNTIME_DIST_C10D_GROUP_H_

@@ -1,0 +1,64 @@
+// Collectives over c10d's ProcessGroupNCCL (CUDA tensors). Compiled in only against a
+// LibTorch built with CUDA and NCCL (CMake defines ACCEL_HAVE_NCCL there); elsewhere
+// ConnectNccl explains that the build lacks it.
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "runtime/dist/collectives.h"
+
+#ifdef ACCEL_HAVE_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+
+#include "runtime/dist/c10d_group.h"
+#endif
+
+namespace accel::rt::dist {
+
+std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank) {
+#ifdef ACCEL_HAVE_NCCL
+  try {
+    int devices = static_cast<int>(c10::cuda::device_count());
+    if (devices == 0) throw CollectiveError("NCCL needs a CUDA device and none is visible");
+    auto index = static_cast<c10::DeviceIndex>(local_rank % devices);
+    c10::cuda::set_device(index);
+    // Without asynchronous error handling a timed-out NCCL collective leaves the communicator
+    // hung; with it, the watchdog aborts it and wait() throws. A user's setting is kept.
+    ::setenv("NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+    ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+    c10::intrusive_ptr<c10d::Store> store = internal::Rendezvous(options);
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = options.timeout;
+    auto group =
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, nccl_options);
+    return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCUDA, index));
+  } catch (const std::exception& error) {
+    throw internal::RendezvousError(options, error);
+  }
+#else
+  (void)options;
+  (void)local_rank;
+  throw CollectiveError(
+      "this accelrun was built against a LibTorch without CUDA and NCCL (Debian's LibTorch is CPU-only); "
+      "use the gloo backend, or rebuild Accel against a CUDA LibTorch");
+#endif
+}
+
+std::unique_ptr<Collectives> Connect(const std::string& backend, const RendezvousOptions& options,
+                                     int local_rank) {
+  if (backend == "gloo") return ConnectGloo(options);
+  if (backend == "nccl") return ConnectNccl(options, local_rank);
+  throw CollectiveError(fmt::format("unknown process-group backend `{}`; this runtime has gloo{}", backend,
+                                    IsNcclCompiledIn() ? " and nccl" : ""));
+}
+
+bool IsNcclCompiledIn() {
+#ifdef ACCEL_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace accel::rt::dist
