@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/dist/collectives.h"
+#include "runtime/dist/environment.h"
 #include "runtime/tools/env_command.h"
 
 namespace accel::tools {
@@ -17,13 +19,11 @@ TorchFacts CollectTorchFacts() {
   facts.cuda_compiled = at::hasCUDA();
   if (facts.cuda_compiled) facts.cuda_devices = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
   // runtime/dist builds its process groups on c10d's Gloo, which every LibTorch build has;
-  // NCCL comes only with a CUDA build of LibTorch.
-  facts.gloo_compiled = true;
-#ifdef USE_C10D_NCCL
-  facts.nccl = "yes";
-#else
-  facts.nccl = facts.cuda_compiled ? "unknown: built without USE_C10D_NCCL" : "no: LibTorch without CUDA";
-#endif
+  // its NCCL back end is compiled in only against a LibTorch with CUDA.
+  facts.gloo_compiled = rt::dist::IsGlooAvailable();
+  facts.nccl = rt::dist::IsNcclCompiledIn() ? "yes"
+               : facts.cuda_compiled        ? "no: this build did not find LibTorch's CUDA targets"
+                                            : "no: LibTorch without CUDA";
   return facts;
 }
 
