@@ -167,6 +167,18 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   }
   std::optional<checkpoint::CheckpointStore> store;
   if (checkpointing != nullptr) store.emplace(OpenStore(*checkpointing, dir));
+  if (store && context.resume.empty() && checkpointing->automatic_naming) {
+    // The store would refuse the first save anyway (it never overwrites a checkpoint): say so
+    // before any step is spent.
+    for (const auto& [number, path] : checkpoint::ListCheckpoints(store->checkpoints_dir())) {
+      if (number >= store->iteration()) {
+        throw std::invalid_argument(fmt::format(
+            "{} exists from an earlier run; pass `--resume auto` to continue it, or choose another "
+            "`project_config.project_dir`",
+            path));
+      }
+    }
+  }
 
   group = context.world_size > 1
               ? dist::ConnectGloo({context.rank, context.world_size, context.master_addr, context.master_port,

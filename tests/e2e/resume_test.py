@@ -9,7 +9,8 @@ with `--resume auto` ends bit-identical to a run that never stopped.
    corrupted: the resume must skip it with a warning, load the one before, and still end
    identical (its step numbering and checkpoint numbering continue from the one it loaded).
 3. After every kill the resume must load the newest complete checkpoint (the highest
-   `checkpoint_N` with a manifest; a `.tmp` folder, what a kill mid-save leaves, never).
+   `checkpoint_N` with a manifest; a `.tmp` folder, what a kill mid-save leaves, never). One
+   more run is killed the moment a save's `.tmp` folder appears, so that case always occurs.
 4. The final checkpoint folder (weights, optimizer tensors and JSON, scheduler, data position,
    both ranks' RNG states, manifest) and the final model.safetensors must equal the straight
    run's byte for byte.
@@ -97,6 +98,28 @@ def kill_after_checkpoints(accelrun, spec, extra, count, delay):
     return "".join(output)
 
 
+def kill_during_save(accelrun, spec, extra, root):
+    """Starts a run and SIGKILLs it as soon as a save's `checkpoint_N.tmp` folder appears.
+
+    Returns True when the kill left the save unfinished (the `.tmp` folder is still there)."""
+    base = os.path.join(root, "project", "checkpoints")
+    before = set(os.listdir(base)) if os.path.isdir(base) else set()
+    with open(os.path.join(root, "killed.log"), "w") as log:
+        process = subprocess.Popen([accelrun, spec, *extra], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 120
+        while time.time() < deadline and process.poll() is None:
+            names = set(os.listdir(base)) if os.path.isdir(base) else set()
+            # Not the first save: a complete checkpoint must exist to fall back to.
+            complete = any(re.fullmatch(r"checkpoint_\d+", n) for n in names)
+            if complete and any(n.endswith(".tmp") and n not in before for n in names):
+                process.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.0005)
+        if process.wait() != -signal.SIGKILL:
+            raise AssertionError("the run ended before a save could be interrupted; make it longer")
+    return bool(checkpoints(root)[1])
+
+
 def check_resumed(output, expected, what):
     loaded = re.search(r"resumed from (\S+)/checkpoint_(\d+) at step (\d+)", output)
     assert loaded, f"{what}: no resume line:\n{output}"
@@ -134,6 +157,11 @@ def main():
     reference = final_checkpoint(straight)
     assert reference.endswith(f"checkpoint_{STEPS // EVERY - 1}"), reference
     reference_files = sorted(os.listdir(reference))
+    # A fresh run into a project that has checkpoints would be refused at its first save: it
+    # is refused before the first step instead, pointing at --resume.
+    again = subprocess.run([accelrun, os.path.join(straight, "job.accel")], capture_output=True, text=True,
+                           timeout=240)
+    assert again.returncode != 0 and "pass `--resume auto` to continue it" in again.stderr, again.stderr
 
     mid_save_kills = 0
     fallbacks = 0
@@ -165,6 +193,27 @@ def main():
                            os.path.join(root, "out", "model.safetensors"), shallow=False), "model.safetensors"
         print(f"trial {trial}: killed twice, last resumed from checkpoint_{loaded.group(2)} at step "
               f"{loaded.group(3)}; {len(match)} files bit-identical to the straight run")
+    # A kill in the middle of a save: the unfinished folder is ignored and the newest complete
+    # checkpoint loads; the run still ends identical.
+    root = os.path.join(workdir, "mid-save")
+    spec = write_spec(root)
+    extra = []
+    for attempt in range(5):
+        if kill_during_save(accelrun, spec, extra, root):
+            break
+        extra = ["--resume", "auto"]
+    else:
+        raise AssertionError("5 kills never landed inside a save")
+    complete, temporary = checkpoints(root)
+    output = run(accelrun, spec, "--resume", "auto")
+    check_resumed(output, complete[-1], f"resume after a kill inside the save of {temporary}")
+    final = final_checkpoint(root)
+    match, mismatch, errors = filecmp.cmpfiles(reference, final, reference_files, shallow=False)
+    assert not mismatch and not errors and os.path.basename(final) == os.path.basename(reference), mismatch
+    print(f"mid-save: killed inside {temporary[0]}, resumed from checkpoint_{complete[-1]}; "
+          f"{len(match)} files bit-identical to the straight run")
+    mid_save_kills += 1
+
     print(f"e2e resume: {trials} trials, {mid_save_kills} kills left a save in progress, "
           f"{fallbacks} fell back past a corrupted checkpoint; all bit-identical to the straight run")
 
