@@ -1,0 +1,291 @@
+// save_state / load_state of a ~1 GiB training state (an MLP of 84 M parameters with AdamW:
+// weights, exp_avg, exp_avg_sq) through train_state.h and CheckpointStore, against
+// torch::save / torch::load of the same tensors (one zip archive, fdatasync added so both are
+// durable) and against `dd` on the same disk in the same run. Loads start cold: the files are
+// dropped from the page cache first (POSIX_FADV_DONTNEED).
+// Run: build/bin/bench_train_state; bytes_per_second is the result.
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/checkpoint/checkpoint_store.h"
+#include "runtime/train/train_state.h"
+#include "runtime/train/trainer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace accel::rt;
+
+void RemoveWorkDir();
+
+const fs::path& WorkDir() {
+  static const fs::path dir = [] {
+    const char* base = std::getenv("ACCEL_BENCH_DIR");
+    fs::path path = fs::path(base ? base : fs::temp_directory_path().string()) /
+                    ("accel_bench_train_state_" + std::to_string(::getpid()));
+    fs::create_directories(path);
+    return path;
+  }();
+  static const bool registered = (std::atexit(RemoveWorkDir), true);
+  (void)registered;
+  return dir;
+}
+
+void RemoveWorkDir() {
+  std::error_code ec;
+  fs::remove_all(WorkDir(), ec);
+}
+
+// The trainer after one AdamW step, so that every parameter has its two moment tensors.
+train::Trainer& Trained() {
+  static std::unique_ptr<train::Trainer> trainer = [] {
+    at::manual_seed(0);
+    accel::plan::TrainLoop loop;
+    loop.optimizer = {"adamw", 1e-3, 0, 0.9, 0.999, 1e-8, 0.01};
+    auto t = train::MakeTrainer({"mlp", 4096, {4096, 4096, 4096, 4096}, 4096}, loop);
+    t->ForwardBackward(at::randn({2, 4096}), at::randn({2, 4096}));
+    t->OptimizerStep();
+    return t;
+  }();
+  return *trainer;
+}
+
+// The same tensors as a flat list, for torch::save.
+std::vector<torch::Tensor> StateTensors() {
+  std::vector<torch::Tensor> tensors;
+  for (const auto& [name, tensor] : Trained().NamedParameters()) tensors.push_back(tensor.detach());
+  for (const auto& parameter : Trained().ExportOptimizerState().parameters) {
+    for (const auto& [key, tensor] : parameter.tensors) tensors.push_back(tensor);
+  }
+  return tensors;
+}
+
+int64_t StateBytes() {
+  static int64_t bytes = [] {
+    int64_t total = 0;
+    for (const torch::Tensor& t : StateTensors()) total += t.numel() * t.element_size();
+    return total;
+  }();
+  return bytes;
+}
+
+void Evict(const fs::path& path) {
+  std::vector<fs::path> files;
+  if (fs::is_directory(path)) {
+    for (const auto& entry : fs::recursive_directory_iterator(path))
+      if (entry.is_regular_file()) files.push_back(entry.path());
+  } else {
+    files.push_back(path);
+  }
+  for (const fs::path& file : files) {
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+void FdataSync(const fs::path& file) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fdatasync(fd);
+    ::close(fd);
+  }
+}
+
+void Shell(benchmark::State& state, const std::string& command) {
+  if (std::system(command.c_str()) != 0) state.SkipWithError(("failed: " + command).c_str());
+}
+
+std::string DdCount() { return std::to_string((StateBytes() + (16 << 20) - 1) / (16 << 20)); }
+
+void DdWrite(benchmark::State& state) {
+  fs::path file = WorkDir() / "dd.bin";
+  for (auto _ : state) {
+    Shell(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=" + DdCount() +
+                     " conv=fdatasync status=none");
+    state.PauseTiming();
+    fs::remove(file);
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * StateBytes());
+}
+BENCHMARK(DdWrite)
+    ->Name("train_state_save/baseline:dd_conv_fdatasync")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+// EncodeTrainingState + CheckpointStore::Save: every file written, hashed, fsynced, renamed.
+void AccelSave(benchmark::State& state) {
+  fs::path project = WorkDir() / "accel_save";
+  uint64_t iteration = 0;
+  std::vector<at::Tensor> rng{train::CaptureRngState(), train::CaptureRngState()};
+  for (auto _ : state) {
+    auto store = checkpoint::CheckpointStore::Open({project.string(), true, std::nullopt, iteration});
+    auto files = train::EncodeTrainingState(Trained(), {1, 2, 0, 2}, rng, 0);
+    if (!store || !files) {
+      state.SkipWithError("setup failed");
+      break;
+    }
+    auto saved = store->Save((*files)->files());
+    if (!saved) {
+      state.SkipWithError(llvm::toString(saved.takeError()).c_str());
+      break;
+    }
+    state.PauseTiming();
+    fs::remove_all(saved->path);
+    ++iteration;
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * StateBytes());
+}
+BENCHMARK(AccelSave)
+    ->Name("train_state_save/accel_save_state")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+void TorchSave(benchmark::State& state) {
+  fs::path file = WorkDir() / "torch_save.pt";
+  std::vector<torch::Tensor> tensors = StateTensors();
+  for (auto _ : state) {
+    torch::save(tensors, file.string());
+    FdataSync(file);
+    state.PauseTiming();
+    fs::remove(file);
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * StateBytes());
+}
+BENCHMARK(TorchSave)
+    ->Name("train_state_save/torch_save+fdatasync")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+void DdRead(benchmark::State& state) {
+  fs::path file = WorkDir() / "dd_read.bin";
+  if (!fs::exists(file))
+    Shell(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=" + DdCount() +
+                     " conv=fdatasync status=none");
+  for (auto _ : state) {
+    state.PauseTiming();
+    Evict(file);
+    state.ResumeTiming();
+    Shell(state, "dd if=" + file.string() + " of=/dev/null bs=16M status=none");
+  }
+  state.SetBytesProcessed(state.iterations() * StateBytes());
+}
+BENCHMARK(DdRead)
+    ->Name("train_state_load/baseline:dd_cold_read")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+// LoadLatest (every file's SHA-256 against the manifest) + RestoreTrainingState (weights copied
+// into the model, optimizer state rebuilt, RNG set), files cold.
+void AccelLoad(benchmark::State& state) {
+  fs::path project = WorkDir() / "accel_load";
+  std::vector<at::Tensor> rng{train::CaptureRngState()};
+  if (!fs::exists(project / "checkpoints" / "checkpoint_0")) {  // once, not per repetition
+    auto store = checkpoint::CheckpointStore::Open({project.string(), true, std::nullopt, 0});
+    auto files = train::EncodeTrainingState(Trained(), {1, 2, 0, 2}, rng, 0);
+    if (!store || !files) std::abort();
+    auto saved = store->Save((*files)->files());
+    if (!saved) {
+      state.SkipWithError(llvm::toString(saved.takeError()).c_str());
+      return;
+    }
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    Evict(project);
+    state.ResumeTiming();
+    auto store = checkpoint::CheckpointStore::Open({project.string(), true, std::nullopt, 0});
+    auto loaded = store->LoadLatest();
+    if (!loaded) {
+      state.SkipWithError(llvm::toString(loaded.takeError()).c_str());
+      break;
+    }
+    auto restored = train::RestoreTrainingState(*loaded, Trained(), 0, 1, 0);
+    if (!restored) {
+      state.SkipWithError(llvm::toString(restored.takeError()).c_str());
+      break;
+    }
+  }
+  state.SetBytesProcessed(state.iterations() * StateBytes());
+}
+BENCHMARK(AccelLoad)
+    ->Name("train_state_load/accel_load_state_verified_cold")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+// The verification part of AccelLoad alone: LoadLatest maps every file and checks its SHA-256.
+void AccelVerify(benchmark::State& state) {
+  fs::path project = WorkDir() / "accel_load";
+  for (auto _ : state) {
+    state.PauseTiming();
+    Evict(project);
+    state.ResumeTiming();
+    auto store = checkpoint::CheckpointStore::Open({project.string(), true, std::nullopt, 0});
+    auto loaded = store->LoadLatest();
+    if (!loaded) {
+      state.SkipWithError(llvm::toString(loaded.takeError()).c_str());
+      break;
+    }
+  }
+  state.SetBytesProcessed(state.iterations() * StateBytes());
+}
+BENCHMARK(AccelVerify)
+    ->Name("train_state_load/accel_load_latest_only_cold")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+void TorchLoad(benchmark::State& state) {
+  fs::path file = WorkDir() / "torch_load.pt";
+  torch::save(StateTensors(), file.string());
+  FdataSync(file);
+  for (auto _ : state) {
+    state.PauseTiming();
+    Evict(file);
+    state.ResumeTiming();
+    std::vector<torch::Tensor> tensors;
+    torch::load(tensors, file.string());
+    benchmark::DoNotOptimize(tensors.data());
+  }
+  state.SetBytesProcessed(state.iterations() * StateBytes());
+}
+BENCHMARK(TorchLoad)
+    ->Name("train_state_load/torch_load_cold")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1)
+    ->Repetitions(5);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Build and step the 1 GiB model before the clock starts: the first row must time dd alone.
+  StateBytes();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
