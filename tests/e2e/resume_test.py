@@ -11,7 +11,8 @@ with `--resume auto` ends bit-identical to a run that never stopped.
 3. After every kill the resume must load the newest complete checkpoint (the highest
    `checkpoint_N` with a manifest; a `.tmp` folder, what a kill mid-save leaves, never). One
    more run is killed the moment a save's `.tmp` folder appears, so that case always occurs.
-4. The final checkpoint folder (weights, optimizer tensors and JSON, scheduler, data position,
+4. With manual naming (no project_config), the one `checkpoint` folder resumes the same way.
+5. The final checkpoint folder (weights, optimizer tensors and JSON, scheduler, data position,
    both ranks' RNG states, manifest) and the final model.safetensors must equal the straight
    run's byte for byte.
 
@@ -213,6 +214,21 @@ def main():
     print(f"mid-save: killed inside {temporary[0]}, resumed from checkpoint_{complete[-1]}; "
           f"{len(match)} files bit-identical to the straight run")
     mid_save_kills += 1
+
+    # Accelerate's default, manual naming: every save replaces `{output}/checkpoint` in one swap.
+    root = os.path.join(workdir, "manual")
+    os.makedirs(root)
+    spec = os.path.join(root, "job.accel")
+    with open(spec, "w") as f:
+        f.write(re.sub(r"\n    project_config \{[^\n]*\}", "",
+                       SPEC.format(project="", out=os.path.join(root, "out"), steps=STEPS, every=EVERY)))
+    kill_after_checkpoints(accelrun, spec, [], rng.randint(2, 6), rng.uniform(0, 0.05))
+    output = run(accelrun, spec, "--resume", "auto")
+    assert re.search(r"resumed from \S+/out/checkpoint at step \d+", output), output
+    manual = os.path.join(root, "out", "checkpoint")
+    match, mismatch, errors = filecmp.cmpfiles(reference, manual, reference_files, shallow=False)
+    assert not mismatch and not errors, f"manual naming: differ from the straight run: {mismatch + errors}"
+    print(f"manual naming: resumed from {manual}; {len(match)} files bit-identical to the straight run")
 
     print(f"e2e resume: {trials} trials, {mid_save_kills} kills left a save in progress, "
           f"{fallbacks} fell back past a corrupted checkpoint; all bit-identical to the straight run")
