@@ -12,7 +12,9 @@ with `--resume auto` ends bit-identical to a run that never stopped.
    `checkpoint_N` with a manifest; a `.tmp` folder, what a kill mid-save leaves, never). One
    more run is killed the moment a save's `.tmp` folder appears, so that case always occurs.
 4. With manual naming (no project_config), the one `checkpoint` folder resumes the same way.
-5. The final checkpoint folder (weights, optimizer tensors and JSON, scheduler, data position,
+5. With save_on_each_node on two single-process "machines" of this host, each node writes its
+   own identical copy and resumes from it.
+6. The final checkpoint folder (weights, optimizer tensors and JSON, scheduler, data position,
    both ranks' RNG states, manifest) and the final model.safetensors must equal the straight
    run's byte for byte.
 
@@ -24,6 +26,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -229,6 +232,41 @@ def main():
     match, mismatch, errors = filecmp.cmpfiles(reference, manual, reference_files, shallow=False)
     assert not mismatch and not errors, f"manual naming: differ from the straight run: {mismatch + errors}"
     print(f"manual naming: resumed from {manual}; {len(match)} files bit-identical to the straight run")
+
+    # save_on_each_node: two "machines" on this host (one process each, --nnodes 2), each
+    # node's local rank 0 writes its own copy; each node resumes from its own copy.
+    root = os.path.join(workdir, "each-node")
+    os.makedirs(root)
+    spec = os.path.join(root, "job.accel")
+    text = SPEC.format(project="", out=os.path.join(root, "out"), steps=STEPS // 4, every=EVERY)
+    text = re.sub(r"project_config \{[^\n]*\}", "project_config { save_on_each_node = true }", text)
+    text = text.replace("num_processes = 2", "num_machines = 2\n    num_processes = 2\n"
+                        "    main_process_ip = \"127.0.0.1\"\n    main_process_port = 29500")
+    with open(spec, "w") as f:
+        f.write(text)
+
+    def both_nodes(*extra):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = str(s.getsockname()[1])
+        nodes = [subprocess.Popen([accelrun, spec, "--node-rank", str(n), "--master-addr", "127.0.0.1",
+                                   "--master-port", port, "--output-dir", os.path.join(root, f"node{n}"), *extra],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for n in (1, 0)]
+        outputs = [node.communicate(timeout=240)[0] for node in nodes]
+        assert all(node.returncode == 0 for node in nodes), "\n".join(outputs)
+        return outputs[1]
+
+    both_nodes()
+    copies = [os.path.join(root, f"node{n}", "checkpoint") for n in (0, 1)]
+    names = sorted(os.listdir(copies[0]))
+    assert names == reference_files and not filecmp.cmpfiles(*copies, names, shallow=False)[1], names
+    with open(spec, "w") as f:
+        f.write(text.replace(f"steps = {STEPS // 4}", f"steps = {STEPS // 2}"))
+    output = both_nodes("--resume", "auto")
+    assert f"at step {STEPS // 4}" in output, output
+    match, mismatch, errors = filecmp.cmpfiles(*copies, names, shallow=False)
+    assert not mismatch and not errors, f"save_on_each_node: the nodes' copies differ: {mismatch + errors}"
+    print(f"save_on_each_node: both nodes wrote and resumed from their own copy; {len(match)} files identical")
 
     print(f"e2e resume: {trials} trials, {mid_save_kills} kills left a save in progress, "
           f"{fallbacks} fell back past a corrupted checkpoint; all bit-identical to the straight run")
