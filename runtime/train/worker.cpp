@@ -106,12 +106,15 @@ std::optional<checkpoint::VerifiedCheckpoint> FindResumePoint(checkpoint::Checkp
 void SetAsideRejected(const checkpoint::CheckpointStore& store) {
   for (const auto& [number, path] : checkpoint::ListCheckpoints(store.checkpoints_dir())) {
     if (number < store.iteration()) continue;
+    // A number can be rejected more than once (the run died again before replacing it).
+    std::string aside = path + ".rejected";
+    for (int copy = 1; std::filesystem::exists(aside); ++copy) aside = fmt::format("{}.rejected.{}", path, copy);
     std::error_code ec;
-    std::filesystem::rename(path, path + ".rejected", ec);
+    std::filesystem::rename(path, aside, ec);
     if (ec) {
       throw std::runtime_error(fmt::format("cannot set aside {}, which did not verify: {}", path, ec.message()));
     }
-    fmt::print(stderr, "accelrun: warning: renamed {} to {}.rejected: it did not verify\n", path, path);
+    fmt::print(stderr, "accelrun: warning: renamed {} to {}: it did not verify\n", path, aside);
   }
 }
 
