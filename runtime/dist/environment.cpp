@@ -6,6 +6,7 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/csrc/api/include/torch/version.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <regex>
@@ -86,6 +87,46 @@ Version Parse(std::string_view text) {
   return version;
 }
 
+// Local parts (`+cpu.1`): none sorts first; then segment by segment, numbers numerically and
+// above words, words case-insensitively; a longer part wins a tie.
+int CompareLocal(const std::string& a, const std::string& b) {
+  auto segments = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::string current;
+    for (char c : text) {
+      if (c == '.' || c == '-' || c == '_') {
+        out.push_back(current);
+        current.clear();
+      } else {
+        current += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+    }
+    if (!text.empty()) out.push_back(current);
+    return out;
+  };
+  auto numeric = [](const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(),
+                                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  };
+  std::vector<std::string> x = segments(a);
+  std::vector<std::string> y = segments(b);
+  for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
+    bool xn = numeric(x[i]);
+    bool yn = numeric(y[i]);
+    if (xn && yn) {
+      long xv = std::stol(x[i]);
+      long yv = std::stol(y[i]);
+      if (xv != yv) return xv < yv ? -1 : 1;
+    } else if (xn != yn) {
+      return xn ? 1 : -1;
+    } else if (x[i] != y[i]) {
+      return x[i] < y[i] ? -1 : 1;
+    }
+  }
+  if (x.size() != y.size()) return x.size() < y.size() ? -1 : 1;
+  return 0;
+}
+
 }  // namespace
 
 PatchEnvironment::PatchEnvironment(const std::vector<std::pair<std::string, std::string>>& variables) {
@@ -146,8 +187,7 @@ int CompareVersions(std::string_view a, std::string_view b) {
   Version y = Parse(b);
   if (x.release != y.release) return x.release < y.release ? -1 : 1;
   if (x.Key() != y.Key()) return x.Key() < y.Key() ? -1 : 1;
-  if (x.local != y.local) return x.local < y.local ? -1 : 1;  // no local part sorts first
-  return 0;
+  return CompareLocal(x.local, y.local);
 }
 
 bool CompareVersionsWith(std::string_view installed, std::string_view operation, std::string_view version) {

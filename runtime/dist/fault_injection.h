@@ -36,6 +36,7 @@ class FaultInjectingCollectives final : public Collectives {
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   bool distributed() const override { return inner_->distributed(); }
+  c10::Device device() const override { return inner_->device(); }
   void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override;
   void Broadcast(std::vector<at::Tensor>& tensors, int root) override;
   void AllGather(const at::Tensor& input, at::Tensor& output) override;

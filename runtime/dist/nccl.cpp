@@ -23,10 +23,14 @@ std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int l
     if (devices == 0) throw CollectiveError("NCCL needs a CUDA device and none is visible");
     auto index = static_cast<c10::DeviceIndex>(local_rank % devices);
     c10::cuda::set_device(index);
-    // Without asynchronous error handling a timed-out NCCL collective leaves the communicator
-    // hung; with it, the watchdog aborts it and wait() throws. A user's setting is kept.
-    ::setenv("NCCL_ASYNC_ERROR_HANDLING", "1", 0);
-    ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", 0);
+    // Blocking wait makes Work::wait(timeout) throw when the timeout passes (otherwise it
+    // returns at once and only the watchdog notices, by killing the process); asynchronous
+    // error handling aborts the communicator so nothing stays hung. Names for LibTorch 1.x and
+    // 2.x; a user's settings are kept.
+    for (const char* name : {"NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT", "NCCL_ASYNC_ERROR_HANDLING",
+                             "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
+      ::setenv(name, "1", 0);
+    }
     c10::intrusive_ptr<c10d::Store> store = internal::Rendezvous(options);
     auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
     nccl_options->timeout = options.timeout;

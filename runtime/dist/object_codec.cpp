@@ -14,6 +14,25 @@ constexpr uint8_t kFormat = 1;
 // Deep enough for any real batch; bounds the decoder's recursion on malformed bytes.
 constexpr int kMaxDepth = 256;
 
+// The dtypes a payload may carry (the ones Accel's runtime produces).
+bool IsSupportedDtype(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kBFloat16:
+    case at::kByte:
+    case at::kChar:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+    case at::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
 class Writer {
  public:
   void Byte(uint8_t value) { out_.push_back(static_cast<char>(value)); }
@@ -89,6 +108,14 @@ void Encode(const Value& value, Writer& out) {
       out.Text(value.as_string());
       return;
     case Value::Kind::kTensor: {
+      // Refused here, before anything is sent, so that no peer receives what it cannot decode.
+      if (!value.tensor().defined()) throw OperationError("an undefined tensor cannot be sent as an object");
+      if (!IsSupportedDtype(value.tensor().scalar_type())) {
+        throw OperationError(
+            fmt::format("a {} tensor cannot be sent as an object; convert it to one of float16/32/64, "
+                        "bfloat16, int8/16/32/64, uint8 or bool",
+                        c10::toString(value.tensor().scalar_type())));
+      }
       at::Tensor tensor = value.tensor().detach().cpu().contiguous();
       out.Byte(static_cast<uint8_t>(tensor.scalar_type()));
       out.Int(tensor.dim());
@@ -109,22 +136,9 @@ void Encode(const Value& value, Writer& out) {
 }
 
 at::ScalarType DecodeDtype(Reader& in) {
-  uint8_t code = in.Byte();
-  switch (static_cast<at::ScalarType>(code)) {
-    case at::kFloat:
-    case at::kDouble:
-    case at::kHalf:
-    case at::kBFloat16:
-    case at::kByte:
-    case at::kChar:
-    case at::kShort:
-    case at::kInt:
-    case at::kLong:
-    case at::kBool:
-      return static_cast<at::ScalarType>(code);
-    default:
-      in.Corrupt("unknown tensor dtype");
-  }
+  auto type = static_cast<at::ScalarType>(in.Byte());
+  if (!IsSupportedDtype(type)) in.Corrupt("unknown tensor dtype");
+  return type;
 }
 
 Value Decode(Reader& in, int depth) {

@@ -32,8 +32,9 @@ const char* OpName(int64_t code) {
   }
 }
 
-// Packed leaves start on 8-byte boundaries, so a leaf's bytes can be viewed as its dtype.
-int64_t AlignUp(int64_t bytes) { return (bytes + 7) & ~int64_t{7}; }
+// Packed leaves start on 16-byte boundaries (the largest element, complex128), so a leaf's
+// bytes can be viewed as its dtype.
+int64_t AlignUp(int64_t bytes) { return (bytes + 15) & ~int64_t{15}; }
 
 struct Leaf {
   at::Tensor tensor;
@@ -136,14 +137,20 @@ at::Tensor DataOps::Staging(size_t slot, int64_t bytes) {
   return buffer.narrow(0, 0, bytes);
 }
 
-std::vector<std::string> DataOps::AllGatherBytes(std::string_view bytes) {
+std::vector<std::string> DataOps::AllGatherBytes(std::string_view bytes, bool failed) {
   int world = world_size();
   at::TensorOptions longs = at::TensorOptions(at::kLong).device(collectives_.device());
-  at::Tensor length = at::full({1}, static_cast<int64_t>(bytes.size()), longs);
+  at::Tensor length = at::full({1}, failed ? int64_t{-1} : static_cast<int64_t>(bytes.size()), longs);
   at::Tensor lengths = at::empty({world}, longs);
   collectives_.AllGather(length, lengths);
   lengths = lengths.cpu();
   std::vector<int64_t> sizes(lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + world);
+  if (failed) return {};  // the caller raises its own error; the peers raise theirs below
+  for (int r = 0; r < world; ++r) {
+    if (sizes[r] < 0) {
+      throw OperationError(fmt::format("rank {} could not encode its object (its own error says why)", r));
+    }
+  }
   int64_t longest = std::max<int64_t>(*std::max_element(sizes.begin(), sizes.end()), 1);
   at::Tensor mine = at::zeros({longest}, at::kByte);
   std::memcpy(mine.data_ptr(), bytes.data(), bytes.size());
@@ -158,40 +165,64 @@ std::vector<std::string> DataOps::AllGatherBytes(std::string_view bytes) {
   return out;
 }
 
-void DataOps::VerifyLayout(int op_code, const char* op_name, const Value& data, bool dims_only) {
-  if (!options_.verify_layout) return;
-  std::string layout = Layout(data, dims_only);
-  at::Tensor header = at::empty({2}, at::kLong);
+void DataOps::Agree(int op_code, const char* op_name, const Value& data, bool dims_only,
+                    const std::string& args, const std::function<void()>& validate) {
+  std::string local_error;
+  try {
+    validate();
+  } catch (const OperationError& error) {
+    local_error = error.what();
+  }
+  if (!options_.verify_layout) {
+    if (!local_error.empty()) throw OperationError(local_error);
+    return;
+  }
+  std::string layout = Layout(data, dims_only) + (args.empty() ? "" : " with " + args);
+  at::Tensor header = at::empty({3}, at::kLong);
   header[0] = op_code;
   header[1] = static_cast<int64_t>(Fnv1a(layout));
+  header[2] = local_error.empty() ? 0 : 1;
   header = header.to(collectives_.device());
-  at::Tensor headers = at::empty({2 * world_size()}, header.options());
+  at::Tensor headers = at::empty({3 * world_size()}, header.options());
   collectives_.AllGather(header, headers);
   headers = headers.cpu();
   const int64_t* all = headers.data_ptr<int64_t>();
   bool same = true;
-  for (int r = 0; r < world_size(); ++r) same = same && all[2 * r] == all[0] && all[2 * r + 1] == all[1];
-  if (same) return;
-  // Every rank saw the mismatch, so every rank takes this path: exchanging the layouts to
-  // name them cannot leave a peer waiting.
-  std::vector<std::string> layouts = AllGatherBytes(layout);
+  bool failed = false;
+  for (int r = 0; r < world_size(); ++r) {
+    same = same && all[3 * r] == all[0] && all[3 * r + 1] == all[1];
+    failed = failed || all[3 * r + 2] != 0;
+  }
+  if (same && !failed) return;
+  // Every rank saw the same headers, so every rank takes this path: exchanging the details
+  // to name them cannot leave a peer waiting.
+  std::vector<std::string> details = AllGatherBytes(failed ? local_error : layout);
+  if (!local_error.empty()) throw OperationError(local_error);
   std::string detail;
   for (int r = 0; r < world_size(); ++r) {
-    detail += fmt::format("\n  rank {}: {} {}", r, OpName(all[2 * r]), layouts[r]);
+    if (failed) {
+      if (all[3 * r + 2] != 0) detail += fmt::format("\n  rank {}: {}", r, details[r]);
+    } else {
+      detail += fmt::format("\n  rank {}: {} {}", r, OpName(all[3 * r]), details[r]);
+    }
   }
+  if (failed)
+    throw OperationError(fmt::format("{}: another rank's arguments were rejected:{}", op_name, detail));
   throw OperationError(
-      fmt::format("{}: the ranks disagree on the operation or on the layout of its data ({}); "
-                  "every rank must pass the same structure of tensors with the same "
-                  "dtypes and {}:{}",
+      fmt::format("{}: the ranks disagree on the operation, its arguments or the layout of its data ({}); "
+                  "every rank must pass the same structure of tensors with the same dtypes and {}:{}",
                   op_name, dims_only ? "kinds, keys, dtypes, dimensions" : "kinds, keys, dtypes, shapes",
                   dims_only ? "number of dimensions" : "shapes", detail));
 }
 
 Value DataOps::Gather(const Value& data) {
   if (!collectives_.distributed()) return data;
-  std::vector<Leaf> leaves = TensorLeaves(data, "gather");
-  CheckDevices(data, leaves, collectives_.device(), "gather");
-  VerifyLayout(kGather, "gather", data, /*dims_only=*/false);
+  at::NoGradGuard no_grad;
+  std::vector<Leaf> leaves;
+  Agree(kGather, "gather", data, /*dims_only=*/false, "", [&] {
+    leaves = TensorLeaves(data, "gather");
+    CheckDevices(data, leaves, collectives_.device(), "gather");
+  });
   if (leaves.empty()) return data;
   int world = world_size();
   std::vector<at::Tensor> sources;
@@ -208,6 +239,12 @@ Value DataOps::Gather(const Value& data) {
     shape[0] *= world;
     return shape;
   };
+  if (total == 0) {
+    // Only empty tensors: nothing to send (every rank agrees, their layouts matched).
+    std::vector<at::Tensor> results;
+    for (const at::Tensor& source : sources) results.push_back(at::empty(shape_of(source), source.options()));
+    return ReplaceTensors(data, results);
+  }
   if (sources.size() == 1) {
     // One leaf: gathered straight into the result, no staging.
     at::Tensor result = at::empty({world * sources[0].numel()}, sources[0].options());
@@ -225,7 +262,9 @@ Value DataOps::Gather(const Value& data) {
   std::vector<at::Tensor> results;
   for (size_t i = 0; i < sources.size(); ++i) {
     int64_t nbytes = static_cast<int64_t>(sources[i].nbytes());
-    at::Tensor bytes = rows.narrow(1, offsets[i], nbytes).contiguous();  // the copy out of staging
+    // A copy out of staging, always (contiguous() would return a view when the slice is a
+    // whole row, and the next call overwrites staging).
+    at::Tensor bytes = rows.narrow(1, offsets[i], nbytes).clone(at::MemoryFormat::Contiguous);
     results.push_back(nbytes == 0 ? at::empty(shape_of(sources[i]), sources[i].options())
                                   : bytes.view(sources[i].scalar_type()).view(shape_of(sources[i])));
   }
@@ -234,11 +273,22 @@ Value DataOps::Gather(const Value& data) {
 
 Value DataOps::GatherObject(const Value& object) {
   if (!collectives_.distributed()) return object;
-  std::vector<std::string> payloads = AllGatherBytes(EncodeValue(object));
+  std::string payload;
+  std::string local_error;
+  try {
+    payload = EncodeValue(object);
+  } catch (const OperationError& error) {
+    local_error = fmt::format("gather_object: {}", error.what());
+  }
+  // An object one rank cannot encode travels as an empty payload marked failed, so every rank
+  // learns of it in the same exchange.
+  std::vector<std::string> payloads =
+      AllGatherBytes(local_error.empty() ? payload : "", !local_error.empty());
+  if (!local_error.empty()) throw OperationError(local_error);
   std::vector<Value> items;
   for (size_t r = 0; r < payloads.size(); ++r) {
     Value value = DecodeValue(payloads[r]);
-    if (value.kind() == Value::Kind::kList || value.kind() == Value::Kind::kTuple) {
+    if (value.is_sequence()) {
       for (Value& item : value.items()) items.push_back(std::move(item));
     } else {
       items.push_back(std::move(value));
@@ -249,15 +299,30 @@ Value DataOps::GatherObject(const Value& object) {
 
 Value DataOps::Broadcast(const Value& data, int from_process) {
   if (!collectives_.distributed()) return data;
-  if (from_process < 0 || from_process >= world_size()) {
-    throw OperationError(fmt::format("broadcast: `from_process` {} is not a rank of this world of {}",
-                                     from_process, world_size()));
-  }
-  std::vector<Leaf> leaves = TensorLeaves(data, "broadcast");
-  CheckDevices(data, leaves, collectives_.device(), "broadcast");
-  VerifyLayout(kBroadcast, "broadcast", data, /*dims_only=*/false);
+  // Broadcasting parameters is common: writing into leaves that require grad is what
+  // torch.distributed.broadcast does too.
+  at::NoGradGuard no_grad;
+  std::vector<Leaf> leaves;
+  Agree(kBroadcast, "broadcast", data, /*dims_only=*/false, fmt::format("from_process={}", from_process),
+        [&] {
+          if (from_process < 0 || from_process >= world_size()) {
+            throw OperationError(fmt::format("broadcast: `from_process` {} is not a rank of this world of {}",
+                                             from_process, world_size()));
+          }
+          leaves = TensorLeaves(data, "broadcast");
+          CheckDevices(data, leaves, collectives_.device(), "broadcast");
+          for (size_t i = 0; i < leaves.size(); ++i) {
+            // An expanded or overlapping tensor cannot receive every element (torch refuses it too).
+            if (!leaves[i].tensor.is_non_overlapping_and_dense()) {
+              throw OperationError(
+                  fmt::format("broadcast: the tensor at {} overlaps itself (expanded?) and cannot be "
+                              "written in place; pass a contiguous tensor",
+                              LeafPath(data, i)));
+            }
+          }
+        });
   if (leaves.empty()) return data;
-  if (leaves.size() == 1) {
+  if (leaves.size() == 1 && leaves[0].tensor.numel() > 0) {
     const at::Tensor& target = leaves[0].tensor;
     at::Tensor contiguous = target.contiguous();
     std::vector<at::Tensor> bytes{BytesOf(contiguous)};
@@ -271,6 +336,7 @@ Value DataOps::Broadcast(const Value& data, int from_process) {
     offsets.push_back(total);
     total += AlignUp(static_cast<int64_t>(leaf.tensor.nbytes()));
   }
+  if (total == 0) return data;  // only empty tensors
   at::Tensor buffer = Staging(0, total);
   bool source = rank() == from_process;
   if (source) {
@@ -300,11 +366,28 @@ void DataOps::BroadcastObjectList(std::vector<Value>& objects, int from_process)
                     from_process, world_size()));
   }
   bool source = rank() == from_process;
-  std::string payload = source ? EncodeValue(Value::List(objects)) : std::string();
+  std::string payload;
+  std::string local_error;
+  if (source) {
+    try {
+      payload = EncodeValue(Value::List(objects));
+    } catch (const OperationError& error) {
+      local_error = fmt::format("broadcast_object_list: {}", error.what());
+    }
+  }
+  // A list the source cannot encode travels as length -1, so the receivers fail with it.
   at::TensorOptions longs = at::TensorOptions(at::kLong).device(collectives_.device());
-  std::vector<at::Tensor> length{at::full({1}, static_cast<int64_t>(payload.size()), longs)};
+  int64_t sent = local_error.empty() ? static_cast<int64_t>(payload.size()) : -1;
+  std::vector<at::Tensor> length{at::full({1}, sent, longs)};
   collectives_.Broadcast(length, from_process);
+  if (!local_error.empty()) throw OperationError(local_error);
   int64_t size = length[0].item<int64_t>();
+  if (size < 0) {
+    throw OperationError(
+        fmt::format("broadcast_object_list: rank {} could not encode its list (its own error "
+                    "says why)",
+                    from_process));
+  }
   std::vector<at::Tensor> buffer{Staging(0, std::max<int64_t>(size, 1))};
   if (source) {
     at::Tensor host = at::empty({std::max<int64_t>(size, 1)}, at::kByte);
@@ -321,28 +404,33 @@ void DataOps::BroadcastObjectList(std::vector<Value>& objects, int from_process)
 
 Value DataOps::Reduce(const Value& data, std::string_view reduction, double scale) {
   Reduction how = ParseReduction(reduction);
+  at::NoGradGuard no_grad;
   std::vector<Leaf> leaves = TensorLeaves(data, "reduce");
   std::vector<at::Tensor> results;
   for (const Leaf& leaf : leaves) results.push_back(leaf.tensor.clone(at::MemoryFormat::Contiguous));
   if (!collectives_.distributed()) return ReplaceTensors(data, results);
-  CheckDevices(data, leaves, collectives_.device(), "reduce");
-  if (how.mean) {
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      if (!at::isFloatingType(leaves[i].tensor.scalar_type())) {
-        throw OperationError(
-            fmt::format("reduce: `mean` of the {} tensor at {} cannot be stored in its own dtype "
-                        "(torch refuses the in-place division); use `sum`, or convert it to a "
-                        "floating dtype first",
-                        c10::toString(leaves[i].tensor.scalar_type()), LeafPath(data, i)));
-      }
-    }
-  }
-  VerifyLayout(kReduce, "reduce", data, /*dims_only=*/false);
+  Agree(kReduce, "reduce", data, /*dims_only=*/false, fmt::format("reduction={} scale={}", reduction, scale),
+        [&] {
+          CheckDevices(data, leaves, collectives_.device(), "reduce");
+          for (size_t i = 0; i < leaves.size(); ++i) {
+            if ((how.mean || scale != 1.0) && !at::isFloatingType(leaves[i].tensor.scalar_type())) {
+              throw OperationError(
+                  fmt::format("reduce: {} of the {} tensor at {} cannot be stored in its own dtype "
+                              "(torch refuses the in-place {}); use `sum` without a scale, or "
+                              "convert it to a floating dtype first",
+                              how.mean ? "`mean`" : "scaling", c10::toString(leaves[i].tensor.scalar_type()),
+                              LeafPath(data, i), how.mean ? "division" : "multiplication"));
+            }
+          }
+        });
   if (leaves.empty()) return data;
 
   // One flat buffer per wire dtype; a lone leaf already of its wire dtype is reduced in place.
+  // Empty tensors need no reduction and take no part.
   std::map<at::ScalarType, std::vector<size_t>> groups;
-  for (size_t i = 0; i < results.size(); ++i) groups[WireType(results[i].scalar_type())].push_back(i);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].numel() > 0) groups[WireType(results[i].scalar_type())].push_back(i);
+  }
   std::vector<at::Tensor> wire;
   std::vector<std::pair<size_t, std::vector<size_t>>> packed;  // index in `wire`, members
   for (const auto& [type, members] : groups) {
@@ -361,7 +449,7 @@ Value DataOps::Reduce(const Value& data, std::string_view reduction, double scal
     packed.emplace_back(wire.size(), members);
     wire.push_back(flat);
   }
-  collectives_.AllReduce(wire, how.op);
+  if (!wire.empty()) collectives_.AllReduce(wire, how.op);
   for (const auto& [index, members] : packed) {
     int64_t offset = 0;
     for (size_t i : members) {
@@ -381,9 +469,13 @@ Value DataOps::Reduce(const Value& data, std::string_view reduction, double scal
 Value DataOps::PadAcrossProcesses(const Value& data, int64_t dim, const c10::Scalar& pad_index,
                                   bool pad_first) {
   if (!collectives_.distributed()) return data;
-  std::vector<Leaf> leaves = TensorLeaves(data, "pad_across_processes");
-  CheckDevices(data, leaves, collectives_.device(), "pad_across_processes");
-  VerifyLayout(kPad, "pad_across_processes", data, /*dims_only=*/true);
+  at::NoGradGuard no_grad;
+  std::vector<Leaf> leaves;
+  Agree(kPad, "pad_across_processes", data, /*dims_only=*/true,
+        fmt::format("dim={} pad_index={} pad_first={}", dim, pad_index.toDouble(), pad_first), [&] {
+          leaves = TensorLeaves(data, "pad_across_processes");
+          CheckDevices(data, leaves, collectives_.device(), "pad_across_processes");
+        });
   // Which leaves take part: those `dim` indexes (nested tensors cannot be padded).
   std::vector<size_t> padded;
   int64_t shape_values = 0;

@@ -2,6 +2,8 @@
 #define ACCEL_RUNTIME_DIST_OPERATIONS_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,10 +17,12 @@ namespace accel::rt::dist {
 
 struct DataOpsOptions {
   // Before each operation, every rank compares the layout of its data (kinds, keys, dtypes,
-  // shapes) with every other rank's in one 16-byte all-gather, so that a mismatch is an
-  // OperationError on every rank naming each rank's layout, instead of a hang or silently
-  // mis-shaped data. Accelerate does this only in debug mode; Accel always does, unless
-  // turned off here for a hot loop whose layout is known to agree.
+  // shapes) and the operation's arguments with every other rank's in one 24-byte all-gather,
+  // so that a mismatch, or an argument one rank rejects, is an OperationError on every rank
+  // naming each rank's problem, instead of a hang or silently mis-shaped data. Accelerate does
+  // this only in debug mode; Accel always does, unless turned off here for a hot loop whose
+  // layout is known to agree (then a rank that rejects its arguments leaves its peers
+  // waiting for the group's timeout).
   bool verify_layout = true;
 };
 
@@ -33,8 +37,9 @@ struct DataOpsOptions {
 // On a world of one process without a backend (Collectives::distributed() false, distributed
 // type NO) each operation behaves as Accelerate's does there (mostly: returns its input).
 //
-// Every operation is collective: all ranks call it in the same order. Non-tensor leaves where
-// tensors are required are an OperationError before any collective starts. Not thread-safe.
+// Every operation is collective: all ranks call it in the same order. Bad arguments (non-tensor
+// leaves where tensors are required, tensors on the wrong device, integer means) are an
+// OperationError on every rank, agreed before any data moves. Not thread-safe.
 class DataOps {
  public:
   explicit DataOps(Collectives& collectives, DataOpsOptions options = {});
@@ -70,11 +75,18 @@ class DataOps {
   void WaitForEveryone();
 
   // Every rank's `bytes`, in rank order, of whatever length each has: lengths first, then one
-  // all-gather of buffers padded to the longest.
-  std::vector<std::string> AllGatherBytes(std::string_view bytes);
+  // all-gather of buffers padded to the longest. A rank passing `failed` sends no bytes: it
+  // gets an empty result and raises its own error; every other rank raises one naming it.
+  std::vector<std::string> AllGatherBytes(std::string_view bytes, bool failed = false);
 
  private:
-  void VerifyLayout(int op_code, const char* op_name, const Value& data, bool dims_only);
+  // Runs `validate` (this rank's argument checks, which throw OperationError), then — unless
+  // layout checks are off — exchanges a 24-byte header with every rank: the operation, a hash
+  // of the data's layout and of `args`, and whether validation failed. If any rank failed or
+  // any differs, every rank raises an OperationError naming each rank's problem, so a bad
+  // argument on one rank never leaves the others waiting.
+  void Agree(int op_code, const char* op_name, const Value& data, bool dims_only, const std::string& args,
+             const std::function<void()>& validate);
   // A reusable staging buffer of at least `bytes` bytes; `slot` tells buffers apart.
   at::Tensor Staging(size_t slot, int64_t bytes);
 

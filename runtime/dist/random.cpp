@@ -37,8 +37,10 @@ void Synchronize(Collectives& collectives, at::Generator& generator) {
     std::lock_guard<std::mutex> lock(generator.mutex());
     state = generator.get_state().contiguous();
   }
-  std::vector<at::Tensor> tensors{state};
+  // States are host tensors; they travel on the group's device (NCCL sends device memory only).
+  std::vector<at::Tensor> tensors{state.to(collectives.device())};
   collectives.Broadcast(tensors, 0);
+  state = tensors[0].cpu();
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_state(state);
 }
@@ -75,7 +77,7 @@ void SynchronizeRngStates(Collectives& collectives, const std::vector<std::strin
         break;
       }
       case RngType::kCuda: {
-        // CUDA generator states live on the host, so they travel through the CPU group.
+        // The current device's generator, as torch.cuda.get_rng_state() reads it.
         at::Generator cuda = at::detail::getCUDAHooks().getDefaultCUDAGenerator(-1);
         Synchronize(collectives, cuda);
         break;

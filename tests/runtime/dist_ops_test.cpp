@@ -419,31 +419,32 @@ TEST(FaultInjection, AnInjectedFailureSurfacesAsACollectiveError) {
 namespace accel::rt::dist {
 namespace {
 
-// A group that communicates on another device than the tensors given to it; nothing may reach
-// its primitives.
-class OtherDeviceGroup final : public Collectives {
+// A CPU group of two identical ranks (its all-gather plays both, for the agreement exchange)
+// given tensors on another device (meta); no data collective may be reached.
+class TwinGroup final : public Collectives {
  public:
   int rank() const override { return 0; }
   int world_size() const override { return 2; }
-  c10::Device device() const override { return c10::Device(c10::kMeta); }
   void AllReduce(std::vector<at::Tensor>&, ReduceOp) override { ADD_FAILURE() << "all_reduce reached"; }
   void Broadcast(std::vector<at::Tensor>&, int) override { ADD_FAILURE() << "broadcast reached"; }
-  void AllGather(const at::Tensor&, at::Tensor&) override { ADD_FAILURE() << "all_gather reached"; }
+  void AllGather(const at::Tensor& input, at::Tensor& output) override {
+    output.view({2, -1}).copy_(input.reshape({1, -1}).expand({2, -1}));
+  }
   void Barrier() override {}
 };
 
-TEST(Ops, TensorsOnAnotherDeviceThanTheGroupAreRejectedBeforeAnyCollective) {
-  OtherDeviceGroup group;
+TEST(Ops, TensorsOnAnotherDeviceThanTheGroupAreRejectedBeforeAnyDataMoves) {
+  TwinGroup group;
   DataOps ops(group);
-  Value data = Value::Dict({{"x", T(at::ones({2}))}});
-  EXPECT_NE(ErrorOf([&] { ops.Gather(data); })
-                .find("gather: the tensor at [\"x\"] is on cpu but this process "
-                      "group communicates on meta"),
+  Value data = Value::Dict({{"x", T(at::ones({2}, at::TensorOptions().device(c10::kMeta)))}});
+  std::string error = ErrorOf([&] { ops.Gather(data); });
+  EXPECT_NE(error.find("gather: the tensor at [\"x\"] is on meta but this process group communicates on cpu"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(ErrorOf([&] { ops.Reduce(data, "sum"); }).find("reduce: the tensor at [\"x\"] is on meta"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([&] { ops.Reduce(data, "sum"); }).find("reduce: the tensor at [\"x\"] is on cpu"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf([&] { ops.Broadcast(data); }).find("is on cpu"), std::string::npos);
-  EXPECT_NE(ErrorOf([&] { ops.PadAcrossProcesses(data); }).find("is on cpu"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { ops.Broadcast(data); }).find("is on meta"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { ops.PadAcrossProcesses(data); }).find("is on meta"), std::string::npos);
 }
 
 TEST(Connect, ChoosesTheBackendByNameAndExplainsAMissingOne) {
@@ -457,6 +458,138 @@ TEST(Connect, ChoosesTheBackendByNameAndExplainsAMissingOne) {
   std::unique_ptr<Collectives> gloo = Connect("gloo", options, 0);
   EXPECT_EQ(gloo->device(), c10::Device(c10::kCPU));
   EXPECT_TRUE(gloo->distributed());
+}
+
+}  // namespace
+}  // namespace accel::rt::dist
+
+// Edge cases found in review: results must not alias reused buffers, a bad argument on one
+// rank must fail every rank, empty and 0-dim tensors, arguments that differ across ranks.
+namespace accel::rt::dist {
+namespace {
+
+class Edges : public testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(World, Edges, testing::Values(1, 2, 4), [](const testing::TestParamInfo<int>& info) {
+  return "ranks" + std::to_string(info.param);
+});
+
+TEST_P(Edges, GatheredTensorsDoNotAliasTheStagingBuffers) {
+  RunRanks(GetParam(), [](int rank, DataOps& ops) {
+    // One leaf fills the whole row: the unpacked slice is contiguous in staging.
+    Value first = ops.Gather(Value::List({T(at::full({4}, 1.0f + rank)), T(at::empty({0}))}));
+    at::Tensor kept = first.items()[0].tensor().clone();
+    ops.Gather(Value::List({T(at::full({4}, 100.0f)), T(at::empty({0}))}));
+    ops.GatherObject(Value::String(std::string(64, 'z')));
+    EXPECT_TRUE(at::equal(first.items()[0].tensor(), kept));
+  });
+}
+
+TEST_P(Edges, EmptyAndZeroDimTensorsTakeEveryPath) {
+  int world = GetParam();
+  RunRanks(world, [world](int rank, DataOps& ops) {
+    EXPECT_EQ(Layout(ops.Gather(T(at::empty({0, 3})))), "float32[0, 3]");
+    EXPECT_EQ(Layout(ops.Gather(Value::List({T(at::empty({0})), T(at::empty({0}, at::kLong))}))),
+              "[float32[0], int64[0]]");
+    Value lone = ops.Gather(T(at::scalar_tensor(double(rank), at::kDouble)));  // the single-leaf path
+    EXPECT_EQ(Layout(lone), fmt::format("float64[{}]", world));
+    EXPECT_EQ(lone.tensor()[world - 1].item<double>(), world - 1);
+    at::Tensor scalar = at::scalar_tensor(float(rank));
+    ops.Broadcast(T(scalar), 0);
+    EXPECT_EQ(scalar.item<float>(), 0.0f);
+    ops.Broadcast(Value::List({T(at::empty({0})), T(at::empty({0}))}), 0);
+    Value reduced = ops.Reduce(Value::List({T(at::empty({0})), T(at::ones({2}))}), "sum");
+    EXPECT_EQ(reduced.items()[0].tensor().numel(), 0);
+    EXPECT_EQ(reduced.items()[1].tensor()[0].item<float>(), float(world));
+    EXPECT_EQ(ops.Reduce(T(at::empty({0})), "mean").tensor().numel(), 0);
+  });
+}
+
+TEST_P(Edges, NonContiguousInputsAndOtherReductionDtypes) {
+  int world = GetParam();
+  RunRanks(world, [world](int rank, DataOps& ops) {
+    at::Tensor base = at::arange(6, at::kFloat).view({2, 3}) + rank;
+    Value gathered = ops.Gather(T(base.t()));  // single leaf, non-contiguous
+    EXPECT_TRUE(at::equal(gathered.tensor().narrow(0, 3 * (world - 1), 3), base.t() - rank + (world - 1)));
+    Value summed = ops.Reduce(T(base.t()), "sum");
+    EXPECT_TRUE(at::equal(summed.tensor(),
+                          (at::arange(6, at::kFloat).view({2, 3}) * world + world * (world - 1) / 2).t()));
+    Value half = ops.Reduce(
+        Value::List({T(at::full({2}, 2.0 * rank, at::kHalf)), T(at::full({2}, 2.0 * rank, at::kBFloat16))}),
+        "mean");
+    EXPECT_EQ(half.items()[0].tensor().scalar_type(), at::kHalf);
+    EXPECT_EQ(half.items()[0].tensor()[0].item<float>(), float(world - 1));
+    EXPECT_EQ(half.items()[1].tensor()[1].item<float>(), float(world - 1));
+    Value flags = ops.Reduce(T(at::full({3}, rank != 0)), "min");
+    EXPECT_FALSE(flags.tensor()[0].item<bool>());  // rank 0 holds false: min is a logical and
+    Value any = ops.Reduce(T(at::full({3}, rank == world - 1)), "sum");
+    EXPECT_TRUE(any.tensor().all().item<bool>());
+    Value shorts = ops.Reduce(T(at::full({2}, int64_t(rank + 1)).to(at::kShort)), "sum");
+    EXPECT_EQ(shorts.tensor().scalar_type(), at::kShort);
+    EXPECT_EQ(shorts.tensor()[0].item<int64_t>(), world * (world + 1) / 2);
+  });
+}
+
+TEST_P(Edges, BroadcastWritesParametersThatRequireGradAndComplexTensors) {
+  RunRanks(GetParam(), [](int rank, DataOps& ops) {
+    at::Tensor weight = at::full({3}, float(rank)).set_requires_grad(true);
+    at::Tensor bias = at::full({1}, float(rank)).set_requires_grad(true);
+    at::Tensor phase = at::full({3}, c10::complex<double>(rank, -rank), at::kComplexDouble);
+    ops.Broadcast(Value::List({T(weight), T(bias), T(phase)}), 0);
+    EXPECT_EQ(weight.sum().item<float>(), 0.0f);
+    EXPECT_TRUE(weight.requires_grad());
+    EXPECT_EQ(phase.abs().sum().item<double>(), 0.0);
+    std::string error = ErrorOf([&] { ops.Broadcast(T(at::ones({1}).expand({4})), 0); });
+    EXPECT_NE(error.find("overlaps itself"), std::string::npos) << error;
+  });
+}
+
+TEST_P(MultiRank, ABadArgumentOnOneRankFailsEveryRankInsteadOfStrandingThem) {
+  RunRanks(GetParam(), [](int rank, DataOps& ops) {
+    Value data = rank == 1 ? Value::List({T(at::ones({2})), Value::String("oops")})
+                           : Value::List({T(at::ones({2})), T(at::ones({2}))});
+    std::string error = ErrorOf([&] { ops.Gather(data); });
+    if (rank == 1) {
+      EXPECT_NE(error.find("gather: the leaf at [1] is a string"), std::string::npos) << error;
+    } else {
+      EXPECT_NE(error.find(
+                    "another rank's arguments were rejected:\n  rank 1: gather: the leaf at [1] is a string"),
+                std::string::npos)
+          << error;
+    }
+    // An object one rank cannot encode.
+    Value object = rank == 1 ? T(at::ones({1}, at::kComplexFloat)) : Value::Int(rank);
+    error = ErrorOf([&] { ops.GatherObject(object); });
+    EXPECT_NE(error.find(rank == 1 ? "cannot be sent as an object" : "rank 1 could not encode its object"),
+              std::string::npos)
+        << error;
+    std::vector<Value> list = {rank == 0 ? T(at::ones({1}, at::kComplexFloat)) : Value()};
+    error = ErrorOf([&] { ops.BroadcastObjectList(list, 0); });
+    EXPECT_NE(error.find(rank == 0 ? "cannot be sent as an object" : "rank 0 could not encode its list"),
+              std::string::npos)
+        << error;
+    ops.WaitForEveryone();  // and the group still works
+  });
+}
+
+TEST_P(MultiRank, ArgumentsThatDifferAcrossRanksAreAnErrorOnEveryRank) {
+  RunRanks(GetParam(), [](int rank, DataOps& ops) {
+    std::string error = ErrorOf([&] { ops.Reduce(T(at::ones({2})), rank == 1 ? "max" : "sum"); });
+    EXPECT_NE(error.find("rank 1: reduce float32[2] with reduction=max"), std::string::npos) << error;
+    error = ErrorOf([&] { ops.Broadcast(T(at::ones({2})), rank == 1 ? 1 : 0); });
+    EXPECT_NE(error.find("with from_process=1"), std::string::npos) << error;
+    error = ErrorOf([&] { ops.PadAcrossProcesses(T(at::ones({2, 2})), rank == 1 ? 1 : 0); });
+    EXPECT_NE(error.find("pad_across_processes float32[2 dims] with dim=1"), std::string::npos) << error;
+    error =
+        ErrorOf([&] { ops.PadAcrossProcesses(T(at::ones(std::vector<int64_t>(rank == 1 ? 3 : 2, 2))), 0); });
+    EXPECT_NE(error.find("float32[3 dims]"), std::string::npos) << error;
+  });
+}
+
+TEST(Environment, LocalVersionPartsCompareSegmentBySegment) {
+  EXPECT_GT(CompareVersions("1.0+10", "1.0+9"), 0);
+  EXPECT_EQ(CompareVersions("1.0+CPU", "1.0+cpu"), 0);
+  EXPECT_GT(CompareVersions("1.0+cpu.1", "1.0+cpu"), 0);
+  EXPECT_GT(CompareVersions("1.0+1", "1.0+abc"), 0);  // numbers above words
 }
 
 }  // namespace
