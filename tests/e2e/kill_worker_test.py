@@ -67,7 +67,10 @@ def main():
     # Rank 1 is named first, with its pid and its signal, not rank 0's collective error.
     assert re.search(rf"accelrun: error: rank 1 \(pid {ranks[1]}\) failed with signal 9 \(Killed\); "
                      r"stopped 1 other worker", text), "rank 1 is not named as the failure"
-    assert not re.search(r"accelrun: error: rank 0", text), "rank 0's echo was named instead"
+    # The launcher's verdict never names rank 0. (Rank 0's own error line, `accelrun: error:
+    # rank 0: all_reduce failed ...`, may be relayed before it is stopped: that is a race
+    # between its detection and the launcher's SIGTERM, and fine.)
+    assert not re.search(r"accelrun: error: rank 0 \(pid", text), "rank 0 was named as the failure"
     # Its last lines: the line every worker prints when it starts.
     assert re.search(rf"last \d+ lines? of rank 1:\n  \| accelrun: worker rank 1 of 2 \(pid {ranks[1]}\) joins",
                      text), "rank 1's last lines are missing"
