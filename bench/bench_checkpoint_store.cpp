@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/disk_baselines.h"
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/shards.h"
 
@@ -20,31 +21,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace accel::rt::checkpoint;
+using namespace accel::bench;
 
 constexpr size_t kTensorBytes = size_t{64} << 20;
 constexpr int kTensors = 16;  // 1 GiB
 constexpr int64_t kStateBytes = int64_t{kTensorBytes} * kTensors;
-
-void RemoveWorkDir();
-
-const fs::path& WorkDir() {
-  static const fs::path dir = [] {
-    const char* base = std::getenv("ACCEL_BENCH_DIR");
-    fs::path path = fs::path(base ? base : fs::temp_directory_path().string()) /
-                    ("accel_bench_checkpoint_" + std::to_string(::getpid()));
-    fs::create_directories(path);
-    return path;
-  }();
-  // Registered after `dir` is built, so it runs at exit before `dir` is destroyed.
-  static const bool registered = (std::atexit(RemoveWorkDir), true);
-  (void)registered;
-  return dir;
-}
-
-void RemoveWorkDir() {
-  std::error_code ec;
-  fs::remove_all(WorkDir(), ec);
-}
 
 const std::vector<std::string>& Payload() {
   static std::vector<std::string> tensors = [] {
@@ -66,40 +47,8 @@ std::vector<TensorRef> Tensors() {
   return tensors;
 }
 
-// Drops `path` (a file, or every file under a folder) from the page cache, so that the next
-// read comes from the disk. Clean pages only: the files were fsynced when written.
-void Evict(const fs::path& path) {
-  std::vector<fs::path> files;
-  if (fs::is_directory(path)) {
-    for (const auto& entry : fs::recursive_directory_iterator(path)) {
-      if (entry.is_regular_file()) files.push_back(entry.path());
-    }
-  } else {
-    files.push_back(path);
-  }
-  for (const fs::path& file : files) {
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-  }
-}
-
-void Run(benchmark::State& state, const std::string& command) {
-  if (std::system(command.c_str()) != 0) state.SkipWithError(("failed: " + command).c_str());
-}
-
-void DdWrite(benchmark::State& state) {
-  fs::path file = WorkDir() / "dd.bin";
-  for (auto _ : state) {
-    Run(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=64 conv=fdatasync status=none");
-    state.PauseTiming();
-    fs::remove(file);
-    state.ResumeTiming();
-  }
-  state.SetBytesProcessed(state.iterations() * kStateBytes);
-}
-BENCHMARK(DdWrite)
+void DdWriteState(benchmark::State& state) { DdWrite(state, WorkDir("checkpoint"), kStateBytes); }
+BENCHMARK(DdWriteState)
     ->Name("checkpoint_save_1GiB/baseline:dd_conv_fdatasync")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
@@ -108,7 +57,7 @@ BENCHMARK(DdWrite)
 
 // Encode, write 4 shards + index + manifest, hash, fsync every file and folder, rename.
 void StoreSave(benchmark::State& state) {
-  fs::path project = WorkDir() / "save";
+  fs::path project = WorkDir("checkpoint") / "save";
   std::vector<TensorRef> tensors = Tensors();
   uint64_t iteration = 0;
   for (auto _ : state) {
@@ -138,19 +87,8 @@ BENCHMARK(StoreSave)
     ->Iterations(1)
     ->Repetitions(5);
 
-void DdRead(benchmark::State& state) {
-  fs::path file = WorkDir() / "dd_read.bin";
-  if (!fs::exists(file))
-    Run(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=64 conv=fdatasync status=none");
-  for (auto _ : state) {
-    state.PauseTiming();
-    Evict(file);
-    state.ResumeTiming();
-    Run(state, "dd if=" + file.string() + " of=/dev/null bs=16M status=none");
-  }
-  state.SetBytesProcessed(state.iterations() * kStateBytes);
-}
-BENCHMARK(DdRead)
+void DdReadState(benchmark::State& state) { DdRead(state, WorkDir("checkpoint"), kStateBytes); }
+BENCHMARK(DdReadState)
     ->Name("checkpoint_load_1GiB/baseline:dd_cold_read")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
@@ -160,7 +98,7 @@ BENCHMARK(DdRead)
 // A saved checkpoint for the load rows, written once.
 const fs::path& LoadProject() {
   static fs::path project = [] {
-    fs::path path = WorkDir() / "load";
+    fs::path path = WorkDir("checkpoint") / "load";
     llvm::Expected<CheckpointStore> store = CheckpointStore::Open({path.string(), true, std::nullopt, 0});
     llvm::Expected<EncodedShards> shards = EncodeShards(Tensors(), 256'000'000);
     if (!store || !shards || !store->Save(shards->Files())) std::abort();

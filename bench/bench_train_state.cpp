@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/disk_baselines.h"
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
@@ -22,26 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace accel::rt;
-
-void RemoveWorkDir();
-
-const fs::path& WorkDir() {
-  static const fs::path dir = [] {
-    const char* base = std::getenv("ACCEL_BENCH_DIR");
-    fs::path path = fs::path(base ? base : fs::temp_directory_path().string()) /
-                    ("accel_bench_train_state_" + std::to_string(::getpid()));
-    fs::create_directories(path);
-    return path;
-  }();
-  static const bool registered = (std::atexit(RemoveWorkDir), true);
-  (void)registered;
-  return dir;
-}
-
-void RemoveWorkDir() {
-  std::error_code ec;
-  fs::remove_all(WorkDir(), ec);
-}
+using namespace accel::bench;
 
 // The trainer after one AdamW step, so that every parameter has its two moment tensors.
 train::Trainer& Trained() {
@@ -76,48 +58,8 @@ int64_t StateBytes() {
   return bytes;
 }
 
-void Evict(const fs::path& path) {
-  std::vector<fs::path> files;
-  if (fs::is_directory(path)) {
-    for (const auto& entry : fs::recursive_directory_iterator(path))
-      if (entry.is_regular_file()) files.push_back(entry.path());
-  } else {
-    files.push_back(path);
-  }
-  for (const fs::path& file : files) {
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    ::close(fd);
-  }
-}
-
-void FdataSync(const fs::path& file) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fdatasync(fd);
-    ::close(fd);
-  }
-}
-
-void Shell(benchmark::State& state, const std::string& command) {
-  if (std::system(command.c_str()) != 0) state.SkipWithError(("failed: " + command).c_str());
-}
-
-std::string DdCount() { return std::to_string((StateBytes() + (16 << 20) - 1) / (16 << 20)); }
-
-void DdWrite(benchmark::State& state) {
-  fs::path file = WorkDir() / "dd.bin";
-  for (auto _ : state) {
-    Shell(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=" + DdCount() +
-                     " conv=fdatasync status=none");
-    state.PauseTiming();
-    fs::remove(file);
-    state.ResumeTiming();
-  }
-  state.SetBytesProcessed(state.iterations() * StateBytes());
-}
-BENCHMARK(DdWrite)
+void DdWriteState(benchmark::State& state) { DdWrite(state, WorkDir("train_state"), StateBytes()); }
+BENCHMARK(DdWriteState)
     ->Name("train_state_save/baseline:dd_conv_fdatasync")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
@@ -126,7 +68,7 @@ BENCHMARK(DdWrite)
 
 // EncodeTrainingState + CheckpointStore::Save: every file written, hashed, fsynced, renamed.
 void AccelSave(benchmark::State& state) {
-  fs::path project = WorkDir() / "accel_save";
+  fs::path project = WorkDir("train_state") / "accel_save";
   uint64_t iteration = 0;
   std::vector<at::Tensor> rng{train::CaptureRngState(), train::CaptureRngState()};
   for (auto _ : state) {
@@ -156,7 +98,7 @@ BENCHMARK(AccelSave)
     ->Repetitions(5);
 
 void TorchSave(benchmark::State& state) {
-  fs::path file = WorkDir() / "torch_save.pt";
+  fs::path file = WorkDir("train_state") / "torch_save.pt";
   std::vector<torch::Tensor> tensors = StateTensors();
   for (auto _ : state) {
     torch::save(tensors, file.string());
@@ -174,20 +116,8 @@ BENCHMARK(TorchSave)
     ->Iterations(1)
     ->Repetitions(5);
 
-void DdRead(benchmark::State& state) {
-  fs::path file = WorkDir() / "dd_read.bin";
-  if (!fs::exists(file))
-    Shell(state, "dd if=/dev/zero of=" + file.string() + " bs=16M count=" + DdCount() +
-                     " conv=fdatasync status=none");
-  for (auto _ : state) {
-    state.PauseTiming();
-    Evict(file);
-    state.ResumeTiming();
-    Shell(state, "dd if=" + file.string() + " of=/dev/null bs=16M status=none");
-  }
-  state.SetBytesProcessed(state.iterations() * StateBytes());
-}
-BENCHMARK(DdRead)
+void DdReadState(benchmark::State& state) { DdRead(state, WorkDir("train_state"), StateBytes()); }
+BENCHMARK(DdReadState)
     ->Name("train_state_load/baseline:dd_cold_read")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
@@ -197,7 +127,7 @@ BENCHMARK(DdRead)
 // LoadLatest (every file's SHA-256 against the manifest) + RestoreTrainingState (weights copied
 // into the model, optimizer state rebuilt, RNG set), files cold.
 void AccelLoad(benchmark::State& state) {
-  fs::path project = WorkDir() / "accel_load";
+  fs::path project = WorkDir("train_state") / "accel_load";
   std::vector<at::Tensor> rng{train::CaptureRngState()};
   if (!fs::exists(project / "checkpoints" / "checkpoint_0")) {  // once, not per repetition
     auto store = checkpoint::CheckpointStore::Open({project.string(), true, std::nullopt, 0});
@@ -236,7 +166,7 @@ BENCHMARK(AccelLoad)
 
 // The verification part of AccelLoad alone: LoadLatest maps every file and checks its SHA-256.
 void AccelVerify(benchmark::State& state) {
-  fs::path project = WorkDir() / "accel_load";
+  fs::path project = WorkDir("train_state") / "accel_load";
   for (auto _ : state) {
     state.PauseTiming();
     Evict(project);
@@ -258,7 +188,7 @@ BENCHMARK(AccelVerify)
     ->Repetitions(5);
 
 void TorchLoad(benchmark::State& state) {
-  fs::path file = WorkDir() / "torch_load.pt";
+  fs::path file = WorkDir("train_state") / "torch_load.pt";
   torch::save(StateTensors(), file.string());
   FdataSync(file);
   for (auto _ : state) {

@@ -75,7 +75,8 @@ checkpoint::CheckpointStore OpenStore(const plan::Checkpoint& spec, const std::f
 
 // Without automatic naming every save replaces this one folder.
 std::string ManualCheckpointDir(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {
-  return ((spec.project_dir.empty() ? output_dir : std::filesystem::path(spec.project_dir)) / "checkpoint").string();
+  return ((spec.project_dir.empty() ? output_dir : std::filesystem::path(spec.project_dir)) / "checkpoint")
+      .string();
 }
 
 // The checkpoint `--resume` asks for, verified; nullopt when `auto` finds none (a fresh run).
@@ -95,7 +96,8 @@ std::optional<checkpoint::VerifiedCheckpoint> FindResumePoint(checkpoint::Checkp
                               : store.Load(ManualCheckpointDir(spec, output_dir));
   if (!loaded) throw std::runtime_error("cannot resume: " + llvm::toString(loaded.takeError()));
   if (report) {
-    for (const std::string& warning : loaded->warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
+    for (const std::string& warning : loaded->warnings)
+      fmt::print(stderr, "accelrun: warning: {}\n", warning);
   }
   return std::move(*loaded);
 }
@@ -108,11 +110,13 @@ void SetAsideRejected(const checkpoint::CheckpointStore& store) {
     if (number < store.iteration()) continue;
     // A number can be rejected more than once (the run died again before replacing it).
     std::string aside = path + ".rejected";
-    for (int copy = 1; std::filesystem::exists(aside); ++copy) aside = fmt::format("{}.rejected.{}", path, copy);
+    for (int copy = 1; std::filesystem::exists(aside); ++copy)
+      aside = fmt::format("{}.rejected.{}", path, copy);
     std::error_code ec;
     std::filesystem::rename(path, aside, ec);
     if (ec) {
-      throw std::runtime_error(fmt::format("cannot set aside {}, which did not verify: {}", path, ec.message()));
+      throw std::runtime_error(
+          fmt::format("cannot set aside {}, which did not verify: {}", path, ec.message()));
     }
     fmt::print(stderr, "accelrun: warning: renamed {} to {}: it did not verify\n", path, aside);
   }
@@ -135,8 +139,10 @@ void SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& 
   if (writer) {
     auto started = std::chrono::steady_clock::now();
     std::vector<at::Tensor> rng_states;
-    for (int rank = 0; rank < context.world_size; ++rank) rng_states.push_back(rows[rank].to(at::kByte).contiguous());
-    llvm::Expected<std::unique_ptr<StateFiles>> files = EncodeTrainingState(trainer, progress, rng_states, data_seed);
+    for (int rank = 0; rank < context.world_size; ++rank)
+      rng_states.push_back(rows[rank].to(at::kByte).contiguous());
+    llvm::Expected<std::unique_ptr<StateFiles>> files =
+        EncodeTrainingState(trainer, progress, rng_states, data_seed);
     if (!files) throw std::runtime_error(llvm::toString(files.takeError()));
     llvm::Expected<checkpoint::SaveResult> saved =
         spec.automatic_naming ? store.Save((*files)->files())
@@ -144,7 +150,8 @@ void SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& 
     if (!saved) throw std::runtime_error(llvm::toString(saved.takeError()));
     for (const std::string& warning : saved->warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
     if (context.rank == 0) {
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       fmt::print("checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
                  saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
       std::fflush(stdout);
@@ -166,7 +173,8 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   bool main_process = context.rank == 0;
   std::filesystem::path dir = context.output_dir.empty() ? save.dir : context.output_dir;
   if (!context.resume.empty() && checkpointing == nullptr) {
-    throw std::invalid_argument("`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every`");
+    throw std::invalid_argument(
+        "`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every`");
   }
   std::optional<checkpoint::CheckpointStore> store;
   if (checkpointing != nullptr) store.emplace(OpenStore(*checkpointing, dir));
@@ -228,10 +236,12 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       throw std::runtime_error(fmt::format("resumed at step {} but rank 0 resumed at step {}", progress.step,
                                            agreed.item<int64_t>()));
     }
-    bool writer = checkpointing->save_on_each_node ? context.rank % init.processes_per_machine == 0 : main_process;
+    bool writer =
+        checkpointing->save_on_each_node ? context.rank % init.processes_per_machine == 0 : main_process;
     // Only once every rank is done reading the checkpoints.
     collectives->Barrier();
-    if (from && writer && context.resume == "auto" && checkpointing->automatic_naming) SetAsideRejected(*store);
+    if (from && writer && context.resume == "auto" && checkpointing->automatic_naming)
+      SetAsideRejected(*store);
     if (main_process) {
       if (from) {
         fmt::print("resumed from {} at step {}\n", from->path, progress.step);
@@ -256,7 +266,8 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
     progress.data_epoch = data.epoch();
     progress.data_position = data.position();
     if (checkpointing != nullptr && (step % checkpointing->every_steps == 0 || step == loop.steps)) {
-      SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_spec.seed, context, *collectives);
+      SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_spec.seed, context,
+                     *collectives);
     }
     if (step == first_step || step % loop.log_every == 0 || step == loop.steps) {
       loss_sum.fill_(loss);
