@@ -40,6 +40,7 @@ int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir
   rt::train::WorkerContext context;
   context.rank = EnvInt(launch::kEnvRank, 0);
   context.world_size = EnvInt(launch::kEnvWorldSize, 1);
+  context.local_rank = EnvInt(launch::kEnvLocalRank, 0);
   if (const char* addr = std::getenv(launch::kEnvMasterAddr)) context.master_addr = addr;
   context.master_port = EnvInt(launch::kEnvMasterPort, 0);
   context.output_dir = output_dir;

@@ -191,9 +191,13 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
     }
   }
 
+  // The plan's backend, not always Gloo: a spec asking for NCCL on a build without it must
+  // fail saying so rather than train on something else.
   group = context.world_size > 1
-              ? dist::ConnectGloo({context.rank, context.world_size, context.master_addr, context.master_port,
-                                   std::chrono::milliseconds(init.timeout_ms)})
+              ? dist::Connect(init.backend,
+                              {context.rank, context.world_size, context.master_addr, context.master_port,
+                               std::chrono::milliseconds(init.timeout_ms)},
+                              context.local_rank)
               : dist::MakeSingleProcess();
   dist::Collectives* collectives = group.get();
 

@@ -13,6 +13,7 @@ namespace accel::rt::train {
 struct WorkerContext {
   int rank = 0;
   int world_size = 1;
+  int local_rank = 0;  // picks this rank's GPU on the nccl backend
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   // Overrides the plan's output directory when set.

@@ -2,11 +2,15 @@
 
 #include <ATen/ATen.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
+#include "runtime/dist/collectives.h"
 #include "runtime/train/gradient_buckets.h"
 #include "runtime/train/synthetic_data.h"
 #include "runtime/train/trainer.h"
+#include "runtime/train/worker.h"
 
 namespace accel::rt::train {
 namespace {
@@ -109,6 +113,25 @@ TEST(Trainer, LossFallsOnASingleProcess) {
 TEST(Trainer, UnknownOptimizerIsRejected) {
   plan::TrainLoop loop{1, 1, "no", 25, plan::Optimizer{"lion", 0.1, 0, 0, 0, 0, 0}};
   EXPECT_THROW(MakeTrainer({"mlp", 2, {}, 1}, loop), std::invalid_argument);
+}
+
+TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {
+  std::ifstream in(std::string(ACCEL_SOURCE_DIR) + "/tests/golden/plans/quickstart.accel.plan.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  llvm::Expected<plan::Plan> plan = plan::FromJson(text.str(), "quickstart.accel.plan.json");
+  ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+  for (plan::Step& step : plan->steps) {
+    if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->backend = "nccl";
+  }
+  if (dist::IsNcclCompiledIn()) GTEST_SKIP() << "this build has NCCL; the CPU-only case does not apply";
+  WorkerContext context;
+  context.world_size = 2;
+  context.output_dir = ::testing::TempDir() + "/run_worker_backend";
+  llvm::Expected<RunSummary> summary = RunWorker(*plan, context);
+  ASSERT_FALSE(static_cast<bool>(summary));
+  std::string error = llvm::toString(summary.takeError());
+  EXPECT_NE(error.find("without CUDA and NCCL"), std::string::npos) << error;
 }
 
 }  // namespace
