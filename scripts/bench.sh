@@ -6,12 +6,15 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ACCEL_BUILD_DIR:-$root/build}"
 repetitions="${ACCEL_BENCH_REPETITIONS:-9}"
-"$root/scripts/build.sh" --target bench_compiler bench_checkpoint bench_checkpoint_store bench_memory accelc >/dev/null
+"$root/scripts/build.sh" --target bench_compiler bench_checkpoint bench_checkpoint_store bench_train_state bench_memory \
+  bench_dist_ops accelc >/dev/null
 # Measure as accelrun runs its workers: with huge-page malloc (fresh 4 KiB pages cost ~14 µs
 # each here). ACCEL_NO_HUGEPAGES=1 measures plain malloc.
 if [[ -z "${ACCEL_NO_HUGEPAGES:-}" ]]; then export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1"; fi
 out="$(mktemp -d)"
 for bench in "$build"/bin/bench_*; do
+  # bench_dist_ops runs two ranks itself and prints its own table (below).
+  [[ "$(basename "$bench")" == bench_dist_ops ]] && continue
   "$bench" --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=true \
     --benchmark_format=json --benchmark_out="$out/$(basename "$bench").json" >/dev/null
 done
@@ -33,6 +36,8 @@ for group, entries in rows.items():
         print(f"  {name:<40} median {ms:12.4f} ms  {ratio}")
 PY
 rm -rf "$out"
+# Data operations against Accelerate's per-tensor c10d calls, 2 ranks over Gloo.
+"$build/bin/bench_dist_ops"
 # Whole-process `accelc check` against Accelerate's config loader, side by side.
 corpus="$root/../shared/reference/accelerate-configs"
 if [[ -d "$corpus" ]]; then
