@@ -132,8 +132,11 @@ DataOps::DataOps(Collectives& collectives, DataOpsOptions options)
 at::Tensor DataOps::Staging(size_t slot, int64_t bytes) {
   if (staging_.size() <= slot) staging_.resize(slot + 1);
   at::Tensor& buffer = staging_[slot];
-  if (!buffer.defined() || buffer.numel() < bytes)
-    buffer = at::empty({std::max<int64_t>(bytes, 64)}, at::kByte);
+  // On the group's device: NCCL moves device memory only.
+  if (!buffer.defined() || buffer.numel() < bytes || buffer.device() != collectives_.device()) {
+    buffer =
+        at::empty({std::max<int64_t>(bytes, 64)}, at::TensorOptions(at::kByte).device(collectives_.device()));
+  }
   return buffer.narrow(0, 0, bytes);
 }
 
