@@ -121,7 +121,7 @@ void Encode(const Value& value, Writer& out) {
       out.Int(tensor.dim());
       for (int64_t size : tensor.sizes()) out.Int(size);
       out.Int(static_cast<int64_t>(tensor.nbytes()));
-      out.Raw(tensor.data_ptr(), tensor.nbytes());
+      if (tensor.nbytes() > 0) out.Raw(tensor.data_ptr(), tensor.nbytes());
       return;
     }
     default:
@@ -173,7 +173,9 @@ Value Decode(Reader& in, int depth) {
         in.Corrupt("tensor bytes do not match its shape and dtype");
       }
       at::Tensor tensor = at::empty(sizes, at::TensorOptions().dtype(dtype));
-      std::memcpy(tensor.data_ptr(), in.Take(nbytes), nbytes);
+      const char* bytes = in.Take(nbytes);
+      // An empty tensor has no storage: its data pointer is null, which memcpy must not see.
+      if (nbytes > 0) std::memcpy(tensor.data_ptr(), bytes, nbytes);
       return Value::Tensor(std::move(tensor));
     }
     case Value::Kind::kList:

@@ -392,7 +392,9 @@ TEST(Environment, AvailabilityChecksDescribeThisBuild) {
   EXPECT_TRUE(IsGlooAvailable());
   EXPECT_FALSE(IsTorchXlaAvailable());
   EXPECT_FALSE(IsNpuAvailable());
-  if (!IsCudaAvailable()) EXPECT_TRUE(IsBf16Available());  // the CPU is assumed capable
+  if (!IsCudaAvailable()) {
+    EXPECT_TRUE(IsBf16Available());  // the CPU is assumed capable
+  }
 }
 
 TEST(FaultInjection, ParsesFaultListsAndRejectsBadOnes) {
