@@ -1,0 +1,105 @@
+// Learning-rate schedules, Accelerate's scheduler stepping and gradient-accumulation cycles
+// against hand-computed values (catalog §3.3).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/train/gradient_accumulation.h"
+#include "runtime/train/lr_schedule.h"
+
+namespace accel::rt::train {
+namespace {
+
+TEST(LearningRateFactor, LinearWarmsUpThenDecaysToZero) {
+  ScheduleSpec linear{ScheduleKind::kLinear, 10, 110};
+  EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 0), 0.0);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 5), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 10), 1.0);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 60), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 110), 0.0);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 200), 0.0);  // never negative
+}
+
+TEST(LearningRateFactor, CosineFollowsHalfAWaveByDefault) {
+  ScheduleSpec cosine{ScheduleKind::kCosine, 0, 100};
+  EXPECT_DOUBLE_EQ(LearningRateFactor(cosine, 0), 1.0);
+  EXPECT_NEAR(LearningRateFactor(cosine, 50), 0.5, 1e-15);
+  EXPECT_NEAR(LearningRateFactor(cosine, 100), 0.0, 1e-15);
+  ScheduleSpec full_wave{ScheduleKind::kCosine, 0, 100, 1.0};
+  EXPECT_NEAR(LearningRateFactor(full_wave, 50), 0.0, 1e-15);
+  EXPECT_NEAR(LearningRateFactor(full_wave, 100), 1.0, 1e-15);
+  ScheduleSpec warm{ScheduleKind::kCosine, 20, 120};
+  EXPECT_DOUBLE_EQ(LearningRateFactor(warm, 10), 0.5);
+  EXPECT_NEAR(LearningRateFactor(warm, 70), 0.5, 1e-15);
+}
+
+TEST(LearningRateFactor, ConstantSchedulesWithAndWithoutWarmup) {
+  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::kConstant, 4, 0}, 0), 1.0);  // warmup ignored
+  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::kConstantWithWarmup, 4, 0}, 2), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::kConstantWithWarmup, 4, 0}, 9), 1.0);
+}
+
+TEST(LrScheduler, StartsAtStepZeroAndScalesEveryGroup) {
+  LrScheduler scheduler({ScheduleKind::kLinear, 2, 4}, {0.1, 0.01});
+  EXPECT_EQ(scheduler.learning_rates(), (std::vector<double>{0.0, 0.0}));
+  EXPECT_EQ(scheduler.Step(), (std::vector<double>{0.05, 0.005}));
+  scheduler.Step();
+  EXPECT_DOUBLE_EQ(scheduler.learning_rates()[0], 0.1);
+  EXPECT_EQ(scheduler.last_step(), 2);
+}
+
+TEST(StepLikeAccelerate, StepsOncePerProcessOnlyWhenTheOptimizerStepped) {
+  LrScheduler scheduler({ScheduleKind::kLinear, 0, 100}, {1.0});
+  SchedulerStepPolicy per_process{false, 4, false};
+  EXPECT_EQ(StepLikeAccelerate(scheduler, per_process, /*sync_gradients=*/true, false), 4);
+  EXPECT_EQ(scheduler.last_step(), 4);  // each of the 4 processes consumed a batch
+  EXPECT_DOUBLE_EQ(scheduler.learning_rates()[0], 0.96);
+  SchedulerStepPolicy split{true, 4, false};
+  EXPECT_EQ(StepLikeAccelerate(scheduler, split, true, false), 1);
+  EXPECT_EQ(StepLikeAccelerate(scheduler, split, true, /*optimizer_step_was_skipped=*/true), 0);
+  EXPECT_EQ(StepLikeAccelerate(scheduler, split, /*sync_gradients=*/false, false), 0);
+  EXPECT_EQ(scheduler.last_step(), 5);
+}
+
+TEST(StepLikeAccelerate, AdjustSchedulerBumpsTheCountWithoutANewRate) {
+  LrScheduler scheduler({ScheduleKind::kLinear, 0, 10}, {1.0});
+  StepLikeAccelerate(scheduler, {true, 1, /*adjust_scheduler=*/true}, /*sync_gradients=*/false, false);
+  EXPECT_EQ(scheduler.last_step(), 1);
+  EXPECT_DOUBLE_EQ(scheduler.learning_rates()[0], 1.0);  // recomputed only at the next real step
+  StepLikeAccelerate(scheduler, {true, 1, true}, true, false);
+  EXPECT_DOUBLE_EQ(scheduler.learning_rates()[0], 0.8);
+}
+
+TEST(GradientAccumulation, SyncsEveryNumStepsAndAtTheEndOfTheData) {
+  GradientAccumulation accumulation({4, true, false});
+  std::vector<int> synced;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int batch = 1; batch <= 10; ++batch) {
+      if (accumulation.Begin(batch == 10)) synced.push_back(epoch * 10 + batch);
+      EXPECT_EQ(accumulation.all_reduce_gradients(), accumulation.sync_gradients());
+    }
+  }
+  // The 10th batch ends the data: a short cycle, and the counter starts over each epoch.
+  EXPECT_EQ(synced, (std::vector<int>{4, 8, 10, 14, 18, 20}));
+}
+
+TEST(GradientAccumulation, WithoutSyncWithDataloaderCyclesRunAcrossEpochs) {
+  GradientAccumulation accumulation({4, false, false});
+  std::vector<int> synced;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int batch = 1; batch <= 10; ++batch) {
+      if (accumulation.Begin(batch == 10)) synced.push_back(epoch * 10 + batch);
+    }
+  }
+  EXPECT_EQ(synced, (std::vector<int>{4, 8, 12, 16, 20}));
+}
+
+TEST(GradientAccumulation, SyncEachBatchAllReducesEveryMicroBatch) {
+  GradientAccumulation accumulation({3, true, /*sync_each_batch=*/true});
+  EXPECT_FALSE(accumulation.Begin(false));
+  EXPECT_TRUE(accumulation.all_reduce_gradients());
+  EXPECT_THROW(GradientAccumulation({0, true, false}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace accel::rt::train
