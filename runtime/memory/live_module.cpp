@@ -105,21 +105,25 @@ llvm::Expected<at::Tensor> FindTensor(const torch::nn::Module& module, std::stri
     std::string segment(
         name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     if (dot == std::string_view::npos) {
-      if (const at::Tensor* t = current->named_parameters(false).find(segment)) {
+      // named_parameters() returns its dict by value: keep it alive while `find`'s pointer is used.
+      torch::OrderedDict<std::string, at::Tensor> parameters = current->named_parameters(false);
+      if (const at::Tensor* t = parameters.find(segment)) {
         *is_buffer = false;
         return *t;
       }
-      if (const at::Tensor* t = current->named_buffers(false).find(segment)) {
+      torch::OrderedDict<std::string, at::Tensor> buffers = current->named_buffers(false);
+      if (const at::Tensor* t = buffers.find(segment)) {
         *is_buffer = true;
         return *t;
       }
       return Fail(fmt::format("module `{}` has no parameter or buffer named `{}`", walked, segment));
     }
-    const std::shared_ptr<torch::nn::Module>* child = current->named_children().find(segment);
+    torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>> children = current->named_children();
+    const std::shared_ptr<torch::nn::Module>* child = children.find(segment);
     if (child == nullptr) {
       return Fail(fmt::format("module `{}` has no submodule `{}` (looking for `{}`)", walked, segment, name));
     }
-    current = child->get();
+    current = child->get();  // owned by its parent's registry, not by `children`
     walked = walked.empty() ? segment : walked + "." + segment;
     start = dot + 1;
   }

@@ -84,8 +84,11 @@ std::string ErrorText(llvm::Expected<T> value) {
 }
 
 at::Tensor Get(const torch::nn::Module& model, const std::string& name) {
-  if (const at::Tensor* t = model.named_parameters(true).find(name)) return *t;
-  if (const at::Tensor* t = model.named_buffers(true).find(name)) return *t;
+  // The dicts come back by value: hold them while `find`'s pointer is read.
+  torch::OrderedDict<std::string, at::Tensor> parameters = model.named_parameters(true);
+  if (const at::Tensor* t = parameters.find(name)) return *t;
+  torch::OrderedDict<std::string, at::Tensor> buffers = model.named_buffers(true);
+  if (const at::Tensor* t = buffers.find(name)) return *t;
   ADD_FAILURE() << "no tensor " << name;
   return {};
 }
