@@ -48,12 +48,7 @@ std::vector<TensorRef> Tensors() {
 }
 
 void DdWriteState(benchmark::State& state) { DdWrite(state, WorkDir("checkpoint"), kStateBytes); }
-BENCHMARK(DdWriteState)
-    ->Name("checkpoint_save_1GiB/baseline:dd_conv_fdatasync")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(DdWriteState)->Apply(DiskRow)->Name("checkpoint_save_1GiB/baseline:dd_conv_fdatasync");
 
 // Encode, write 4 shards + index + manifest, hash, fsync every file and folder, rename.
 void StoreSave(benchmark::State& state) {
@@ -80,20 +75,10 @@ void StoreSave(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * kStateBytes);
 }
-BENCHMARK(StoreSave)
-    ->Name("checkpoint_save_1GiB/accel_checkpoint_store_save")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(StoreSave)->Apply(DiskRow)->Name("checkpoint_save_1GiB/accel_checkpoint_store_save");
 
 void DdReadState(benchmark::State& state) { DdRead(state, WorkDir("checkpoint"), kStateBytes); }
-BENCHMARK(DdReadState)
-    ->Name("checkpoint_load_1GiB/baseline:dd_cold_read")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(DdReadState)->Apply(DiskRow)->Name("checkpoint_load_1GiB/baseline:dd_cold_read");
 
 // A saved checkpoint for the load rows, written once.
 const fs::path& LoadProject() {
@@ -118,6 +103,10 @@ void Load(benchmark::State& state, bool cold) {
       state.ResumeTiming();
     }
     llvm::Expected<CheckpointStore> store = CheckpointStore::Open({project.string(), true, std::nullopt, 0});
+    if (!store) {
+      state.SkipWithError(llvm::toString(store.takeError()).c_str());
+      break;
+    }
     llvm::Expected<VerifiedCheckpoint> loaded = store->LoadLatest();
     if (!loaded) {
       state.SkipWithError(llvm::toString(loaded.takeError()).c_str());
@@ -135,17 +124,11 @@ void Load(benchmark::State& state, bool cold) {
   state.SetBytesProcessed(state.iterations() * kStateBytes);
 }
 BENCHMARK_CAPTURE(Load, cold, true)
-    ->Name("checkpoint_load_1GiB/accel_load_latest_verified_cold")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+    ->Apply(DiskRow)
+    ->Name("checkpoint_load_1GiB/accel_load_latest_verified_cold");
 BENCHMARK_CAPTURE(Load, warm, false)
-    ->Name("checkpoint_load_1GiB/accel_load_latest_verified_page_cache")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+    ->Apply(DiskRow)
+    ->Name("checkpoint_load_1GiB/accel_load_latest_verified_page_cache");
 
 }  // namespace
 

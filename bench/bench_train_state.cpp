@@ -59,12 +59,7 @@ int64_t StateBytes() {
 }
 
 void DdWriteState(benchmark::State& state) { DdWrite(state, WorkDir("train_state"), StateBytes()); }
-BENCHMARK(DdWriteState)
-    ->Name("train_state_save/baseline:dd_conv_fdatasync")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(DdWriteState)->Apply(DiskRow)->Name("train_state_save/baseline:dd_conv_fdatasync");
 
 // EncodeTrainingState + CheckpointStore::Save: every file written, hashed, fsynced, renamed.
 void AccelSave(benchmark::State& state) {
@@ -90,12 +85,7 @@ void AccelSave(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * StateBytes());
 }
-BENCHMARK(AccelSave)
-    ->Name("train_state_save/accel_save_state")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(AccelSave)->Apply(DiskRow)->Name("train_state_save/accel_save_state");
 
 void TorchSave(benchmark::State& state) {
   fs::path file = WorkDir("train_state") / "torch_save.pt";
@@ -109,20 +99,10 @@ void TorchSave(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * StateBytes());
 }
-BENCHMARK(TorchSave)
-    ->Name("train_state_save/torch_save+fdatasync")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(TorchSave)->Apply(DiskRow)->Name("train_state_save/torch_save+fdatasync");
 
 void DdReadState(benchmark::State& state) { DdRead(state, WorkDir("train_state"), StateBytes()); }
-BENCHMARK(DdReadState)
-    ->Name("train_state_load/baseline:dd_cold_read")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(DdReadState)->Apply(DiskRow)->Name("train_state_load/baseline:dd_cold_read");
 
 // LoadLatest (every file's SHA-256 against the manifest) + RestoreTrainingState (weights copied
 // into the model, optimizer state rebuilt, RNG set), files cold.
@@ -144,6 +124,10 @@ void AccelLoad(benchmark::State& state) {
     Evict(project);
     state.ResumeTiming();
     auto store = checkpoint::CheckpointStore::Open({project.string(), true, std::nullopt, 0});
+    if (!store) {
+      state.SkipWithError(llvm::toString(store.takeError()).c_str());
+      break;
+    }
     auto loaded = store->LoadLatest();
     if (!loaded) {
       state.SkipWithError(llvm::toString(loaded.takeError()).c_str());
@@ -157,12 +141,7 @@ void AccelLoad(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * StateBytes());
 }
-BENCHMARK(AccelLoad)
-    ->Name("train_state_load/accel_load_state_verified_cold")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(AccelLoad)->Apply(DiskRow)->Name("train_state_load/accel_load_state_verified_cold");
 
 // The verification part of AccelLoad alone: LoadLatest maps every file and checks its SHA-256.
 void AccelVerify(benchmark::State& state) {
@@ -172,6 +151,10 @@ void AccelVerify(benchmark::State& state) {
     Evict(project);
     state.ResumeTiming();
     auto store = checkpoint::CheckpointStore::Open({project.string(), true, std::nullopt, 0});
+    if (!store) {
+      state.SkipWithError(llvm::toString(store.takeError()).c_str());
+      break;
+    }
     auto loaded = store->LoadLatest();
     if (!loaded) {
       state.SkipWithError(llvm::toString(loaded.takeError()).c_str());
@@ -180,12 +163,7 @@ void AccelVerify(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * StateBytes());
 }
-BENCHMARK(AccelVerify)
-    ->Name("train_state_load/accel_load_latest_only_cold")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(AccelVerify)->Apply(DiskRow)->Name("train_state_load/accel_load_latest_only_cold");
 
 void TorchLoad(benchmark::State& state) {
   fs::path file = WorkDir("train_state") / "torch_load.pt";
@@ -201,12 +179,7 @@ void TorchLoad(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * StateBytes());
 }
-BENCHMARK(TorchLoad)
-    ->Name("train_state_load/torch_load_cold")
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1)
-    ->Repetitions(5);
+BENCHMARK(TorchLoad)->Apply(DiskRow)->Name("train_state_load/torch_load_cold");
 
 }  // namespace
 
