@@ -406,14 +406,24 @@ void DataOps::BroadcastObjectList(std::vector<Value>& objects, int from_process)
 }
 
 Value DataOps::Reduce(const Value& data, std::string_view reduction, double scale) {
-  Reduction how = ParseReduction(reduction);
   at::NoGradGuard no_grad;
-  std::vector<Leaf> leaves = TensorLeaves(data, "reduce");
-  std::vector<at::Tensor> results;
-  for (const Leaf& leaf : leaves) results.push_back(leaf.tensor.clone(at::MemoryFormat::Contiguous));
-  if (!collectives_.distributed()) return ReplaceTensors(data, results);
+  Reduction how;
+  std::vector<Leaf> leaves;
+  auto clones = [&] {
+    std::vector<at::Tensor> copies;
+    for (const Leaf& leaf : leaves) copies.push_back(leaf.tensor.clone(at::MemoryFormat::Contiguous));
+    return copies;
+  };
+  if (!collectives_.distributed()) {
+    how = ParseReduction(reduction);
+    leaves = TensorLeaves(data, "reduce");
+    return ReplaceTensors(data, clones());
+  }
+  // Argument checks run inside the agreement, so a bad one on any rank fails every rank.
   Agree(kReduce, "reduce", data, /*dims_only=*/false, fmt::format("reduction={} scale={}", reduction, scale),
         [&] {
+          how = ParseReduction(reduction);
+          leaves = TensorLeaves(data, "reduce");
           CheckDevices(data, leaves, collectives_.device(), "reduce");
           for (size_t i = 0; i < leaves.size(); ++i) {
             if ((how.mean || scale != 1.0) && !at::isFloatingType(leaves[i].tensor.scalar_type())) {
@@ -427,6 +437,7 @@ Value DataOps::Reduce(const Value& data, std::string_view reduction, double scal
           }
         });
   if (leaves.empty()) return data;
+  std::vector<at::Tensor> results = clones();
 
   // One flat buffer per wire dtype; a lone leaf already of its wire dtype is reduced in place.
   // Empty tensors need no reduction and take no part.

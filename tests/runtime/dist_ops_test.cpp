@@ -558,6 +558,14 @@ TEST_P(MultiRank, ABadArgumentOnOneRankFailsEveryRankInsteadOfStrandingThem) {
                 std::string::npos)
           << error;
     }
+    // Reduce checks its arguments inside the agreement too: an unknown reduction, a string leaf.
+    error = ErrorOf([&] { ops.Reduce(T(at::ones({2})), rank == 1 ? "avg" : "sum"); });
+    EXPECT_NE(
+        error.find(rank == 1 ? "reduce: unknown reduction `avg`" : "rank 1: reduce: unknown reduction `avg`"),
+        std::string::npos)
+        << error;
+    error = ErrorOf([&] { ops.Reduce(data, "sum"); });
+    EXPECT_NE(error.find("the leaf at [1] is a string"), std::string::npos) << error;
     // An object one rank cannot encode.
     Value object = rank == 1 ? T(at::ones({1}, at::kComplexFloat)) : Value::Int(rank);
     error = ErrorOf([&] { ops.GatherObject(object); });
