@@ -1,0 +1,143 @@
+#include "runtime/observe/metrics_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace accel::rt::observe {
+namespace {
+
+llvm::Error SystemError(const std::string& what, const std::string& path, int error = errno) {
+  return llvm::createStringError(std::error_code(error, std::generic_category()), "%s `%s`: %s", what.c_str(),
+                                 path.c_str(), std::strerror(error));
+}
+
+// Where the last complete line of the file open on `fd` ends (just past its '\n'), or 0 when
+// there is none; -1 on a read error. Reads backwards so a long log is not read whole.
+off_t EndOfLastLine(int fd, off_t size) {
+  constexpr off_t kChunk = 64 << 10;
+  char buffer[kChunk];
+  for (off_t end = size; end > 0;) {
+    off_t begin = end > kChunk ? end - kChunk : 0;
+    size_t want = static_cast<size_t>(end - begin);
+    ssize_t got = ::pread(fd, buffer, want, begin);
+    if (got < 0 && errno == EINTR) continue;
+    if (got != static_cast<ssize_t>(want)) return -1;
+    for (size_t i = want; i > 0; --i) {
+      if (buffer[i - 1] == '\n') return begin + static_cast<off_t>(i);
+    }
+    end = begin;
+  }
+  return 0;
+}
+
+}  // namespace
+
+llvm::Expected<MetricsLog> MetricsLog::Open(const std::string& path, bool append) {
+  std::filesystem::path target(path);
+  if (target.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec) return SystemError("cannot create the directory of", path, ec.value());
+  }
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+  // The partial-line scan reads the file, so appending opens it read-write.
+  if (append) flags = (flags & ~O_WRONLY) | O_RDWR;
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return SystemError("cannot open", path);
+  MetricsLog log(path, fd);
+  if (append) {
+    struct stat info;
+    if (::fstat(fd, &info) != 0) return SystemError("cannot stat", path);
+    off_t keep = EndOfLastLine(fd, info.st_size);
+    if (keep < 0) return SystemError("cannot read", path);
+    // A crash mid-write leaves a line without its '\n'; the next line would be glued to it.
+    if (keep != info.st_size && ::ftruncate(fd, keep) != 0) return SystemError("cannot truncate", path);
+  }
+  return log;
+}
+
+MetricsLog::MetricsLog(MetricsLog&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+MetricsLog& MetricsLog::operator=(MetricsLog&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string MetricsLog::FormatLine(int64_t step, const Scalars& scalars, double time) {
+  std::string line;
+  llvm::raw_string_ostream os(line);
+  llvm::json::OStream json(os);
+  json.object([&] {
+    json.attribute("step", step);
+    json.attributeBegin("time");
+    json.rawValue(fmt::format("{:.6f}", time));
+    json.attributeEnd();
+    for (const auto& [name, value] : scalars) {
+      json.attributeBegin(llvm::json::isUTF8(name) ? name : llvm::json::fixUTF8(name));
+      // fmt's shortest round-trip form ("0.1", "3", "1e+20") is valid JSON; NaN and inf are not.
+      if (std::isfinite(value)) {
+        json.rawValue(fmt::format("{}", value));
+      } else {
+        json.value(nullptr);
+      }
+      json.attributeEnd();
+    }
+  });
+  os.flush();
+  line += '\n';
+  return line;
+}
+
+llvm::Error MetricsLog::Write(int64_t step, const Scalars& scalars) {
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return Write(step, scalars, now);
+}
+
+llvm::Error MetricsLog::Write(int64_t step, const Scalars& scalars, double time) {
+  for (const auto& [name, value] : scalars) {
+    if (name == "step" || name == "time") {
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "metric `%s` in `%s` clashes with the line's own field", name.c_str(),
+                                     path_.c_str());
+    }
+  }
+  std::string line = FormatLine(step, scalars, time);
+  // One write(2) per line: with O_APPEND a kill leaves whole lines plus at most a partial one.
+  // Regular files take the whole buffer at once; the loop only covers signals and full disks.
+  std::string_view rest(line);
+  while (!rest.empty()) {
+    ssize_t written = ::write(fd_, rest.data(), rest.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return SystemError("cannot write", path_);
+    }
+    rest.remove_prefix(static_cast<size_t>(written));
+  }
+  return llvm::Error::success();
+}
+
+}  // namespace accel::rt::observe

@@ -1,0 +1,379 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "llvm/Support/JSON.h"
+#include "runtime/observe/metrics_log.h"
+#include "runtime/observe/progress.h"
+#include "runtime/observe/tensorboard.h"
+#include "tests/unit/scratch_dir.h"
+
+namespace accel::rt::observe {
+namespace {
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Everything written to a tmpfile so far.
+std::string Contents(std::FILE* file) {
+  std::fflush(file);
+  std::rewind(file);
+  std::string text;
+  char buffer[4096];
+  while (size_t got = std::fread(buffer, 1, sizeof(buffer), file)) text.append(buffer, got);
+  return text;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// --- MetricsLog -------------------------------------------------------------------------------
+
+TEST(MetricsLog, WritesStepTimeAndScalarsInOrder) {
+  std::string path = (testing::ScratchDir("order") / "nested" / "metrics.jsonl").string();
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path, /*append=*/false);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  ASSERT_FALSE(bool(log->Write(1, {{"loss", 0.5}, {"lr", 0.003}, {"accuracy", 3}}, 1718000000.25)));
+  ASSERT_FALSE(bool(log->Write(2, {{"zeta", 1e20}, {"alpha", -0.1}}, 1718000001.0)));
+  EXPECT_EQ(ReadFile(path),
+            "{\"step\":1,\"time\":1718000000.250000,\"loss\":0.5,\"lr\":0.003,\"accuracy\":3}\n"
+            "{\"step\":2,\"time\":1718000001.000000,\"zeta\":1e+20,\"alpha\":-0.1}\n");
+  for (const std::string& line : Lines(ReadFile(path))) {
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(line);
+    EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  }
+}
+
+TEST(MetricsLog, WritesNonFiniteValuesAsNull) {
+  std::string path = (testing::ScratchDir("nan") / "metrics.jsonl").string();
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path, false);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  double inf = std::numeric_limits<double>::infinity();
+  ASSERT_FALSE(bool(log->Write(3, {{"loss", std::nan("")}, {"grad_norm", inf}, {"low", -inf}}, 5.0)));
+  EXPECT_EQ(ReadFile(path), "{\"step\":3,\"time\":5.000000,\"loss\":null,\"grad_norm\":null,\"low\":null}\n");
+}
+
+TEST(MetricsLog, StampsTheCurrentTime) {
+  std::string path = (testing::ScratchDir("now") / "metrics.jsonl").string();
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path, false);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  double before = static_cast<double>(std::time(nullptr));
+  ASSERT_FALSE(bool(log->Write(1, {{"loss", 1.0}})));
+  llvm::Expected<llvm::json::Value> line = llvm::json::parse(Lines(ReadFile(path)).at(0));
+  ASSERT_TRUE(bool(line)) << llvm::toString(line.takeError());
+  auto time = line->getAsObject()->getNumber("time");
+  ASSERT_TRUE(time.hasValue());
+  EXPECT_GE(*time, before - 1);
+  EXPECT_LE(*time, before + 60);
+}
+
+TEST(MetricsLog, AppendKeepsEarlierLines) {
+  std::string path = (testing::ScratchDir("append") / "metrics.jsonl").string();
+  {
+    llvm::Expected<MetricsLog> log = MetricsLog::Open(path, false);
+    ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+    ASSERT_FALSE(bool(log->Write(1, {{"loss", 1.0}}, 1.0)));
+  }
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path, /*append=*/true);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  ASSERT_FALSE(bool(log->Write(2, {{"loss", 0.5}}, 2.0)));
+  EXPECT_EQ(ReadFile(path),
+            "{\"step\":1,\"time\":1.000000,\"loss\":1}\n"
+            "{\"step\":2,\"time\":2.000000,\"loss\":0.5}\n");
+}
+
+TEST(MetricsLog, AppendTruncatesAPartialLastLine) {
+  std::filesystem::path path = testing::ScratchDir("partial") / "metrics.jsonl";
+  WriteFile(path, "{\"step\":1,\"time\":1.000000,\"loss\":1}\n{\"step\":2,\"ti");
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path.string(), true);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  ASSERT_FALSE(bool(log->Write(2, {{"loss", 0.5}}, 2.0)));
+  EXPECT_EQ(ReadFile(path),
+            "{\"step\":1,\"time\":1.000000,\"loss\":1}\n"
+            "{\"step\":2,\"time\":2.000000,\"loss\":0.5}\n");
+}
+
+TEST(MetricsLog, AppendTruncatesAFileWithOnlyAPartialLine) {
+  std::filesystem::path path = testing::ScratchDir("only_partial") / "metrics.jsonl";
+  // Longer than the 64 KiB backwards read, so the scan crosses a chunk boundary.
+  WriteFile(path, "{\"step\":1,\"note\":\"" + std::string(100000, 'x'));
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path.string(), true);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  ASSERT_FALSE(bool(log->Write(1, {{"loss", 2.0}}, 1.0)));
+  EXPECT_EQ(ReadFile(path), "{\"step\":1,\"time\":1.000000,\"loss\":2}\n");
+}
+
+TEST(MetricsLog, AppendCreatesAMissingFile) {
+  std::filesystem::path path = testing::ScratchDir("append_new") / "metrics.jsonl";
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path.string(), true);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  ASSERT_FALSE(bool(log->Write(7, {}, 1.0)));
+  EXPECT_EQ(ReadFile(path), "{\"step\":7,\"time\":1.000000}\n");
+}
+
+TEST(MetricsLog, OpenWithoutAppendStartsOver) {
+  std::filesystem::path path = testing::ScratchDir("truncate") / "metrics.jsonl";
+  WriteFile(path, "{\"step\":1}\n");
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path.string(), false);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  EXPECT_EQ(ReadFile(path), "");
+}
+
+TEST(MetricsLog, RejectsScalarsNamedLikeTheLinesOwnFields) {
+  std::filesystem::path path = testing::ScratchDir("reserved") / "metrics.jsonl";
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path.string(), false);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  llvm::Error error = log->Write(1, {{"loss", 1.0}, {"step", 2.0}}, 1.0);
+  ASSERT_TRUE(bool(error));
+  EXPECT_NE(llvm::toString(std::move(error)).find("metric `step`"), std::string::npos);
+  EXPECT_EQ(ReadFile(path), "");
+}
+
+TEST(MetricsLog, OpenErrorNamesThePath) {
+  std::filesystem::path dir = testing::ScratchDir("is_dir");
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(dir.string(), false);
+  ASSERT_FALSE(bool(log));
+  EXPECT_NE(llvm::toString(log.takeError()).find(dir.string()), std::string::npos);
+}
+
+// --- ProgressReporter -------------------------------------------------------------------------
+
+TEST(Progress, PlainLinesAtFirstEveryLogEveryAndLastStep) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  {
+    ProgressReporter progress(/*total_steps=*/205, /*first_step=*/1, /*log_every=*/20, /*tty=*/false, out);
+    for (int64_t step = 1; step <= 205; ++step) progress.Update(step, 0.123456789, 0.003, 1234.4);
+    progress.Finish();
+  }
+  std::vector<std::string> lines = Lines(Contents(out));
+  std::fclose(out);
+  ASSERT_EQ(lines.size(), 12u);  // 1, 20, 40, ..., 200, 205
+  EXPECT_EQ(lines[0], "step   1/205  loss 0.123457  lr 0.003  1234 samples/s");
+  EXPECT_EQ(lines[1], "step  20/205  loss 0.123457  lr 0.003  1234 samples/s");
+  EXPECT_EQ(lines[10], "step 200/205  loss 0.123457  lr 0.003  1234 samples/s");
+  EXPECT_EQ(lines[11], "step 205/205  loss 0.123457  lr 0.003  1234 samples/s");
+}
+
+TEST(Progress, PlainLinesOnResumeAndWithoutThroughput) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  {
+    ProgressReporter progress(100, /*first_step=*/51, 25, false, out);
+    for (int64_t step = 51; step <= 100; ++step) progress.Update(step, 2.0, 1e-5, step == 51 ? 0.0 : 10.0);
+  }
+  std::vector<std::string> lines = Lines(Contents(out));
+  std::fclose(out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "step  51/100  loss 2.000000  lr 1e-05");
+  EXPECT_EQ(lines[1], "step  75/100  loss 2.000000  lr 1e-05  10 samples/s");
+  EXPECT_EQ(lines[2], "step 100/100  loss 2.000000  lr 1e-05  10 samples/s");
+}
+
+TEST(Progress, TerminalLineIsRedrawnAtMostTenTimesASecond) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  double now = 0;
+  {
+    ProgressReporter progress(1000, 1, /*log_every=*/0, /*tty=*/true, out, [&] { return now; });
+    // 1000 steps of 1 ms: 1 s in all.
+    for (int64_t step = 1; step <= 1000; ++step) {
+      now += 0.001;
+      progress.Update(step, 0.25, 0.001, 0);
+    }
+    progress.Finish();
+  }
+  std::string text = Contents(out);
+  std::fclose(out);
+  size_t draws = std::count(text.begin(), text.end(), '\r');
+  // The first step, about ten redraws in the second, the last step.
+  EXPECT_GE(draws, 10u);
+  EXPECT_LE(draws, 13u);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+  ASSERT_EQ(text.back(), '\n');
+  std::string last = text.substr(text.rfind('\r') + 1);
+  EXPECT_EQ(last,
+            "[####################] 1000/1000 100%  loss 0.250000  lr 0.001  1000.00 it/s  ETA 0:00:00\n");
+}
+
+TEST(Progress, TerminalLineShowsRateAndEtaAndPadsShorterLines) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  double now = 100;
+  ProgressReporter progress(200, 1, 10, true, out, [&] { return now; });
+  now += 2;
+  progress.Update(1, 10.5, 0.01, 0);
+  now += 18;  // 10 steps in 20 s: 0.5 it/s, 190 steps left
+  progress.Update(10, 1.5, 0.01, 0);
+  progress.Finish();
+  std::string text = Contents(out);
+  std::fclose(out);
+  EXPECT_EQ(text,
+            "\r[--------------------]   1/200   0%  loss 10.500000  lr 0.01  0.50 it/s  ETA 0:06:38"
+            "\r[#-------------------]  10/200   5%  loss 1.500000  lr 0.01  0.50 it/s  ETA 0:06:20 \n");
+}
+
+TEST(Progress, FinishDrawsAThrottledLastUpdate) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  double now = 0;
+  ProgressReporter progress(100, 1, 0, true, out, [&] { return now; });
+  progress.Update(1, 1.0, 0.1, 0);
+  progress.Update(2, 0.5, 0.1, 0);  // same instant: not drawn yet
+  progress.Finish();
+  progress.Finish();
+  progress.Update(3, 0.25, 0.1, 0);
+  std::string text = Contents(out);
+  std::fclose(out);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\r'), 2);
+  EXPECT_NE(text.find("  2/100"), std::string::npos);
+  EXPECT_EQ(text.find("  3/100"), std::string::npos);
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(Progress, NoOutputWithoutUpdates) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  { ProgressReporter progress(10, 1, 1, true, out); }
+  EXPECT_EQ(Contents(out), "");
+  std::fclose(out);
+}
+
+TEST(Progress, TmpfileIsNotATerminal) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  EXPECT_FALSE(IsTerminal(out));
+  std::fclose(out);
+}
+
+// --- CRC-32C and TFRecord ---------------------------------------------------------------------
+
+TEST(Crc32c, KnownVectors) {
+  EXPECT_EQ(Crc32c(""), 0u);
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+  // RFC 3720 (iSCSI) appendix B.4.
+  EXPECT_EQ(Crc32c(std::string(32, '\0')), 0x8A9136AAu);
+  EXPECT_EQ(Crc32c(std::string(32, '\xff')), 0x62A8AB43u);
+  std::string ascending;
+  for (int i = 0; i < 32; ++i) ascending += static_cast<char>(i);
+  EXPECT_EQ(Crc32c(ascending), 0x46DD794Eu);
+}
+
+TEST(Crc32c, MaskRotatesAndAddsTheConstant) {
+  EXPECT_EQ(MaskCrc(0), 0xa282ead8u);
+  EXPECT_EQ(MaskCrc(0x00008000u), 0xa282ead9u);
+  EXPECT_EQ(MaskCrc(0x00000001u), 0xa282ead8u + 0x20000u);
+}
+
+uint32_t LittleEndian32(std::string_view bytes) {
+  uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(bytes[i]);
+  return value;
+}
+
+TEST(TfRecord, FramesLengthDataAndBothCrcs) {
+  std::string record = FrameRecord("abc");
+  ASSERT_EQ(record.size(), 8u + 4 + 3 + 4);
+  EXPECT_EQ(record.substr(0, 8), std::string("\x03\0\0\0\0\0\0\0", 8));
+  EXPECT_EQ(LittleEndian32(record.substr(8, 4)), MaskCrc(Crc32c(record.substr(0, 8))));
+  EXPECT_EQ(record.substr(12, 3), "abc");
+  EXPECT_EQ(LittleEndian32(record.substr(15, 4)), MaskCrc(Crc32c("abc")));
+}
+
+TEST(TfRecord, EncodesTheFileVersionEvent) {
+  EXPECT_EQ(EncodeFileVersionEvent(1.0), std::string("\x09\0\0\0\0\0\0\xf0\x3f\x1a\x0d"
+                                                     "brain.Event:2",
+                                                     24));
+}
+
+TEST(TfRecord, EncodesAScalarEvent) {
+  // wall_time 1.0; step 3; summary { value { tag "loss" simple_value 0.5 } }
+  EXPECT_EQ(EncodeScalarEvent("loss", 0.5f, 3, 1.0), std::string("\x09\0\0\0\0\0\0\xf0\x3f"
+                                                                 "\x10\x03"
+                                                                 "\x2a\x0d\x0a\x0b\x0a\x04loss\x15\0\0\0\x3f",
+                                                                 26));
+}
+
+TEST(TfRecord, EncodesNegativeAndLargeStepsAsTenByteVarints) {
+  std::string event = EncodeScalarEvent("a", 0, -1, 0);
+  EXPECT_NE(event.find(std::string("\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11)), std::string::npos);
+  event = EncodeScalarEvent("a", 0, 300, 0);
+  EXPECT_NE(event.find("\x10\xac\x02"), std::string::npos);
+}
+
+// --- TensorBoardWriter ------------------------------------------------------------------------
+
+TEST(TensorBoardWriter, CreatesTheDirectoryAndAFileStartingWithFileVersion) {
+  std::filesystem::path dir = testing::ScratchDir("tb") / "logs" / "project";
+  llvm::Expected<TensorBoardWriter> writer = TensorBoardWriter::Open(dir.string());
+  ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+  std::string name = std::filesystem::path(writer->path()).filename().string();
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  EXPECT_TRUE(std::regex_match(name, std::regex(R"(events\.out\.tfevents\.\d+\.)" + std::string(host))))
+      << name;
+  EXPECT_EQ(std::filesystem::path(writer->path()).parent_path(), dir);
+  std::string bytes = ReadFile(writer->path());
+  ASSERT_EQ(bytes.size(), 16u + 24);
+  EXPECT_EQ(bytes.substr(12, 24).substr(9), std::string("\x1a\x0d") + "brain.Event:2");
+  EXPECT_EQ(bytes.substr(0, 12), FrameRecord(bytes.substr(12, 24)).substr(0, 12));
+}
+
+TEST(TensorBoardWriter, WritesScalarRecordsOnFlushAndOnDestruction) {
+  std::filesystem::path dir = testing::ScratchDir("tb_flush");
+  std::string path;
+  size_t header = 0;
+  {
+    llvm::Expected<TensorBoardWriter> writer = TensorBoardWriter::Open(dir.string());
+    ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+    path = writer->path();
+    header = ReadFile(path).size();
+    ASSERT_FALSE(bool(writer->AddScalar("loss", 0.5, 3, 1.0)));
+    EXPECT_EQ(ReadFile(path).size(), header);
+    ASSERT_FALSE(bool(writer->Flush()));
+    EXPECT_EQ(ReadFile(path).substr(header), FrameRecord(EncodeScalarEvent("loss", 0.5f, 3, 1.0)));
+    ASSERT_FALSE(bool(writer->AddScalar("lr", 0.25, 4, 2.0)));
+  }
+  EXPECT_EQ(ReadFile(path).substr(header), FrameRecord(EncodeScalarEvent("loss", 0.5f, 3, 1.0)) +
+                                               FrameRecord(EncodeScalarEvent("lr", 0.25f, 4, 2.0)));
+}
+
+TEST(TensorBoardWriter, TwoWritersInOneDirectoryGetTwoFiles) {
+  std::filesystem::path dir = testing::ScratchDir("tb_two");
+  llvm::Expected<TensorBoardWriter> first = TensorBoardWriter::Open(dir.string());
+  ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
+  llvm::Expected<TensorBoardWriter> second = TensorBoardWriter::Open(dir.string());
+  ASSERT_TRUE(bool(second)) << llvm::toString(second.takeError());
+  EXPECT_NE(first->path(), second->path());
+}
+
+TEST(TensorBoardWriter, OpenErrorNamesThePath) {
+  std::filesystem::path file = testing::ScratchDir("tb_error") / "file";
+  WriteFile(file, "x");
+  llvm::Expected<TensorBoardWriter> writer = TensorBoardWriter::Open((file / "sub").string());
+  ASSERT_FALSE(bool(writer));
+  EXPECT_NE(llvm::toString(writer.takeError()).find(file.string()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace accel::rt::observe
