@@ -1,0 +1,569 @@
+#include "runtime/data/dataset.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string_view>
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "runtime/checkpoint/safetensors.h"
+
+namespace accel::rt::data {
+namespace {
+
+// Raw file bytes are copied straight into tensors: both .npy (`<`) and safetensors are
+// little-endian, like every host we run on.
+static_assert(std::endian::native == std::endian::little, "the loaders assume a little-endian host");
+
+llvm::Error Fail(const std::string& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+// "; did you mean `x`?" for a close name, otherwise "; the <what> are `a`, `b`".
+std::string Suggest(const std::string& name, const std::vector<std::string>& candidates,
+                    const std::string& what) {
+  const std::string* best = nullptr;
+  unsigned best_distance = 0;
+  for (const std::string& candidate : candidates) {
+    unsigned distance = llvm::StringRef(name).edit_distance(candidate, /*AllowReplacements=*/true);
+    if (best == nullptr || distance < best_distance) {
+      best = &candidate;
+      best_distance = distance;
+    }
+  }
+  // A third of the name may be wrong: enough for typos, not for unrelated names.
+  if (best != nullptr && best_distance <= std::max<size_t>(1, name.size() / 3)) {
+    return fmt::format("; did you mean `{}`?", *best);
+  }
+  std::string list;
+  for (const std::string& candidate : candidates) list += (list.empty() ? "`" : ", `") + candidate + "`";
+  return fmt::format("; the {} are {}", what, list.empty() ? "none" : list);
+}
+
+std::string ShapeText(at::IntArrayRef shape) {
+  // NumPy's spelling, which is what users see when they save the arrays.
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+// Checks ranks, dtypes and row counts shared by the binary formats and converts to the
+// Dataset's dtypes. `features_name` / `targets_name` say where each tensor came from.
+llvm::Expected<Dataset> Assemble(at::Tensor features, at::Tensor targets, TargetKind kind,
+                                 const std::string& features_name, const std::string& targets_name) {
+  if (features.dim() != 2) {
+    return Fail(
+        fmt::format("{}: features must be 2-D [samples, features], found shape {}; reshape them, "
+                    "e.g. `x.reshape(len(x), -1)`",
+                    features_name, ShapeText(features.sizes())));
+  }
+  if (kind == TargetKind::kRegression) {
+    if (targets.dim() == 1) targets = targets.unsqueeze(1);
+    if (targets.dim() != 2) {
+      return Fail(
+          fmt::format("{}: regression targets must be 1-D [samples] or 2-D [samples, outputs], "
+                      "found shape {}",
+                      targets_name, ShapeText(targets.sizes())));
+    }
+    targets = targets.to(at::kFloat);
+  } else {
+    if (!at::isIntegralType(targets.scalar_type(), /*includeBool=*/true)) {
+      return Fail(
+          fmt::format("{}: class labels must have an integer dtype, found {}; save them as integers, "
+                      "e.g. `y.astype(np.int64)`",
+                      targets_name, std::string(c10::toString(targets.scalar_type()))));
+    }
+    if (targets.dim() == 2 && targets.size(1) == 1) targets = targets.reshape({targets.size(0)});
+    if (targets.dim() != 1) {
+      return Fail(fmt::format("{}: class labels must be 1-D [samples], found shape {}", targets_name,
+                              ShapeText(targets.sizes())));
+    }
+    targets = targets.to(at::kLong);
+  }
+  if (features.size(0) != targets.size(0)) {
+    return Fail(fmt::format("{} has {} rows but {} has {}; features and targets need one row per sample",
+                            features_name, features.size(0), targets_name, targets.size(0)));
+  }
+  return Dataset{features.to(at::kFloat).contiguous(), targets.contiguous()};
+}
+
+// A dense tensor holding a copy of `bytes` (which need not be aligned).
+at::Tensor TensorFromBytes(std::string_view bytes, at::IntArrayRef shape, at::ScalarType type) {
+  at::Tensor tensor = at::empty(shape, type);
+  if (!bytes.empty()) std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
+  return tensor;
+}
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> ReadFile(const std::string& path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) return Fail(fmt::format("{}: cannot read: {}", path, buffer.getError().message()));
+  return std::move(*buffer);
+}
+
+// ---- CSV ----
+
+struct Cell {
+  std::string_view text;  // without surrounding blanks
+  int64_t column;         // 1-based, of the first non-blank character
+};
+
+std::vector<Cell> SplitCells(std::string_view line) {
+  std::vector<Cell> cells;
+  size_t start = 0;
+  while (true) {
+    size_t comma = line.find(',', start);
+    std::string_view raw = line.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    size_t first = raw.find_first_not_of(" \t");
+    if (first == std::string_view::npos) {
+      cells.push_back({std::string_view(), static_cast<int64_t>(start + 1)});
+    } else {
+      size_t last = raw.find_last_not_of(" \t");
+      cells.push_back({raw.substr(first, last - first + 1), static_cast<int64_t>(start + first + 1)});
+    }
+    if (comma == std::string_view::npos) return cells;
+    start = comma + 1;
+  }
+}
+
+// Parses the whole cell as a number; false when anything is left over.
+bool ParseNumber(std::string_view text, double* value) {
+  // from_chars rejects a leading '+', which spreadsheets do write.
+  if (text.size() > 1 && text[0] == '+' && text[1] != '-') text.remove_prefix(1);
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return error == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+// Where a column's values go.
+struct ColumnUse {
+  enum Role { kIgnored, kFeature, kTarget } role = kIgnored;
+  int64_t slot = 0;
+};
+
+}  // namespace
+
+llvm::Expected<Dataset> LoadCsv(const std::string& path, const std::vector<std::string>& feature_columns,
+                                const std::vector<std::string>& target_columns, TargetKind kind) {
+  if (target_columns.empty()) {
+    return Fail(fmt::format("{}: no target columns given; name the column(s) the model must predict", path));
+  }
+  if (kind == TargetKind::kClassLabels && target_columns.size() != 1) {
+    return Fail(fmt::format("{}: class labels come from exactly one column, {} were given", path,
+                            target_columns.size()));
+  }
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = ReadFile(path);
+  if (!buffer) return buffer.takeError();
+  std::string_view text((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+  // Spreadsheet exports often start with a UTF-8 byte order mark.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+
+  // Lines, without their '\n' or "\r\n", numbered from 1.
+  size_t offset = 0;
+  int64_t line_number = 0;
+  auto next_line = [&](std::string_view* line) {
+    if (offset >= text.size()) return false;
+    size_t end = text.find('\n', offset);
+    if (end == std::string_view::npos) end = text.size();
+    *line = text.substr(offset, end - offset);
+    if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+    offset = end + 1;
+    ++line_number;
+    return true;
+  };
+
+  std::string_view line;
+  if (!next_line(&line) || line.find_first_not_of(" \t") == std::string_view::npos) {
+    return Fail(
+        fmt::format("{}:1:1: the first line is empty; it must be a header naming the columns, "
+                    "e.g. `x1,x2,y`",
+                    path));
+  }
+  std::vector<Cell> header = SplitCells(line);
+  std::vector<std::string> names;
+  for (const Cell& cell : header) {
+    std::string_view name = cell.text;
+    if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+    if (name.empty()) {
+      return Fail(fmt::format("{}:1:{}: column {} has no name; every header cell must name its column", path,
+                              cell.column, names.size() + 1));
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) {
+        return Fail(fmt::format("{}:1:{}: duplicate column `{}` (also column {}); rename one of them", path,
+                                cell.column, name, i + 1));
+      }
+    }
+    names.emplace_back(name);
+  }
+
+  // Which column feeds which feature or target slot.
+  std::vector<ColumnUse> uses(names.size());
+  auto resolve = [&](const std::string& name, ColumnUse::Role role, int64_t slot,
+                     const char* list) -> llvm::Error {
+    auto found = std::find(names.begin(), names.end(), name);
+    if (found == names.end()) {
+      return Fail(fmt::format("{}:1:1: the header has no column `{}` (named in {}){}", path, name, list,
+                              Suggest(name, names, "columns")));
+    }
+    ColumnUse& use = uses[found - names.begin()];
+    if (use.role != ColumnUse::kIgnored) {
+      return Fail(fmt::format("{}:1:{}: column `{}` is named twice in {}{}", path,
+                              header[found - names.begin()].column, name,
+                              use.role == role ? list : "feature_columns and target_columns",
+                              use.role == role ? "" : "; a column is either a feature or a target"));
+    }
+    use = {role, slot};
+    return llvm::Error::success();
+  };
+  for (size_t i = 0; i < target_columns.size(); ++i) {
+    if (llvm::Error error = resolve(target_columns[i], ColumnUse::kTarget, i, "target_columns")) return error;
+  }
+  int64_t num_features = 0;
+  if (feature_columns.empty()) {
+    for (ColumnUse& use : uses) {
+      if (use.role == ColumnUse::kIgnored) use = {ColumnUse::kFeature, num_features++};
+    }
+  } else {
+    for (const std::string& name : feature_columns) {
+      if (llvm::Error error = resolve(name, ColumnUse::kFeature, num_features++, "feature_columns")) {
+        return error;
+      }
+    }
+  }
+  if (num_features == 0) {
+    return Fail(fmt::format(
+        "{}:1:1: no feature columns are left once the targets are taken; add input columns", path));
+  }
+
+  const int64_t num_targets = static_cast<int64_t>(target_columns.size());
+  std::vector<float> features;
+  std::vector<float> regression_targets;
+  std::vector<int64_t> labels;
+  int64_t rows = 0;
+  while (next_line(&line)) {
+    // Blank lines (a trailing one above all) carry no sample.
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    std::vector<Cell> cells = SplitCells(line);
+    if (cells.size() != names.size()) {
+      // Point at the first extra cell, or just past the end of a short row.
+      int64_t column = cells.size() > names.size() ? cells[names.size()].column - 1
+                                                   : static_cast<int64_t>(line.size()) + 1;
+      return Fail(
+          fmt::format("{}:{}:{}: expected {} cells as in the header, found {}; every row needs one "
+                      "value per column",
+                      path, line_number, column, names.size(), cells.size()));
+    }
+    features.resize(features.size() + num_features);
+    float* feature_row = features.data() + rows * num_features;
+    if (kind == TargetKind::kRegression) regression_targets.resize(regression_targets.size() + num_targets);
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const ColumnUse& use = uses[c];
+      if (use.role == ColumnUse::kIgnored) continue;
+      const Cell& cell = cells[c];
+      double value = 0;
+      if (!ParseNumber(cell.text, &value)) {
+        std::string found = cell.text.empty() ? "an empty cell" : fmt::format("`{}`", cell.text);
+        return Fail(
+            fmt::format("{}:{}:{}: expected a number in column `{}`, found {}; cells must be plain "
+                        "numbers such as `-1.5e3` (no quotes, units or thousands separators)",
+                        path, line_number, cell.column, names[c], found));
+      }
+      if (use.role == ColumnUse::kFeature) {
+        feature_row[use.slot] = static_cast<float>(value);
+      } else if (kind == TargetKind::kRegression) {
+        regression_targets[rows * num_targets + use.slot] = static_cast<float>(value);
+      } else {
+        // Labels index the classes: whole numbers only (2^53 keeps the double exact).
+        if (!(std::trunc(value) == value && std::fabs(value) <= 9007199254740992.0)) {
+          return Fail(
+              fmt::format("{}:{}:{}: expected an integer class label in column `{}`, found `{}`; "
+                          "labels are class indices 0, 1, 2, ...",
+                          path, line_number, cell.column, names[c], cell.text));
+        }
+        labels.push_back(static_cast<int64_t>(value));
+      }
+    }
+    ++rows;
+  }
+  if (rows == 0) {
+    return Fail(fmt::format("{}:{}:1: no data rows after the header; add one line per sample", path,
+                            line_number + 1));
+  }
+  Dataset dataset;
+  dataset.features = at::from_blob(features.data(), {rows, num_features}, at::kFloat).clone();
+  if (kind == TargetKind::kRegression) {
+    dataset.targets = at::from_blob(regression_targets.data(), {rows, num_targets}, at::kFloat).clone();
+  } else {
+    dataset.targets = at::from_blob(labels.data(), {rows}, at::kLong).clone();
+  }
+  return dataset;
+}
+
+namespace {
+
+// ---- .npy ----
+
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+
+// The header is a Python dict literal, e.g.
+// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }. A scanner for exactly that.
+class DictScanner {
+ public:
+  DictScanner(std::string_view text, const std::string& path) : text_(text), path_(path) {}
+
+  llvm::Expected<NpyHeader> Scan() {
+    NpyHeader header;
+    bool has_descr = false, has_fortran = false, has_shape = false;
+    SkipBlanks();
+    if (!Eat('{')) return Error("expected `{` at the start of the header");
+    while (true) {
+      SkipBlanks();
+      if (Eat('}')) break;
+      llvm::Expected<std::string> key = String();
+      if (!key) return key.takeError();
+      SkipBlanks();
+      if (!Eat(':')) return Error(fmt::format("expected `:` after `'{}'`", *key));
+      SkipBlanks();
+      if (*key == "descr") {
+        if (Peek() == '[') return Error("structured dtypes (a list of fields) are not supported");
+        llvm::Expected<std::string> descr = String();
+        if (!descr) return descr.takeError();
+        header.descr = *descr;
+        has_descr = true;
+      } else if (*key == "fortran_order") {
+        if (text_.substr(pos_, 4) == "True") {
+          header.fortran_order = true;
+          pos_ += 4;
+        } else if (text_.substr(pos_, 5) == "False") {
+          pos_ += 5;
+        } else {
+          return Error("expected `True` or `False` for `fortran_order`");
+        }
+        has_fortran = true;
+      } else if (*key == "shape") {
+        llvm::Error error = Shape(&header.shape);
+        if (error) return error;
+        has_shape = true;
+      } else {
+        return Error(fmt::format("unexpected key `{}`", *key));
+      }
+      SkipBlanks();
+      if (!Eat(',')) {
+        SkipBlanks();
+        if (!Eat('}')) return Error("expected `,` or `}` in the header");
+        break;
+      }
+    }
+    if (!has_descr || !has_fortran || !has_shape) {
+      return Error("the header lacks one of `descr`, `fortran_order`, `shape`");
+    }
+    return header;
+  }
+
+ private:
+  char Peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  bool Eat(char c) {
+    if (Peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void SkipBlanks() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t')) ++pos_;
+  }
+  llvm::Error Error(const std::string& what) const {
+    return Fail(fmt::format("{}: malformed .npy header: {}; write the file with `numpy.save`", path_, what));
+  }
+  llvm::Expected<std::string> String() {
+    char quote = Peek();
+    if (quote != '\'' && quote != '"') return Error("expected a quoted string");
+    size_t end = text_.find(quote, pos_ + 1);
+    if (end == std::string_view::npos) return Error("unterminated string");
+    std::string value(text_.substr(pos_ + 1, end - pos_ - 1));
+    pos_ = end + 1;
+    return value;
+  }
+  llvm::Error Shape(std::vector<int64_t>* shape) {
+    if (!Eat('(')) return Error("expected `(` for `shape`");
+    while (true) {
+      SkipBlanks();
+      if (Eat(')')) return llvm::Error::success();
+      int64_t value = 0;
+      auto [end, error] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), value);
+      if (error != std::errc() || value < 0) return Error("expected a dimension in `shape`");
+      pos_ = end - text_.data();
+      // NumPy writes a trailing `L` for Python 2 longs in old files.
+      Eat('L');
+      shape->push_back(value);
+      SkipBlanks();
+      if (!Eat(',')) {
+        SkipBlanks();
+        if (!Eat(')')) return Error("expected `,` or `)` in `shape`");
+        return llvm::Error::success();
+      }
+    }
+  }
+
+  std::string_view text_;
+  const std::string& path_;
+  size_t pos_ = 0;
+};
+
+// The element type for a .npy `descr`, or an error saying how to convert the array.
+llvm::Expected<at::ScalarType> NpyType(const std::string& descr, const std::string& path) {
+  static const std::map<std::string, at::ScalarType> kTypes = {
+      {"<f2", at::kHalf}, {"<f4", at::kFloat}, {"<f8", at::kDouble}, {"<i1", at::kChar},
+      {"|i1", at::kChar}, {"<i2", at::kShort}, {"<i4", at::kInt},    {"<i8", at::kLong},
+      {"|u1", at::kByte}, {"<u1", at::kByte},  {"|b1", at::kBool},   {"<b1", at::kBool}};
+  auto found = kTypes.find(descr);
+  if (found != kTypes.end()) return found->second;
+  if (!descr.empty() && descr[0] == '>') {
+    return Fail(
+        fmt::format("{}: big-endian dtype `{}` is not supported; convert it with "
+                    "`arr.astype(arr.dtype.newbyteorder('<'))`",
+                    path, descr));
+  }
+  if (descr.find('O') != std::string::npos) {
+    return Fail(
+        fmt::format("{}: object arrays (dtype `{}`) cannot be loaded; save a numeric array, "
+                    "e.g. `np.asarray(x, dtype=np.float32)`",
+                    path, descr));
+  }
+  return Fail(
+      fmt::format("{}: unsupported dtype `{}`; use float16/32/64, int8/16/32/64, uint8 or bool, "
+                  "e.g. `arr.astype(np.float32)`",
+                  path, descr));
+}
+
+llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = ReadFile(path);
+  if (!buffer) return buffer.takeError();
+  std::string_view bytes((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+  if (bytes.size() < 10 || bytes.substr(0, 6) != "\x93NUMPY") {
+    return Fail(fmt::format("{}: not a .npy file (no `\\x93NUMPY` magic); write it with `numpy.save`", path));
+  }
+  const auto byte = [&](size_t i) { return static_cast<uint8_t>(bytes[i]); };
+  int major = byte(6);
+  size_t header_length = 0;
+  size_t header_start = 0;
+  if (major == 1) {
+    header_length = byte(8) | (size_t{byte(9)} << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return Fail(fmt::format("{}: truncated .npy header", path));
+    header_length = byte(8) | (size_t{byte(9)} << 8) | (size_t{byte(10)} << 16) | (size_t{byte(11)} << 24);
+    header_start = 12;
+  } else {
+    return Fail(fmt::format("{}: unsupported .npy format version {}.{}; versions 1, 2 and 3 are read", path,
+                            major, byte(7)));
+  }
+  if (bytes.size() < header_start + header_length) {
+    return Fail(fmt::format("{}: truncated .npy header ({} bytes announced, {} present)", path, header_length,
+                            bytes.size() - header_start));
+  }
+  llvm::Expected<NpyHeader> header = DictScanner(bytes.substr(header_start, header_length), path).Scan();
+  if (!header) return header.takeError();
+  if (header->fortran_order) {
+    return Fail(
+        fmt::format("{}: the array is in Fortran order; save it in C order, e.g. "
+                    "`np.save(path, np.ascontiguousarray(arr))`",
+                    path));
+  }
+  llvm::Expected<at::ScalarType> type = NpyType(header->descr, path);
+  if (!type) return type.takeError();
+  std::string_view data = bytes.substr(header_start + header_length);
+  uint64_t count = 1;
+  for (int64_t dimension : header->shape) count *= static_cast<uint64_t>(dimension);
+  uint64_t needed = count * c10::elementSize(*type);
+  if (data.size() < needed) {
+    return Fail(fmt::format("{}: truncated: shape {} of `{}` needs {} data bytes, the file has {}", path,
+                            ShapeText(header->shape), header->descr, needed, data.size()));
+  }
+  return TensorFromBytes(data.substr(0, needed), header->shape, *type);
+}
+
+// Safetensors dtype names → ATen types, for the dtypes a dataset can hold.
+llvm::Expected<at::ScalarType> SafetensorsType(const std::string& dtype, const std::string& where) {
+  static const std::map<std::string, at::ScalarType> kTypes = {
+      {"F64", at::kDouble}, {"F32", at::kFloat}, {"F16", at::kHalf},  {"BF16", at::kBFloat16},
+      {"I64", at::kLong},   {"I32", at::kInt},   {"I16", at::kShort}, {"I8", at::kChar},
+      {"U8", at::kByte},    {"BOOL", at::kBool}};
+  auto found = kTypes.find(dtype);
+  if (found != kTypes.end()) return found->second;
+  return Fail(fmt::format(
+      "{}: unsupported dtype {}; store F16, BF16, F32, F64, I8, I16, I32, I64, U8 or BOOL", where, dtype));
+}
+
+}  // namespace
+
+llvm::Expected<Dataset> LoadNpy(const std::string& features_path, const std::string& targets_path,
+                                TargetKind kind) {
+  llvm::Expected<at::Tensor> features = ReadNpy(features_path);
+  if (!features) return features.takeError();
+  llvm::Expected<at::Tensor> targets = ReadNpy(targets_path);
+  if (!targets) return targets.takeError();
+  return Assemble(*features, *targets, kind, features_path, targets_path);
+}
+
+llvm::Expected<Dataset> LoadSafetensors(const std::string& path, const std::string& features_key,
+                                        const std::string& targets_key, TargetKind kind) {
+  llvm::Expected<checkpoint::SafetensorsFile> file = checkpoint::SafetensorsFile::Read(path);
+  if (!file) return file.takeError();
+  std::vector<std::string> keys;
+  for (const auto& [name, info] : file->tensors()) keys.push_back(name);
+  auto load = [&](const std::string& key) -> llvm::Expected<at::Tensor> {
+    auto found = file->tensors().find(key);
+    if (found == file->tensors().end()) {
+      return Fail(fmt::format("{}: no tensor `{}`{}", path, key, Suggest(key, keys, "tensors")));
+    }
+    llvm::Expected<at::ScalarType> type =
+        SafetensorsType(found->second.dtype, path + ": tensor `" + key + "`");
+    if (!type) return type.takeError();
+    // The reader has checked that the byte range matches dtype × shape.
+    return TensorFromBytes(file->Bytes(key), found->second.shape, *type);
+  };
+  llvm::Expected<at::Tensor> features = load(features_key);
+  if (!features) return features.takeError();
+  llvm::Expected<at::Tensor> targets = load(targets_key);
+  if (!targets) return targets.takeError();
+  return Assemble(*features, *targets, kind, fmt::format("{}: tensor `{}`", path, features_key),
+                  fmt::format("{}: tensor `{}`", path, targets_key));
+}
+
+namespace {
+
+// Distinct, reproducible streams for the data and its noise: the seed mixed with a purpose
+// tag. Must stay as runtime/train/synthetic_data.cpp had it, or runs stop reproducing.
+at::Generator MakeGenerator(int64_t seed, int64_t stream) {
+  uint64_t mixed = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(stream);
+  return at::make_generator<at::CPUGeneratorImpl>(mixed);
+}
+
+}  // namespace
+
+Dataset GenerateSyntheticRegression(int64_t samples, int64_t features, int64_t outputs, double noise,
+                                    int64_t seed) {
+  // The draw order (features, weights, noise) from one generator is part of the contract.
+  at::Generator generator = MakeGenerator(seed, 0);
+  Dataset dataset;
+  dataset.features = at::randn({samples, features}, generator, at::kFloat);
+  at::Tensor weights =
+      at::randn({features, outputs}, generator, at::kFloat) / std::sqrt(static_cast<double>(features));
+  dataset.targets = at::matmul(dataset.features, weights);
+  if (noise > 0) dataset.targets += noise * at::randn(dataset.targets.sizes(), generator, at::kFloat);
+  return dataset;
+}
+
+}  // namespace accel::rt::data

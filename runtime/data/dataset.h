@@ -1,0 +1,66 @@
+#ifndef ACCEL_RUNTIME_DATA_DATASET_H_
+#define ACCEL_RUNTIME_DATA_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "llvm/Support/Error.h"
+
+// In-memory, map-style datasets: every sample is a row of `features` and the same row of
+// `targets`. Every rank loads the whole dataset; runtime/data/sampler.h decides which rows
+// each rank trains on.
+namespace accel::rt::data {
+
+struct Dataset {
+  // float32 [N, F].
+  at::Tensor features;
+  // float32 [N, O] for regression, int64 [N] for class labels.
+  at::Tensor targets;
+
+  int64_t size() const { return features.defined() ? features.size(0) : 0; }
+};
+
+enum class TargetKind {
+  kRegression,   // targets become float32 [N, O]
+  kClassLabels,  // targets become int64 [N]; the source values must be integers
+};
+
+// Reads a comma-separated file whose first line is a header naming the columns; every other
+// non-blank line holds one number per column (surrounding spaces allowed, no quoting).
+// `feature_columns` empty means every column that is not a target, in file order. Class
+// labels need exactly one target column holding integers. Errors are
+// `path:line:column: message; hint`: unreadable or empty file, a missing or duplicate column
+// name (with a did-you-mean), a row with the wrong number of cells, a cell that is not a
+// number (or not an integer label), no data rows.
+llvm::Expected<Dataset> LoadCsv(const std::string& path, const std::vector<std::string>& feature_columns,
+                                const std::vector<std::string>& target_columns, TargetKind kind);
+
+// Reads two NumPy `.npy` files (format versions 1, 2 and 3): features must be 2-D
+// [N, F]; regression targets 1-D [N] (becoming [N, 1]) or 2-D [N, O]; class labels 1-D [N] (or
+// [N, 1]) of an integer or bool dtype. Element types: little-endian `<f2 <f4 <f8 <i1 <i2 <i4 <i8`
+// and `|u1 |i1 |b1`, C order. Errors name the file: not an `.npy` file, a
+// truncated file, Fortran order, big-endian, object or structured dtypes, wrong ranks,
+// different row counts.
+llvm::Expected<Dataset> LoadNpy(const std::string& features_path, const std::string& targets_path,
+                                TargetKind kind);
+
+// Reads tensors `features_key` and `targets_key` from one safetensors file (validated by
+// runtime/checkpoint/safetensors.h), with the shape rules of LoadNpy. Floating dtypes (F16,
+// BF16, F32, F64) and integer ones are accepted for features; class labels need an integer or
+// BOOL dtype. Errors name the file and the key (a missing key gets a did-you-mean).
+llvm::Expected<Dataset> LoadSafetensors(const std::string& path, const std::string& features_key,
+                                        const std::string& targets_key, TargetKind kind);
+
+// The regression set y = X·W + noise·ε the quickstart trains on, bit-identical to what
+// runtime/train/synthetic_data.cpp generated: X [samples, features] and W [features, outputs]
+// (scaled by 1/sqrt(features)) are standard normal, ε too, all drawn from one CPU generator
+// seeded with `seed` mixed with a stream tag. Pure function of its arguments.
+Dataset GenerateSyntheticRegression(int64_t samples, int64_t features, int64_t outputs, double noise,
+                                    int64_t seed);
+
+}  // namespace accel::rt::data
+
+#endif  // ACCEL_RUNTIME_DATA_DATASET_H_
