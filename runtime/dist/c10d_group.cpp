@@ -76,18 +76,45 @@ C10dCollectives::C10dCollectives(const RendezvousOptions& options, c10::intrusiv
                                  c10::intrusive_ptr<GroupBase> group, c10::Device device)
     : options_(options), store_(std::move(store)), group_(std::move(group)), device_(device) {}
 
+namespace {
+
+CollectiveError Failure(const char* what, const RendezvousOptions& options, const std::exception& error) {
+  return CollectiveError(fmt::format("{} failed on rank {} of {} (timeout {} ms): {}", what, options.rank,
+                                     options.world_size, options.timeout.count(), FirstLine(error.what())));
+}
+
+// Started c10d all-reduces; Wait fails with the same CollectiveError as the synchronous path.
+// It keeps a copy of the group's settings, not the group, for its message.
+class C10dWork final : public PendingWork {
+ public:
+  C10dWork(std::vector<c10::intrusive_ptr<c10d::Work>> works, const RendezvousOptions& options)
+      : works_(std::move(works)), options_(options) {}
+
+  void Wait() override {
+    try {
+      for (auto& work : works_) work->wait(options_.timeout);
+    } catch (const std::exception& error) {
+      throw Failure("all_reduce", options_, error);
+    }
+  }
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+  RendezvousOptions options_;
+};
+
+}  // namespace
+
 template <typename F>
 void C10dCollectives::Guard(const char* what, F&& body) {
   try {
     body();
   } catch (const std::exception& error) {
-    throw CollectiveError(fmt::format("{} failed on rank {} of {} (timeout {} ms): {}", what, options_.rank,
-                                      options_.world_size, options_.timeout.count(),
-                                      FirstLine(error.what())));
+    throw Failure(what, options_, error);
   }
 }
 
-void C10dCollectives::AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
+std::unique_ptr<PendingWork> C10dCollectives::AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) {
   // One operation per tensor, all in flight together, so buckets overlap on the wire.
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
   Guard("all_reduce", [&] {
@@ -97,8 +124,12 @@ void C10dCollectives::AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
       std::vector<at::Tensor> one{tensor};
       pending.push_back(group_->allreduce(one, reduce));
     }
-    for (auto& work : pending) work->wait(options_.timeout);
   });
+  return std::make_unique<C10dWork>(std::move(pending), options_);
+}
+
+void C10dCollectives::AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
+  AllReduceAsync(tensors, op)->Wait();
 }
 
 void C10dCollectives::Broadcast(std::vector<at::Tensor>& tensors, int root) {

@@ -39,6 +39,9 @@ class C10dCollectives final : public Collectives {
   int world_size() const override { return options_.world_size; }
   c10::Device device() const override { return device_; }
   void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override;
+  // One c10d operation per tensor, started on the group's worker threads; Wait waits for each
+  // within the group timeout.
+  std::unique_ptr<PendingWork> AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) override;
   void Broadcast(std::vector<at::Tensor>& tensors, int root) override;
   void AllGather(const at::Tensor& input, at::Tensor& output) override;
   void Barrier() override;

@@ -21,6 +21,22 @@ class CollectiveError : public std::runtime_error {
 
 enum class ReduceOp { kSum, kMax, kMin, kProduct };
 
+// A collective that was started and may still be running (AllReduceAsync). Its tensors must
+// stay alive and untouched until Wait returns.
+class PendingWork {
+ public:
+  virtual ~PendingWork() = default;
+  // Blocks until the operation is done, bounded by the group's timeout. Throws CollectiveError
+  // when it failed or timed out. Call it at most once.
+  virtual void Wait() = 0;
+};
+
+// A PendingWork that is already done: what a synchronous back end returns.
+class CompletedWork final : public PendingWork {
+ public:
+  void Wait() override {}
+};
+
 // The collective primitives the runtime uses, behind an interface so tests can run one rank
 // alone or inject delays and failures (fault_injection.h). Every method is **collective**:
 // every rank must call it, in the same order, with tensors of the same shapes and dtypes.
@@ -41,6 +57,12 @@ class Collectives {
   // separate operations that run concurrently (one per gradient bucket).
   virtual void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) = 0;
   void AllReduceSum(std::vector<at::Tensor>& tensors) { AllReduce(tensors, ReduceOp::kSum); }
+  // Starts AllReduce and returns before it finishes, so the caller can compute meanwhile (the
+  // gradient reducer launches buckets while backward runs); the result is in `tensors` once
+  // the returned work's Wait returns. Collective, in launch order: every rank must start the
+  // same operations in the same order. May throw CollectiveError at launch. The default runs
+  // AllReduce synchronously and returns a CompletedWork.
+  virtual std::unique_ptr<PendingWork> AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op);
   // Replaces each tensor by rank `root`'s copy; the tensors travel concurrently.
   virtual void Broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
   // Fills `output` (world_size × input.numel() elements of input's dtype) with every rank's

@@ -46,6 +46,12 @@ void FaultInjectingCollectives::AllReduce(std::vector<at::Tensor>& tensors, Redu
   if (Before("all_reduce")) inner_->AllReduce(tensors, op);
 }
 
+std::unique_ptr<PendingWork> FaultInjectingCollectives::AllReduceAsync(std::vector<at::Tensor>& tensors,
+                                                                       ReduceOp op) {
+  if (!Before("all_reduce")) return std::make_unique<CompletedWork>();
+  return inner_->AllReduceAsync(tensors, op);
+}
+
 void FaultInjectingCollectives::Broadcast(std::vector<at::Tensor>& tensors, int root) {
   if (Before("broadcast")) inner_->Broadcast(tensors, root);
 }

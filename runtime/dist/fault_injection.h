@@ -38,6 +38,9 @@ class FaultInjectingCollectives final : public Collectives {
   bool distributed() const override { return inner_->distributed(); }
   c10::Device device() const override { return inner_->device(); }
   void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override;
+  // Counts as an `all_reduce` call: the planned fault applies at launch, then the inner
+  // group's AllReduceAsync runs (a skipped call returns a CompletedWork).
+  std::unique_ptr<PendingWork> AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) override;
   void Broadcast(std::vector<at::Tensor>& tensors, int root) override;
   void AllGather(const at::Tensor& input, at::Tensor& output) override;
   void Barrier() override;
