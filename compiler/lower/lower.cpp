@@ -1,6 +1,7 @@
 #include "compiler/lower/lower.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -113,9 +114,14 @@ class Lowerer {
     const Value& precision = accelerator["mixed_precision"].kind != Value::Kind::None
                                  ? accelerator["mixed_precision"]
                                  : compute["mixed_precision"];
-    if (precision.kind != Value::Kind::None && precision.enum_value != "no") {
-      Unsupported(precision, fmt::format("`accelerator.mixed_precision = {}`", precision.enum_value),
-                  "; the runtime trains in fp32 until mixed precision lands (#8)" + kExport);
+    if (precision.kind != Value::Kind::None && precision.enum_value == "fp16") {
+      Unsupported(precision, "`mixed_precision = fp16` on the CPU",
+                  "; fp16 autocast and its gradient scaler need CUDA, and accelrun runs NO and MULTI_CPU "
+                  "jobs: use `bf16` on the CPU" +
+                      kExport);
+    } else if (precision.kind != Value::Kind::None && precision.enum_value == "fp8") {
+      Unsupported(precision, "`mixed_precision = fp8`",
+                  "; fp8 needs TransformerEngine, MS-AMP or torchao, which exist only in Python" + kExport);
     }
 
     Fields ipg = accelerator.Record("init_process_group");
@@ -137,35 +143,11 @@ class Lowerer {
     const Value& seed = accelerator["seed"];
     if (seed.kind != Value::Kind::None) plan.steps.push_back(plan::Seed{seed.int_value});
 
-    Fields model = job.Record("model");
-    plan::BuildModel build_model{"mlp", model.Int("inputs"), {}, model.Int("outputs")};
-    for (const Value& width : model["hidden"].items) build_model.hidden.push_back(width.int_value);
-    plan.steps.push_back(build_model);
-
-    Fields data = job.Record("data");
-    plan.steps.push_back(plan::BuildDataloader{
-        "synthetic_regression", data.Int("samples"), data.Int("features"), model.Int("outputs"),
-        data.Float("noise"), data.Int("seed"), data.Int("batch_size"), data.Bool("shuffle")});
-
+    const Value& seed_value = seed;
+    plan.steps.push_back(LowerModel(job.Record("model")));
     Fields train = job.Record("train");
-    plan::TrainLoop loop;
-    loop.steps = train.Int("steps");
-    loop.log_every = train.Int("log_every");
-    loop.mixed_precision = precision.kind == Value::Kind::None ? "no" : precision.enum_value;
-    loop.bucket_cap_mb = accelerator.Record("ddp").Int("bucket_cap_mb");
-    Fields optimizer = train.Record("optimizer");
-    loop.optimizer.lr = optimizer.Float("lr");
-    loop.optimizer.weight_decay = optimizer.Float("weight_decay");
-    if (optimizer.value().type_name == "SGD") {
-      loop.optimizer.name = "sgd";
-      loop.optimizer.momentum = optimizer.Float("momentum");
-    } else {
-      loop.optimizer.name = "adamw";
-      loop.optimizer.beta1 = optimizer.Float("beta1");
-      loop.optimizer.beta2 = optimizer.Float("beta2");
-      loop.optimizer.eps = optimizer.Float("eps");
-    }
-    plan.steps.push_back(loop);
+    plan.steps.push_back(LowerData(job.Record("data"), accelerator, train, compute, seed_value));
+    plan.steps.push_back(LowerTrain(train, accelerator, precision));
     LowerCheckpoint(train, accelerator, plan);
 
     Fields output = job.Record("output");
@@ -191,8 +173,7 @@ class Lowerer {
     if (dynamo.kind != Value::Kind::None && SetInSpec(dynamo)) {
       Unsupported(dynamo, "`compute.dynamo_config`", "; torch.compile exists only in Python" + kExport);
     }
-    for (const char* field :
-         {"gradient_accumulation_plugin", "dynamo_plugin", "torch_tp_plugin", "quantization"}) {
+    for (const char* field : {"dynamo_plugin", "torch_tp_plugin", "quantization"}) {
       const Value& value = accelerator[field];
       if (value.kind != Value::Kind::None) {
         Unsupported(value, fmt::format("`accelerator.{}`", field),
@@ -204,25 +185,198 @@ class Lowerer {
       Unsupported(backend, fmt::format("`accelerator.dynamo_backend = {}`", backend.text),
                   "; torch.compile exists only in Python" + kExport);
     }
-    if (accelerator.Int("gradient_accumulation_steps") != 1) {
-      Unsupported(accelerator["gradient_accumulation_steps"],
-                  fmt::format("`accelerator.gradient_accumulation_steps = {}`",
-                              accelerator.Int("gradient_accumulation_steps")),
-                  "; gradient accumulation arrives with the training executor (#8)" + kExport);
+  }
+
+  plan::BuildModel LowerModel(const Fields& model) {
+    plan::BuildModel build;
+    if (model.value().type_name == "TorchScript") {
+      build.kind = "torchscript";
+      build.path = SpecRelative(model["path"]);
+      return build;
     }
-    if (!accelerator["log_with"].items.empty()) {
-      Unsupported(accelerator["log_with"], "`accelerator.log_with`",
-                  "; accelrun writes metrics.json; trackers arrive with #8" + kExport);
+    build.kind = "mlp";
+    build.inputs = model.Int("inputs");
+    build.outputs = model.Int("outputs");
+    for (const Value& width : model["hidden"].items) build.hidden.push_back(width.int_value);
+    return build;
+  }
+
+  // The dataset, and DataLoaderConfiguration resolved as Accelerate resolves it when
+  // `prepare()` wraps a map-style DataLoader.
+  plan::BuildDataloader LowerData(const Fields& data, const Fields& accelerator, const Fields& train,
+                                  const Fields& compute, const Value& seed) {
+    plan::BuildDataloader build;
+    const std::string& type = data.value().type_name;
+    build.batch_size = data.Int("batch_size");
+    build.shuffle = data.Bool("shuffle");
+    bool class_labels = train["loss"].enum_value == "cross_entropy";
+    build.targets = class_labels ? "class_labels" : "regression";
+    if (type == "SyntheticRegression") {
+      build.kind = "synthetic_regression";
+      build.samples = data.Int("samples");
+      build.features = data.Int("features");
+      build.noise = data.Float("noise");
+      build.seed = data.Int("seed");
+      const Value& model = spec_.root.Field("model") != nullptr ? *spec_.root.Field("model") : Value{};
+      const Value* outputs = model.Field("outputs");
+      build.outputs = outputs != nullptr ? outputs->int_value : 1;
+      if (class_labels) {
+        Unsupported(train["loss"], "`train.loss = cross_entropy` on `SyntheticRegression`",
+                    "; its targets are real numbers: use `mse`, or a dataset file with integer class labels");
+      }
+    } else {
+      build.drop_last = data.Bool("drop_last");
+      if (type == "CsvDataset") {
+        build.kind = "csv";
+        build.path = SpecRelative(data["path"]);
+        for (const Value& column : data["feature_columns"].items)
+          build.feature_columns.push_back(column.text);
+        for (const Value& column : data["target_columns"].items) build.target_columns.push_back(column.text);
+        if (class_labels && build.target_columns.size() != 1) {
+          Unsupported(data["target_columns"], "several `target_columns` with `train.loss = cross_entropy`",
+                      "; cross entropy reads one column of class indices");
+        }
+      } else if (type == "NpyDataset") {
+        build.kind = "npy";
+        build.path = SpecRelative(data["features_file"]);
+        build.targets_path = SpecRelative(data["targets_file"]);
+      } else {
+        build.kind = "safetensors";
+        build.path = SpecRelative(data["path"]);
+        build.features_key = data.Text("features_key");
+        build.targets_key = data.Text("targets_key");
+      }
     }
-    if (SetInSpec(accelerator["dataloader_config"])) {
-      Unsupported(FirstSetInSpec(accelerator["dataloader_config"]), "`accelerator.dataloader_config`",
-                  "; the built-in data loader does not read it yet (#8)" + kExport);
+    Fields config = accelerator.Record("dataloader_config");
+    build.split_batches = config.Bool("split_batches");
+    // Unset: true exactly for iterable datasets; every Accel dataset is map-style.
+    const Value& dispatch = config["dispatch_batches"];
+    build.dispatch_batches = dispatch.kind != Value::Kind::None && dispatch.bool_value;
+    build.even_batches = config.Bool("even_batches");
+    build.use_seedable_sampler = config.Bool("use_seedable_sampler");
+    // SeedableRandomSampler without data_seed uses torch.initial_seed(): the job seed after
+    // set_seed, else torch's fixed default seed of the CPU generator.
+    constexpr int64_t kTorchDefaultSeed = 67280421310721;
+    const Value& data_seed = config["data_seed"];
+    build.data_seed = data_seed.kind != Value::Kind::None ? data_seed.int_value
+                      : seed.kind != Value::Kind::None    ? seed.int_value
+                                                          : kTorchDefaultSeed;
+    build.non_blocking = config.Bool("non_blocking");
+    build.use_stateful_dataloader = config.Bool("use_stateful_dataloader");
+    int64_t processes = std::max<int64_t>(compute.Int("num_processes"), 1);
+    if (build.split_batches && build.batch_size % processes != 0) {
+      // DL-001 checks sizes > 1 at compile time; the batch-sampler shard refuses any size.
+      Unsupported(
+          data["batch_size"],
+          fmt::format("`batch_size = {}` with `split_batches` on {} processes", build.batch_size, processes),
+          "; Accelerate's batch sampler shard needs a multiple of `num_processes`");
     }
-    const Value& hook = accelerator.Record("ddp")["comm_hook"];
-    if (hook.enum_value != "no") {
-      Unsupported(hook, fmt::format("`accelerator.ddp.comm_hook = {}`", hook.enum_value),
-                  "; gradient compression arrives with #8" + kExport);
+    return build;
+  }
+
+  plan::TrainLoop LowerTrain(const Fields& train, const Fields& accelerator, const Value& precision) {
+    plan::TrainLoop loop;
+    loop.steps = train.Int("steps");
+    loop.log_every = train.Int("log_every");
+    loop.loss = train["loss"].enum_value;
+    loop.mixed_precision = precision.kind == Value::Kind::None ? "no" : precision.enum_value;
+    Fields optimizer = train.Record("optimizer");
+    loop.optimizer.lr = optimizer.Float("lr");
+    loop.optimizer.weight_decay = optimizer.Float("weight_decay");
+    if (optimizer.value().type_name == "SGD") {
+      loop.optimizer.name = "sgd";
+      loop.optimizer.momentum = optimizer.Float("momentum");
+    } else {
+      loop.optimizer.name = optimizer.value().type_name == "Adam" ? "adam" : "adamw";
+      loop.optimizer.beta1 = optimizer.Float("beta1");
+      loop.optimizer.beta2 = optimizer.Float("beta2");
+      loop.optimizer.eps = optimizer.Float("eps");
     }
+    loop.lr_schedule = train["lr_schedule"].enum_value;
+    loop.warmup_steps = train.Int("warmup_steps");
+    loop.num_cycles = train.Float("num_cycles");
+    loop.step_scheduler_with_optimizer = accelerator.Bool("step_scheduler_with_optimizer");
+    const Value& clip = train["max_grad_norm"];
+    loop.max_grad_norm = clip.kind == Value::Kind::None ? 0.0 : clip.float_value;
+
+    const Value& plugin = accelerator["gradient_accumulation_plugin"];
+    if (plugin.kind == Value::Kind::Record) {
+      Fields ga(plugin);
+      loop.accumulation_steps = ga.Int("num_steps");
+      loop.sync_with_dataloader = ga.Bool("sync_with_dataloader");
+      loop.sync_each_batch = ga.Bool("sync_each_batch");
+    } else {
+      loop.accumulation_steps = accelerator.Int("gradient_accumulation_steps");
+    }
+    // GA-003: Accelerate reads the plugin's to_kwargs(), which drops the default True, and
+    // falls back to False: adjust_scheduler is in effect always off.
+    loop.adjust_scheduler = false;
+
+    Fields autocast = accelerator.Record("autocast");
+    loop.autocast_enabled = autocast.Bool("enabled");
+    const Value& cache = autocast["cache_enabled"];
+    loop.autocast_cache_enabled = cache.kind == Value::Kind::None || cache.bool_value;
+
+    Fields ddp = accelerator.Record("ddp");
+    loop.bucket_cap_mb = ddp.Int("bucket_cap_mb");
+    const std::string& hook = ddp["comm_hook"].enum_value;
+    loop.comm_hook = hook == "no" ? "none" : hook;
+    if (hook == "power_sgd" || hook == "batched_power_sgd") {
+      Unsupported(ddp["comm_hook"], fmt::format("`accelerator.ddp.comm_hook = {}`", hook),
+                  "; accelrun compresses gradients with `fp16` or `bf16`" + kExport);
+    }
+    // A wrapper around no hook is dropped, as in Accelerate; around fp16/bf16 it would cast
+    // twice, which only PowerSGD (not run here) makes meaningful.
+    if (hook != "no" && ddp["comm_wrapper"].enum_value != "no") {
+      Unsupported(ddp["comm_wrapper"], "`accelerator.ddp.comm_wrapper` around an fp16/bf16 hook",
+                  "; it wraps PowerSGD hooks, which accelrun does not run: drop the wrapper" + kExport);
+    }
+    if (ddp.Int("dim") != 0) {
+      Unsupported(ddp["dim"], "`accelerator.ddp.dim`",
+                  "; accelrun's batches are split along dimension 0 only" + kExport);
+    }
+    for (const char* field : {"gradient_as_bucket_view", "static_graph"}) {
+      if (ddp.Bool(field)) {
+        Unsupported(ddp[field], fmt::format("`accelerator.ddp.{} = true`", field),
+                    "; accelrun's reducer copies gradients into its own buckets and has no graph "
+                    "optimizations to enable" +
+                        kExport);
+      }
+    }
+    loop.find_unused_parameters = ddp.Bool("find_unused_parameters");
+    loop.broadcast_buffers = ddp.Bool("broadcast_buffers");
+
+    for (const Value& tracker : accelerator["log_with"].items) {
+      // `all` starts every tracker that is installed: the one accelrun has.
+      if (tracker.enum_value == "tensorboard" || tracker.enum_value == "all") {
+        if (loop.trackers.empty()) loop.trackers.push_back("tensorboard");
+      } else {
+        Unsupported(
+            tracker, fmt::format("`accelerator.log_with = {}`", tracker.enum_value),
+            "; accelrun writes `metrics.jsonl` and TensorBoard event files (`tensorboard`)" + kExport);
+      }
+    }
+    Fields project = accelerator.Record("project_config");
+    const Value& logging = project["logging_dir"];
+    const Value& project_dir = project["project_dir"];
+    const Value& fallback_dir = accelerator["project_dir"];
+    loop.logging_dir = logging.kind != Value::Kind::None        ? logging.text
+                       : project_dir.kind != Value::Kind::None  ? project_dir.text
+                       : fallback_dir.kind != Value::Kind::None ? fallback_dir.text
+                                                                : "";
+    return loop;
+  }
+
+  // A path in the spec, relative to the directory of the file that wrote it (so a spec and its
+  // data move together); absolute paths stay as they are.
+  static std::string SpecRelative(const Value& value) {
+    std::filesystem::path path(value.text);
+    if (path.is_absolute() || value.provenance.file == nullptr ||
+        value.provenance.kind != sema::Provenance::Kind::Spec) {
+      return value.text;
+    }
+    std::filesystem::path base = std::filesystem::path(value.provenance.file->name()).parent_path();
+    return (base / path).lexically_normal().string();
   }
 
   // `train.checkpoint_every` turns checkpointing on; `accelerator.project_config` (Accelerate's
@@ -230,17 +384,28 @@ class Lowerer {
   // refused like any other setting the runtime would ignore.
   void LowerCheckpoint(const Fields& train, const Fields& accelerator, plan::Plan& plan) {
     const Value& every = train["checkpoint_every"];
+    bool every_epoch = train.Bool("checkpoint_every_epoch");
     const Value& project_value = accelerator["project_config"];
-    if (every.kind == Value::Kind::None) {
-      if (SetInSpec(project_value)) {
-        Unsupported(FirstSetInSpec(project_value), "`accelerator.project_config`",
-                    "; nothing saves checkpoints unless `train.checkpoint_every` is set" + kExport);
+    if (every.kind == Value::Kind::None && !every_epoch) {
+      // The trackers read the directories; everything else only checkpointing reads.
+      bool trackers = !accelerator["log_with"].items.empty();
+      for (size_t i = 0; i < project_value.keys.size(); ++i) {
+        const std::string& key = project_value.keys[i];
+        if (trackers && (key == "logging_dir" || key == "project_dir")) continue;
+        if (!SetInSpec(project_value.items[i])) continue;
+        Unsupported(FirstSetInSpec(project_value.items[i]),
+                    fmt::format("`accelerator.project_config.{}`", key),
+                    "; nothing saves checkpoints unless `train.checkpoint_every` or "
+                    "`train.checkpoint_every_epoch` is set" +
+                        kExport);
+        break;
       }
       return;
     }
     Fields project(project_value);
     plan::Checkpoint checkpoint;
-    checkpoint.every_steps = every.int_value;
+    checkpoint.every_steps = every.kind == Value::Kind::None ? 0 : every.int_value;
+    checkpoint.every_epoch = every_epoch;
     // As in Accelerate, the Accelerator's `project_dir` applies when the configuration has none.
     const Value& dir = project["project_dir"];
     const Value& fallback_dir = accelerator["project_dir"];

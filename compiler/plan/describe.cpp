@@ -64,18 +64,29 @@ std::string StepLine(const Step& step) {
         } else if constexpr (std::is_same_v<T, Seed>) {
           return fmt::format("seed                {}", s.seed);
         } else if constexpr (std::is_same_v<T, BuildModel>) {
+          if (s.kind == "torchscript") return fmt::format("build_model         torchscript {}", s.path);
           return fmt::format("build_model         {} {} -> [{}] -> {}", s.kind, s.inputs,
                              fmt::join(s.hidden, ", "), s.outputs);
         } else if constexpr (std::is_same_v<T, BuildDataloader>) {
-          return fmt::format("build_dataloader    {}: {} samples x {} features, batch {} per process{}",
-                             s.kind, s.samples, s.features, s.batch_size, s.shuffle ? ", shuffled" : "");
+          std::string source = s.kind == "synthetic_regression"
+                                   ? fmt::format("{} samples x {} features", s.samples, s.features)
+                                   : s.path;
+          return fmt::format("build_dataloader    {}: {}, batch {} {}{}{}{}", s.kind, source, s.batch_size,
+                             s.split_batches ? "split across processes" : "per process",
+                             s.shuffle ? ", shuffled" : "", s.use_seedable_sampler ? " (seedable)" : "",
+                             s.even_batches ? ", even batches" : "");
         } else if constexpr (std::is_same_v<T, TrainLoop>) {
-          return fmt::format("train               {} steps, {} lr {}, precision {}, log every {}", s.steps,
-                             s.optimizer.name, s.optimizer.lr, s.mixed_precision, s.log_every);
+          return fmt::format(
+              "train               {} steps x {} micro-batch(es), {} lr {} ({}), {} loss, precision {}, log "
+              "every {}",
+              s.steps, s.accumulation_steps, s.optimizer.name, s.optimizer.lr, s.lr_schedule, s.loss,
+              s.mixed_precision, s.log_every);
         } else if constexpr (std::is_same_v<T, SaveModel>) {
           return fmt::format("save_model          {}/{}", s.dir, s.file);
         } else {
-          return fmt::format("checkpoint          every {} steps to {}{}, keep {}{}", s.every_steps,
+          std::string when = s.every_steps > 0 ? fmt::format("every {} steps", s.every_steps) : "";
+          if (s.every_epoch) when += when.empty() ? "every epoch" : " and every epoch";
+          return fmt::format("checkpoint          {} to {}{}, keep {}{}", when,
                              s.project_dir.empty() ? "<output dir>" : s.project_dir,
                              s.automatic_naming ? "/checkpoints/checkpoint_N" : "/checkpoint",
                              s.total_limit == 0 ? "all" : std::to_string(s.total_limit),

@@ -14,7 +14,7 @@
 // Every value is resolved; the runtime makes no decision the plan does not spell out.
 namespace accel::plan {
 
-inline constexpr std::string_view kFormat = "accel-plan/1";
+inline constexpr std::string_view kFormat = "accel-plan/2";
 
 // Forms the default process group. Collective: every rank executes it.
 struct InitProcessGroup {
@@ -31,43 +31,93 @@ struct Seed {
   int64_t seed = 0;
 };
 
-// Builds the model. `kind` is `mlp`: Linear+ReLU per hidden width, then a Linear head.
+// Builds the model. `kind` is `mlp` (Linear+ReLU per hidden width, then a Linear head, from
+// inputs/hidden/outputs) or `torchscript` (the module saved at `path`).
 struct BuildModel {
   std::string kind;
   int64_t inputs = 0;
   std::vector<int64_t> hidden;
   int64_t outputs = 0;
+  std::string path;  // torchscript
 };
 
-// Builds the per-rank data loader over a synthetic regression set (y = X·W + noise).
+// Builds this rank's data loader: the dataset, and how Accelerate's prepared DataLoader shards
+// it (DataLoaderConfiguration, every value resolved).
 struct BuildDataloader {
+  // synthetic_regression (y = X·W + noise from samples/features/outputs/noise/seed), csv
+  // (path, feature_columns, target_columns), npy (path = features, targets_path) or
+  // safetensors (path, features_key, targets_key).
   std::string kind;
   int64_t samples = 0;
   int64_t features = 0;
   int64_t outputs = 0;
   double noise = 0;
   int64_t seed = 0;
-  int64_t batch_size = 0;  // per process
+  std::string path;
+  std::string targets_path;
+  std::vector<std::string> feature_columns;
+  std::vector<std::string> target_columns;
+  std::string features_key;
+  std::string targets_key;
+  // `regression` (float targets) or `class_labels` (int64 class indices).
+  std::string targets;
+  int64_t batch_size = 0;  // the loader's batch size (per process unless split_batches)
   bool shuffle = true;
+  bool drop_last = false;
+  bool split_batches = false;
+  bool dispatch_batches = false;
+  bool even_batches = true;
+  bool use_seedable_sampler = false;
+  // The sampler's generator seed: data_seed, else the job seed, else torch's default seed.
+  int64_t data_seed = 0;
+  bool non_blocking = false;
+  bool use_stateful_dataloader = false;
 };
 
 struct Optimizer {
-  std::string name;  // sgd or adamw
+  std::string name;  // sgd, adam or adamw
   double lr = 0;
   double momentum = 0;  // sgd
-  double beta1 = 0;     // adamw
-  double beta2 = 0;     // adamw
-  double eps = 0;       // adamw
+  double beta1 = 0;     // adam, adamw
+  double beta2 = 0;     // adam, adamw
+  double eps = 0;       // adam, adamw
   double weight_decay = 0;
 };
 
-// The training loop: forward, MSE loss, backward, gradient all-reduce (mean), step.
+// The training loop: per micro-batch forward (under autocast), loss, backward with the
+// data-parallel reducer; per optimizer step clipping, step and the wrapped scheduler.
 struct TrainLoop {
-  int64_t steps = 0;
+  int64_t steps = 0;  // optimizer steps
   int64_t log_every = 0;
-  std::string mixed_precision;  // no, fp16, bf16, fp8
-  int64_t bucket_cap_mb = 0;    // gradient all-reduce bucket size
+  std::string loss;             // mse or cross_entropy
+  std::string mixed_precision;  // no or bf16 (fp16 needs CUDA; the compiler refuses it on CPU)
   Optimizer optimizer;
+  // Learning-rate schedule: constant, constant_with_warmup, linear or cosine; warmup and decay in
+  // optimizer steps.
+  std::string lr_schedule;
+  int64_t warmup_steps = 0;
+  double num_cycles = 0.5;
+  // Accelerate's `step_scheduler_with_optimizer` and `split_batches` decide how often the
+  // wrapped scheduler steps.
+  bool step_scheduler_with_optimizer = true;
+  double max_grad_norm = 0;  // 0: no clipping
+  // GradientAccumulationPlugin as Accelerate applies it (adjust_scheduler effectively false, GA-003).
+  int64_t accumulation_steps = 1;
+  bool adjust_scheduler = false;
+  bool sync_with_dataloader = true;
+  bool sync_each_batch = false;
+  // AutocastKwargs.
+  bool autocast_enabled = true;
+  bool autocast_cache_enabled = true;
+  // DistributedDataParallelKwargs.
+  int64_t bucket_cap_mb = 0;
+  std::string comm_hook;  // none, fp16 or bf16 (a comm_wrapper around `none` is dropped)
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;
+  // Trackers besides the always-written `metrics.jsonl`: `tensorboard`, under
+  // `{logging_dir}/{job}`; an empty logging_dir means the output directory.
+  std::vector<std::string> trackers;
+  std::string logging_dir;
 };
 
 // Rank 0 writes the weights as safetensors to `dir`/`file`.
@@ -80,7 +130,8 @@ struct SaveModel {
 // `every_steps` steps and after the last one, with Accelerate's ProjectConfiguration semantics
 // (docs/checkpoints.md); `accelrun --resume` loads it back. Comes after `train` in the plan.
 struct Checkpoint {
-  int64_t every_steps = 0;
+  int64_t every_steps = 0;  // 0: only at the end of epochs (every_epoch) and of the run
+  bool every_epoch = false;
   // Root of `checkpoints/`; empty means the run's output directory (so `--output-dir` moves it).
   std::string project_dir;
   // On: `{project_dir}/checkpoints/checkpoint_{iteration}`. Off: each save replaces
@@ -92,7 +143,7 @@ struct Checkpoint {
   int64_t iteration = 0;
   // Every machine's local rank 0 writes (to its own disk) instead of rank 0 alone.
   bool save_on_each_node = false;
-  // Tracker logs (none are written yet: trackers arrive with #8); empty means `project_dir`.
+  // ProjectConfiguration.logging_dir as resolved (PRJ-001); the trackers read TrainLoop's copy.
   std::string logging_dir;
 };
 

@@ -17,6 +17,12 @@ json::Array IntArray(const std::vector<int64_t>& values) {
   return array;
 }
 
+json::Array StringArray(const std::vector<std::string>& values) {
+  json::Array array;
+  for (const std::string& v : values) array.push_back(v);
+  return array;
+}
+
 json::Object StepJson(const Step& step) {
   json::Object o{{"op", std::string(OpName(step))}};
   if (const auto* s = std::get_if<InitProcessGroup>(&step)) {
@@ -33,6 +39,7 @@ json::Object StepJson(const Step& step) {
     o["inputs"] = s->inputs;
     o["hidden"] = IntArray(s->hidden);
     o["outputs"] = s->outputs;
+    o["path"] = s->path;
   } else if (const auto* s = std::get_if<BuildDataloader>(&step)) {
     o["kind"] = s->kind;
     o["samples"] = s->samples;
@@ -40,13 +47,45 @@ json::Object StepJson(const Step& step) {
     o["outputs"] = s->outputs;
     o["noise"] = s->noise;
     o["seed"] = s->seed;
+    o["path"] = s->path;
+    o["targets_path"] = s->targets_path;
+    o["feature_columns"] = StringArray(s->feature_columns);
+    o["target_columns"] = StringArray(s->target_columns);
+    o["features_key"] = s->features_key;
+    o["targets_key"] = s->targets_key;
+    o["targets"] = s->targets;
     o["batch_size"] = s->batch_size;
     o["shuffle"] = s->shuffle;
+    o["drop_last"] = s->drop_last;
+    o["split_batches"] = s->split_batches;
+    o["dispatch_batches"] = s->dispatch_batches;
+    o["even_batches"] = s->even_batches;
+    o["use_seedable_sampler"] = s->use_seedable_sampler;
+    o["data_seed"] = s->data_seed;
+    o["non_blocking"] = s->non_blocking;
+    o["use_stateful_dataloader"] = s->use_stateful_dataloader;
   } else if (const auto* s = std::get_if<TrainLoop>(&step)) {
     o["steps"] = s->steps;
     o["log_every"] = s->log_every;
+    o["loss"] = s->loss;
     o["mixed_precision"] = s->mixed_precision;
+    o["lr_schedule"] = s->lr_schedule;
+    o["warmup_steps"] = s->warmup_steps;
+    o["num_cycles"] = s->num_cycles;
+    o["step_scheduler_with_optimizer"] = s->step_scheduler_with_optimizer;
+    o["max_grad_norm"] = s->max_grad_norm;
+    o["accumulation_steps"] = s->accumulation_steps;
+    o["adjust_scheduler"] = s->adjust_scheduler;
+    o["sync_with_dataloader"] = s->sync_with_dataloader;
+    o["sync_each_batch"] = s->sync_each_batch;
+    o["autocast_enabled"] = s->autocast_enabled;
+    o["autocast_cache_enabled"] = s->autocast_cache_enabled;
     o["bucket_cap_mb"] = s->bucket_cap_mb;
+    o["comm_hook"] = s->comm_hook;
+    o["find_unused_parameters"] = s->find_unused_parameters;
+    o["broadcast_buffers"] = s->broadcast_buffers;
+    o["trackers"] = StringArray(s->trackers);
+    o["logging_dir"] = s->logging_dir;
     const Optimizer& opt = s->optimizer;
     o["optimizer"] = json::Object{
         {"name", opt.name},   {"lr", opt.lr},   {"momentum", opt.momentum},        {"beta1", opt.beta1},
@@ -56,6 +95,7 @@ json::Object StepJson(const Step& step) {
     o["file"] = s->file;
   } else if (const auto* s = std::get_if<Checkpoint>(&step)) {
     o["every_steps"] = s->every_steps;
+    o["every_epoch"] = s->every_epoch;
     o["project_dir"] = s->project_dir;
     o["automatic_naming"] = s->automatic_naming;
     o["total_limit"] = s->total_limit;
@@ -112,7 +152,7 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
   } else if (op == "build_model") {
     BuildModel s;
     if (!(m.map("kind", s.kind) && m.map("inputs", s.inputs) && m.map("hidden", s.hidden) &&
-          m.map("outputs", s.outputs))) {
+          m.map("outputs", s.outputs) && m.map("path", s.path))) {
       return false;
     }
     out = s;
@@ -120,15 +160,34 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
     BuildDataloader s;
     if (!(m.map("kind", s.kind) && m.map("samples", s.samples) && m.map("features", s.features) &&
           m.map("outputs", s.outputs) && m.map("noise", s.noise) && m.map("seed", s.seed) &&
-          m.map("batch_size", s.batch_size) && m.map("shuffle", s.shuffle))) {
+          m.map("path", s.path) && m.map("targets_path", s.targets_path) &&
+          m.map("feature_columns", s.feature_columns) && m.map("target_columns", s.target_columns) &&
+          m.map("features_key", s.features_key) && m.map("targets_key", s.targets_key) &&
+          m.map("targets", s.targets) && m.map("batch_size", s.batch_size) && m.map("shuffle", s.shuffle) &&
+          m.map("drop_last", s.drop_last) && m.map("split_batches", s.split_batches) &&
+          m.map("dispatch_batches", s.dispatch_batches) && m.map("even_batches", s.even_batches) &&
+          m.map("use_seedable_sampler", s.use_seedable_sampler) && m.map("data_seed", s.data_seed) &&
+          m.map("non_blocking", s.non_blocking) &&
+          m.map("use_stateful_dataloader", s.use_stateful_dataloader))) {
       return false;
     }
     out = s;
   } else if (op == "train") {
     TrainLoop s;
-    if (!(m.map("steps", s.steps) && m.map("log_every", s.log_every) &&
-          m.map("mixed_precision", s.mixed_precision) && m.map("bucket_cap_mb", s.bucket_cap_mb) &&
-          m.map("optimizer", s.optimizer))) {
+    if (!(m.map("steps", s.steps) && m.map("log_every", s.log_every) && m.map("loss", s.loss) &&
+          m.map("mixed_precision", s.mixed_precision) && m.map("optimizer", s.optimizer) &&
+          m.map("lr_schedule", s.lr_schedule) && m.map("warmup_steps", s.warmup_steps) &&
+          m.map("num_cycles", s.num_cycles) &&
+          m.map("step_scheduler_with_optimizer", s.step_scheduler_with_optimizer) &&
+          m.map("max_grad_norm", s.max_grad_norm) && m.map("accumulation_steps", s.accumulation_steps) &&
+          m.map("adjust_scheduler", s.adjust_scheduler) &&
+          m.map("sync_with_dataloader", s.sync_with_dataloader) &&
+          m.map("sync_each_batch", s.sync_each_batch) && m.map("autocast_enabled", s.autocast_enabled) &&
+          m.map("autocast_cache_enabled", s.autocast_cache_enabled) &&
+          m.map("bucket_cap_mb", s.bucket_cap_mb) && m.map("comm_hook", s.comm_hook) &&
+          m.map("find_unused_parameters", s.find_unused_parameters) &&
+          m.map("broadcast_buffers", s.broadcast_buffers) && m.map("trackers", s.trackers) &&
+          m.map("logging_dir", s.logging_dir))) {
       return false;
     }
     out = s;
@@ -138,10 +197,10 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
     out = s;
   } else if (op == "checkpoint") {
     Checkpoint s;
-    if (!(m.map("every_steps", s.every_steps) && m.map("project_dir", s.project_dir) &&
-          m.map("automatic_naming", s.automatic_naming) && m.map("total_limit", s.total_limit) &&
-          m.map("iteration", s.iteration) && m.map("save_on_each_node", s.save_on_each_node) &&
-          m.map("logging_dir", s.logging_dir))) {
+    if (!(m.map("every_steps", s.every_steps) && m.map("every_epoch", s.every_epoch) &&
+          m.map("project_dir", s.project_dir) && m.map("automatic_naming", s.automatic_naming) &&
+          m.map("total_limit", s.total_limit) && m.map("iteration", s.iteration) &&
+          m.map("save_on_each_node", s.save_on_each_node) && m.map("logging_dir", s.logging_dir))) {
       return false;
     }
     out = s;
@@ -172,22 +231,25 @@ std::string CheckRanges(const Plan& plan) {
         problem = fmt::format("invalid value {} at steps[{}].main_process_port: not a port",
                               s->main_process_port, i);
       }
-    } else if (const auto* s = std::get_if<BuildModel>(&step)) {
+    } else if (const auto* s = std::get_if<BuildModel>(&step); s && s->kind == "mlp") {
       problem = positive(s->inputs, i, "inputs");
       if (problem.empty()) problem = positive(s->outputs, i, "outputs");
       for (size_t h = 0; problem.empty() && h < s->hidden.size(); ++h) {
         problem = positive(s->hidden[h], i, fmt::format("hidden[{}]", h).c_str());
       }
     } else if (const auto* s = std::get_if<BuildDataloader>(&step)) {
-      for (auto [value, field] : {std::pair{s->samples, "samples"},
-                                  {s->features, "features"},
-                                  {s->outputs, "outputs"},
-                                  {s->batch_size, "batch_size"}}) {
-        if (problem.empty()) problem = positive(value, i, field);
+      problem = positive(s->batch_size, i, "batch_size");
+      if (s->kind == "synthetic_regression") {
+        for (auto [value, field] :
+             {std::pair{s->samples, "samples"}, {s->features, "features"}, {s->outputs, "outputs"}}) {
+          if (problem.empty()) problem = positive(value, i, field);
+        }
       }
     } else if (const auto* s = std::get_if<TrainLoop>(&step)) {
-      for (auto [value, field] :
-           {std::pair{s->steps, "steps"}, {s->log_every, "log_every"}, {s->bucket_cap_mb, "bucket_cap_mb"}}) {
+      for (auto [value, field] : {std::pair{s->steps, "steps"},
+                                  {s->log_every, "log_every"},
+                                  {s->bucket_cap_mb, "bucket_cap_mb"},
+                                  {s->accumulation_steps, "accumulation_steps"}}) {
         if (problem.empty()) problem = positive(value, i, field);
       }
       if (problem.empty() && !(s->optimizer.lr > 0)) {
@@ -195,7 +257,8 @@ std::string CheckRanges(const Plan& plan) {
             fmt::format("invalid value {} at steps[{}].optimizer.lr: must be positive", s->optimizer.lr, i);
       }
     } else if (const auto* s = std::get_if<Checkpoint>(&step)) {
-      problem = positive(s->every_steps, i, "every_steps");
+      if (s->every_steps < 0 || (s->every_steps == 0 && !s->every_epoch))
+        problem = positive(s->every_steps, i, "every_steps");
       if (problem.empty() && s->total_limit < 0) {
         problem = fmt::format("invalid value {} at steps[{}].total_limit: must be 0 (keep all) or positive",
                               s->total_limit, i);

@@ -176,6 +176,9 @@ class Evaluator {
           symbol.text = e.path[0].text;
           return symbol;
         }
+        // The schema checked the path against every member of a union-typed field: a member
+        // without the field reads as none (`data.samples` when `data` is a CsvDataset).
+        if (current->kind == Value::Kind::Record && i > 0) return Value{};
         return Fail(fmt::format("unknown field `{}`", e.path[i].text));
       }
       current = next;

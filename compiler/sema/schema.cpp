@@ -170,9 +170,14 @@ class SchemaBuilder {
     }
     if (expr.kind != ast::ExprKind::Path || expr.path.empty()) return;
     const RecordSchema* scope = &record;
+    // Through a union-typed field (`data: SyntheticRegression | CsvDataset`) the next name must
+    // be a field of at least one member; a member without it reads as none.
+    std::vector<const RecordSchema*> members;
     for (size_t i = 0; i < expr.path.size(); ++i) {
       const ast::Name& name = expr.path[i];
       const FieldSchema* field = scope ? scope->Find(name.text) : nullptr;
+      for (size_t m = 0; field == nullptr && m < members.size(); ++m) field = members[m]->Find(name.text);
+      members.clear();
       if (field == nullptr) {
         if (expr.path.size() == 1 && IsEnumMember(name.text)) return;
         diagnostics_.Emit(diag::Kind::UnknownName, file, name.span, name.text,
@@ -181,6 +186,15 @@ class SchemaBuilder {
       }
       const Type* type = &field->type;
       if (type->kind == Type::Kind::Optional) type = &type->args[0];
+      if (type->kind == Type::Kind::Union) {
+        for (const Type& alternative : type->args) {
+          auto member = schema_.records.find(alternative.name);
+          if (alternative.kind == Type::Kind::Record && member != schema_.records.end())
+            members.push_back(&member->second);
+        }
+        scope = nullptr;
+        continue;
+      }
       auto next = type->kind == Type::Kind::Record ? schema_.records.find(type->name) : schema_.records.end();
       scope = next == schema_.records.end() ? nullptr : &next->second;
     }

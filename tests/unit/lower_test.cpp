@@ -107,13 +107,86 @@ TEST_F(LowerTest, ConfigRecordsProvenance) {
   EXPECT_EQ(train->getObject("steps")->getString("from").getValue(), "t.accel:4:19");
 }
 
-TEST_F(LowerTest, MixedPrecisionIsRefusedUntilTheRuntimeHasIt) {
-  Compilation c = Compile(kMinimal, {{"ACCELERATE_MIXED_PRECISION", "bf16"}});
-  EXPECT_FALSE(c.plan.has_value());
-  ASSERT_EQ(c.diagnostics.diagnostics().size(), 1u);
-  const diag::Diagnostic& d = c.diagnostics.diagnostics()[0];
+TEST_F(LowerTest, Fp16IsRefusedOnTheCpuAndBf16FromTheEnvironmentLowers) {
+  Compilation fp16 = Compile(kMinimal, {{"ACCELERATE_MIXED_PRECISION", "fp16"}});
+  EXPECT_FALSE(fp16.plan.has_value());
+  ASSERT_EQ(fp16.diagnostics.diagnostics().size(), 1u);
+  const diag::Diagnostic& d = fp16.diagnostics.diagnostics()[0];
   EXPECT_EQ(d.code, "A4001");
   EXPECT_NE(d.message.find("ACCELERATE_MIXED_PRECISION"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("use `bf16` on the CPU"), std::string::npos) << d.message;
+
+  Compilation bf16 = Compile(kMinimal, {{"ACCELERATE_MIXED_PRECISION", "bf16"}});
+  ASSERT_TRUE(bf16.plan.has_value());
+  EXPECT_EQ(bf16.plan->Find<plan::TrainLoop>()->mixed_precision, "bf16");
+}
+
+TEST_F(LowerTest, TheExecutorsSettingsLowerAsAccelerateResolvesThem) {
+  Compilation c = Compile(R"(job tiny {
+  compute { distributed_type = MULTI_CPU; num_processes = 2 }
+  accelerator {
+    seed = 9
+    gradient_accumulation_plugin = GradientAccumulationPlugin { num_steps = 3; adjust_scheduler = true; sync_each_batch = true }
+    dataloader_config { split_batches = true; use_seedable_sampler = true }
+    autocast { cache_enabled = false }
+    ddp { comm_hook = FP16; find_unused_parameters = true; broadcast_buffers = false; bucket_cap_mb = 4 }
+    log_with = [ALL]
+    project_config { logging_dir = "runs/logs" }
+  }
+  model = TorchScript { path = "models/m.pt" }
+  data = NpyDataset { features_file = "data/x.npy"; targets_file = "/abs/y.npy"; batch_size = 8; drop_last = true }
+  train { steps = 5; loss = cross_entropy; optimizer = Adam { lr = 0.01 }; lr_schedule = cosine; warmup_steps = 2; max_grad_norm = 1.5 }
+})");
+  ASSERT_TRUE(c.plan.has_value());
+  const auto* model = c.plan->Find<plan::BuildModel>();
+  EXPECT_EQ(model->kind, "torchscript");
+  EXPECT_EQ(model->path, "models/m.pt");  // relative to t.accel's directory, which is ""
+  const auto* data = c.plan->Find<plan::BuildDataloader>();
+  EXPECT_EQ(data->kind, "npy");
+  EXPECT_EQ(data->path, "data/x.npy");
+  EXPECT_EQ(data->targets_path, "/abs/y.npy");
+  EXPECT_EQ(data->targets, "class_labels");
+  EXPECT_TRUE(data->split_batches && data->use_seedable_sampler && data->drop_last);
+  EXPECT_FALSE(data->dispatch_batches);  // unset: only iterable datasets dispatch
+  EXPECT_EQ(data->data_seed, 9);         // data_seed unset: the job seed (torch.initial_seed())
+  const auto* loop = c.plan->Find<plan::TrainLoop>();
+  EXPECT_EQ(loop->accumulation_steps, 3);
+  EXPECT_FALSE(loop->adjust_scheduler);  // GA-003: to_kwargs drops the default True
+  EXPECT_TRUE(loop->sync_each_batch);
+  EXPECT_FALSE(loop->autocast_cache_enabled);
+  EXPECT_EQ(loop->comm_hook, "fp16");
+  EXPECT_TRUE(loop->find_unused_parameters);
+  EXPECT_FALSE(loop->broadcast_buffers);
+  EXPECT_EQ(loop->bucket_cap_mb, 4);
+  EXPECT_EQ(loop->trackers, (std::vector<std::string>{"tensorboard"}));
+  EXPECT_EQ(loop->logging_dir, "runs/logs");
+  EXPECT_EQ(loop->optimizer.name, "adam");
+  EXPECT_EQ(loop->lr_schedule, "cosine");
+  EXPECT_EQ(loop->warmup_steps, 2);
+  EXPECT_DOUBLE_EQ(loop->max_grad_norm, 1.5);
+  EXPECT_EQ(c.plan->Find<plan::Checkpoint>(), nullptr);  // the logging dir alone is the trackers'
+}
+
+TEST_F(LowerTest, DataSeedFallsBackToTorchsDefaultSeedWithoutAJobSeed) {
+  Compilation c = Compile(R"(job tiny {
+  accelerator { seed = none }
+  model = MLP { inputs = 4 }
+  data = SyntheticRegression { features = 4 }
+  train { steps = 5 }
+})");
+  ASSERT_TRUE(c.plan.has_value()) << c.diagnostics.diagnostics().size();
+  EXPECT_EQ(c.plan->Find<plan::BuildDataloader>()->data_seed, 67280421310721);
+}
+
+TEST_F(LowerTest, CrossEntropyOnSyntheticRegressionIsRefused) {
+  Compilation c = Compile(R"(job tiny {
+  model = MLP { inputs = 4 }
+  data = SyntheticRegression { features = 4 }
+  train { steps = 5; loss = cross_entropy }
+})");
+  EXPECT_FALSE(c.plan.has_value());
+  ASSERT_EQ(c.diagnostics.diagnostics().size(), 1u);
+  EXPECT_NE(c.diagnostics.diagnostics()[0].message.find("its targets are real numbers"), std::string::npos);
 }
 
 TEST_F(LowerTest, CrossFieldRuleOfTheJobSchema) {

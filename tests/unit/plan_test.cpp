@@ -12,9 +12,31 @@ Plan SamplePlan() {
   plan.config = llvm::json::Object{{"seed", llvm::json::Object{{"value", 42}, {"from", "default"}}}};
   plan.steps.push_back(InitProcessGroup{"gloo", 60000, 1, 2, "127.0.0.1", 29500});
   plan.steps.push_back(Seed{42});
-  plan.steps.push_back(BuildModel{"mlp", 16, {64, 32}, 1});
-  plan.steps.push_back(BuildDataloader{"synthetic_regression", 1024, 16, 1, 0.01, 7, 32, true});
-  plan.steps.push_back(TrainLoop{200, 20, "no", 25, Optimizer{"adamw", 0.003, 0, 0.9, 0.999, 1e-8, 0}});
+  plan.steps.push_back(BuildModel{"mlp", 16, {64, 32}, 1, ""});
+  BuildDataloader data;
+  data.kind = "csv";
+  data.path = "data/train.csv";
+  data.feature_columns = {"x0", "x1"};
+  data.target_columns = {"label"};
+  data.targets = "class_labels";
+  data.batch_size = 32;
+  data.split_batches = true;
+  data.use_seedable_sampler = true;
+  data.data_seed = 7;
+  plan.steps.push_back(data);
+  TrainLoop loop;
+  loop.steps = 200;
+  loop.log_every = 20;
+  loop.loss = "cross_entropy";
+  loop.mixed_precision = "bf16";
+  loop.optimizer = Optimizer{"adam", 0.003, 0, 0.9, 0.999, 1e-8, 0};
+  loop.lr_schedule = "cosine";
+  loop.warmup_steps = 10;
+  loop.accumulation_steps = 4;
+  loop.bucket_cap_mb = 25;
+  loop.comm_hook = "fp16";
+  loop.trackers = {"tensorboard"};
+  plan.steps.push_back(loop);
   plan.steps.push_back(SaveModel{"runs/x", "model.safetensors"});
   plan.hash = ComputeHash(plan);
   return plan;
@@ -31,12 +53,16 @@ TEST(PlanJson, RoundTripsEveryStepAndIsByteStable) {
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->hidden, (std::vector<int64_t>{64, 32}));
   EXPECT_DOUBLE_EQ(read->Find<TrainLoop>()->optimizer.eps, 1e-8);
+  EXPECT_EQ(read->Find<TrainLoop>()->accumulation_steps, 4);
+  EXPECT_EQ(read->Find<TrainLoop>()->trackers, (std::vector<std::string>{"tensorboard"}));
+  EXPECT_EQ(read->Find<BuildDataloader>()->target_columns, (std::vector<std::string>{"label"}));
+  EXPECT_TRUE(read->Find<BuildDataloader>()->split_batches);
   EXPECT_EQ(OpName(read->steps[4]), "train");
 }
 
 TEST(PlanJson, CheckpointStepRoundTripsAndRejectsNegativeLimits) {
   Plan plan = SamplePlan();
-  plan.steps.insert(plan.steps.begin() + 5, Checkpoint{50, "runs/p", true, 3, 2, true, "runs/logs"});
+  plan.steps.insert(plan.steps.begin() + 5, Checkpoint{50, true, "runs/p", true, 3, 2, true, "runs/logs"});
   plan.hash = ComputeHash(plan);
   std::string json = ToJson(plan);
   llvm::Expected<Plan> read = FromJson(json);
@@ -45,6 +71,7 @@ TEST(PlanJson, CheckpointStepRoundTripsAndRejectsNegativeLimits) {
   const Checkpoint* checkpoint = read->Find<Checkpoint>();
   ASSERT_NE(checkpoint, nullptr);
   EXPECT_EQ(checkpoint->every_steps, 50);
+  EXPECT_TRUE(checkpoint->every_epoch);
   EXPECT_EQ(checkpoint->total_limit, 3);
   EXPECT_TRUE(checkpoint->save_on_each_node);
   EXPECT_EQ(OpName(read->steps[5]), "checkpoint");
