@@ -30,7 +30,9 @@ std::string_view Bytes(const at::Tensor& tensor) {
                           tensor.numel() * tensor.element_size());
 }
 
-const char* DtypeName(at::ScalarType type) {
+}  // namespace
+
+const char* SafetensorsDtype(at::ScalarType type) {
   switch (type) {
     case at::kFloat:
       return "F32";
@@ -44,6 +46,14 @@ const char* DtypeName(at::ScalarType type) {
       return nullptr;
   }
 }
+
+std::vector<std::pair<std::string, at::Tensor>> ModelState(const Trainer& trainer) {
+  std::vector<std::pair<std::string, at::Tensor>> state = trainer.NamedParameters();
+  for (auto& buffer : trainer.NamedBuffers()) state.push_back(std::move(buffer));
+  return state;
+}
+
+namespace {
 
 std::string Pretty(const json::Value& value) {
   std::string text;
@@ -74,7 +84,7 @@ llvm::Error CopyInto(const checkpoint::SafetensorsFile& file, const std::string&
                      const std::string& name, const at::Tensor& target) {
   auto info = file.tensors().find(name);
   if (info == file.tensors().end()) return Fail(fmt::format("{}: no tensor `{}`", file_name, name));
-  const char* dtype = DtypeName(target.scalar_type());
+  const char* dtype = SafetensorsDtype(target.scalar_type());
   if (dtype == nullptr || info->second.dtype != dtype || info->second.shape != target.sizes().vec()) {
     return Fail(fmt::format("{}: tensor `{}` is {} {}, this model's is {} {}", file_name, name,
                             info->second.dtype, fmt::join(info->second.shape, "x"), dtype ? dtype : "?",
@@ -110,7 +120,7 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
     at::Tensor dense = tensor.detach();
     if (!dense.is_contiguous()) dense = dense.contiguous();
     out->tensors_.push_back(dense);
-    const char* dtype = DtypeName(dense.scalar_type());
+    const char* dtype = SafetensorsDtype(dense.scalar_type());
     if (dtype == nullptr)
       return Fail(fmt::format("unsupported dtype {}", c10::toString(dense.scalar_type())));
     return checkpoint::TensorRef{"", dtype, dense.sizes().vec(), Bytes(dense)};
@@ -132,7 +142,7 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
 
   // Model weights, as Accelerate's save_state writes them.
   std::vector<checkpoint::TensorRef> weights;
-  for (const auto& [name, tensor] : trainer.NamedParameters()) {
+  for (const auto& [name, tensor] : ModelState(trainer)) {
     llvm::Expected<checkpoint::TensorRef> ref = keep(tensor);
     if (!ref) return Fail(fmt::format("model.safetensors: `{}`: {}", name, llvm::toString(ref.takeError())));
     ref->name = name;
@@ -169,11 +179,11 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
                                           {"type", optimizer.type},
                                           {"param_groups", json::Array{std::move(group)}},
                                           {"state", std::move(counters)}});
-  // No scheduler exists yet (#8): the constant schedule is its step count and base rate.
-  add_json("scheduler.json", json::Object{{"type", "constant"},
-                                          {"last_epoch", progress.step},
-                                          {"base_lrs", json::Array{lr}},
-                                          {"last_lr", json::Array{lr}}});
+  add_json("scheduler.json",
+           json::Object{{"type", progress.schedule},
+                        {"last_epoch", progress.scheduler_steps},
+                        {"base_lrs", json::Array{progress.base_lr > 0 ? progress.base_lr : lr}},
+                        {"last_lr", json::Array{lr}}});
   add_json("dataloader_0.json",
            json::Object{
                {"epoch", progress.data_epoch}, {"position", progress.data_position}, {"seed", data_seed}});
@@ -233,6 +243,16 @@ llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoi
   if (!position) return position.takeError();
   progress.data_epoch = *epoch;
   progress.data_position = *position;
+
+  std::string scheduler_path = ckpt.path + "/scheduler.json";
+  llvm::Expected<json::Object> scheduler = ReadJson(ckpt, "scheduler.json");
+  if (!scheduler) return scheduler.takeError();
+  llvm::Expected<int64_t> scheduler_steps = Integer(*scheduler, "last_epoch", scheduler_path);
+  if (!scheduler_steps) return scheduler_steps.takeError();
+  progress.scheduler_steps = *scheduler_steps;
+  progress.schedule = scheduler->getString("type").getValueOr("constant").str();
+  if (const json::Array* base = scheduler->getArray("base_lrs"); base && base->size() == 1)
+    progress.base_lr = (*base)[0].getAsNumber().getValueOr(0);
 
   // Optimizer first: it is checked completely before anything changes.
   std::string optimizer_json = ckpt.path + "/optimizer.json";
@@ -305,10 +325,10 @@ llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoi
   // Parameters: copied in place, so the optimizer's references to them stay valid.
   llvm::Expected<checkpoint::SafetensorsFile> model = ckpt.Safetensors("model.safetensors");
   if (!model) return model.takeError();
-  std::vector<std::pair<std::string, at::Tensor>> named = trainer.NamedParameters();
+  std::vector<std::pair<std::string, at::Tensor>> named = ModelState(trainer);
   if (model->tensors().size() != named.size()) {
-    return Fail(fmt::format("{}/model.safetensors: {} tensors, this model has {} parameters", ckpt.path,
-                            model->tensors().size(), named.size()));
+    return Fail(fmt::format("{}/model.safetensors: {} tensors, this model has {} parameters and buffers",
+                            ckpt.path, model->tensors().size(), named.size()));
   }
   {
     at::NoGradGuard no_grad;

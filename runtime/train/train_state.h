@@ -26,11 +26,23 @@ struct Progress {
   int64_t step = 0;
   // Samples drawn so far, over all ranks.
   int64_t samples_seen = 0;
-  // SyntheticRegression::epoch() and position() after the last step (the same on every rank:
-  // the sampler gives every rank the same number of equally sized batches).
+  // The data loader's epoch() and position() after the last step (sample-exact resume).
   int64_t data_epoch = -1;
   int64_t data_position = 0;
+  // The wrapped learning-rate scheduler (`scheduler.json`): its schedule, its step count
+  // (LambdaLR's `last_epoch`, which Accelerate advances num_processes times per optimizer step
+  // unless batches are split) and its base rate; 0 means the optimizer's current rate.
+  std::string schedule = "constant";
+  int64_t scheduler_steps = 0;
+  double base_lr = 0;
 };
+
+// The safetensors dtype of `type` (`F32`, `F64`, `I64`, `U8`), or null for one checkpoints do
+// not store.
+const char* SafetensorsDtype(at::ScalarType type);
+
+// The model's state_dict: its parameters, then its buffers (batch-norm statistics...).
+std::vector<std::pair<std::string, at::Tensor>> ModelState(const Trainer& trainer);
 
 // The state of this process's default torch CPU generator (a U8 tensor, 5056 bytes for the
 // Mersenne Twister), and setting it back. RestoreRngState throws c10::Error for a tensor that

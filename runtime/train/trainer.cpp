@@ -1,6 +1,9 @@
-// The one runtime TU that includes <torch/torch.h>: torch::nn and torch::optim live here.
+// The one runtime TU that includes <torch/torch.h>: torch::nn, torch::jit and torch::optim
+// live here.
 #include "runtime/train/trainer.h"
 
+#include <ATen/autocast_mode.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <map>
@@ -28,47 +31,262 @@ double Number(const llvm::json::Object& object, llvm::StringRef key, double fall
   return fallback;
 }
 
-class TorchTrainer final : public Trainer {
+// `torch.autocast("cpu", dtype=torch.bfloat16, **AutocastKwargs)` for one forward pass:
+// restores the previous settings and, leaving the outermost region, drops the cast cache.
+// Adam and AdamW share their options' and state's shape but not a base class.
+template <typename Options>
+llvm::json::Object AdamHyperparameters(const Options& o) {
+  return llvm::json::Object{{"lr", o.lr()},
+                            {"betas", llvm::json::Array{std::get<0>(o.betas()), std::get<1>(o.betas())}},
+                            {"eps", o.eps()},
+                            {"weight_decay", o.weight_decay()},
+                            {"amsgrad", o.amsgrad()}};
+}
+
+template <typename Options>
+void SetAdamHyperparameters(const llvm::json::Object& h, Options& o) {
+  o.lr(Number(h, "lr", o.lr()));
+  if (const llvm::json::Array* betas = h.getArray("betas"); betas && betas->size() == 2) {
+    o.betas(std::make_tuple((*betas)[0].getAsNumber().getValueOr(std::get<0>(o.betas())),
+                            (*betas)[1].getAsNumber().getValueOr(std::get<1>(o.betas()))));
+  }
+  o.eps(Number(h, "eps", o.eps()));
+  o.weight_decay(Number(h, "weight_decay", o.weight_decay()));
+  o.amsgrad(h.getBoolean("amsgrad").getValueOr(o.amsgrad()));
+}
+
+template <typename State>
+void ExportAdamState(const State& state, OptimizerState::Parameter& parameter) {
+  parameter.counters.emplace_back("step", state.step());
+  parameter.tensors.emplace_back("exp_avg", state.exp_avg());
+  parameter.tensors.emplace_back("exp_avg_sq", state.exp_avg_sq());
+  if (state.max_exp_avg_sq().defined())
+    parameter.tensors.emplace_back("max_exp_avg_sq", state.max_exp_avg_sq());
+}
+
+template <typename State, typename Take>
+std::unique_ptr<State> ImportAdamState(const std::string& name, std::map<std::string, at::Tensor>& tensors,
+                                       const std::map<std::string, int64_t>& counters, Take& take) {
+  auto state = std::make_unique<State>();
+  auto step = counters.find("step");
+  if (step == counters.end()) {
+    throw std::invalid_argument("the checkpoint's optimizer state for `" + name + "` has no `step`");
+  }
+  state->step(step->second);
+  state->exp_avg(take("exp_avg"));
+  state->exp_avg_sq(take("exp_avg_sq"));
+  if (tensors.count("max_exp_avg_sq")) state->max_exp_avg_sq(take("max_exp_avg_sq"));
+  return state;
+}
+
+class CpuAutocast {
  public:
-  TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop) {
-    if (model.kind != "mlp") throw std::invalid_argument("unknown model kind `" + model.kind + "`");
-    int64_t width = model.inputs;
-    for (int64_t hidden : model.hidden) {
+  CpuAutocast(bool enabled, bool cache_enabled)
+      : was_enabled_(at::autocast::is_cpu_enabled()),
+        was_dtype_(at::autocast::get_autocast_cpu_dtype()),
+        was_cache_enabled_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_cpu_enabled(enabled);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_autocast_cache_enabled(cache_enabled);
+    at::autocast::increment_nesting();
+  }
+  ~CpuAutocast() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(was_enabled_);
+    at::autocast::set_autocast_cpu_dtype(was_dtype_);
+    at::autocast::set_autocast_cache_enabled(was_cache_enabled_);
+  }
+  CpuAutocast(const CpuAutocast&) = delete;
+  CpuAutocast& operator=(const CpuAutocast&) = delete;
+
+ private:
+  bool was_enabled_;
+  at::ScalarType was_dtype_;
+  bool was_cache_enabled_;
+};
+
+// The model behind one forward(): a built-in torch::nn module or a TorchScript module.
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual torch::Tensor Forward(const torch::Tensor& features) = 0;
+  virtual std::vector<std::pair<std::string, torch::Tensor>> Parameters() const = 0;
+  virtual std::vector<std::pair<std::string, torch::Tensor>> Buffers() const = 0;
+};
+
+class MlpModel final : public Model {
+ public:
+  explicit MlpModel(const plan::BuildModel& spec) {
+    int64_t width = spec.inputs;
+    for (int64_t hidden : spec.hidden) {
       net_->push_back(torch::nn::Linear(width, hidden));
       net_->push_back(torch::nn::ReLU());
       width = hidden;
     }
-    net_->push_back(torch::nn::Linear(width, model.outputs));
+    net_->push_back(torch::nn::Linear(width, spec.outputs));
+  }
+  torch::Tensor Forward(const torch::Tensor& features) override { return net_->forward(features); }
+  std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : net_->named_parameters()) named.emplace_back(item.key(), item.value());
+    return named;
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> Buffers() const override {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : net_->named_buffers()) named.emplace_back(item.key(), item.value());
+    return named;
+  }
+
+ private:
+  torch::nn::Sequential net_;
+};
+
+// A module saved with `torch.jit.save(torch.jit.script(model))`: its parameter names are the
+// Python model's state_dict keys.
+class ScriptedModel final : public Model {
+ public:
+  explicit ScriptedModel(const std::string& path) {
+    try {
+      module_ = torch::jit::load(path);
+    } catch (const c10::Error& error) {
+      std::string text = error.what_without_backtrace();
+      throw std::invalid_argument("cannot load the TorchScript model " + path + ": " +
+                                  text.substr(0, text.find('\n')) +
+                                  "; save it with torch.jit.save(torch.jit.script(model), path)");
+    }
+    module_.train();
+    if (Parameters().empty()) {
+      throw std::invalid_argument("the TorchScript model " + path + " has no trainable parameters");
+    }
+  }
+  torch::Tensor Forward(const torch::Tensor& features) override {
+    torch::jit::IValue output = module_.forward({features});
+    if (!output.isTensor()) {
+      throw std::invalid_argument("the TorchScript model's forward returned " + output.tagKind() +
+                                  ", not one tensor of predictions");
+    }
+    return output.toTensor();
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
+      if (item.value.requires_grad()) named.emplace_back(item.name, item.value);
+    }
+    return named;
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> Buffers() const override {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : module_.named_buffers(/*recurse=*/true))
+      named.emplace_back(item.name, item.value);
+    return named;
+  }
+
+ private:
+  mutable torch::jit::Module module_;
+};
+
+class TorchTrainer final : public Trainer {
+ public:
+  TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop) : loop_(loop) {
+    if (model.kind == "mlp") {
+      model_ = std::make_unique<MlpModel>(model);
+    } else if (model.kind == "torchscript") {
+      model_ = std::make_unique<ScriptedModel>(model.path);
+    } else {
+      throw std::invalid_argument("unknown model kind `" + model.kind + "`");
+    }
+    if (loop.loss != "mse" && loop.loss != "cross_entropy" && !loop.loss.empty())
+      throw std::invalid_argument("unknown loss `" + loop.loss + "`");
+    if (loop.mixed_precision != "no" && loop.mixed_precision != "bf16" && !loop.mixed_precision.empty()) {
+      throw std::invalid_argument("mixed precision `" + loop.mixed_precision +
+                                  "` does not run on the CPU; use bf16 or no");
+    }
+    std::vector<torch::Tensor> parameters;
+    for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
 
     const plan::Optimizer& opt = loop.optimizer;
     type_ = opt.name;
     if (opt.name == "sgd") {
       optimizer_ = std::make_unique<torch::optim::SGD>(
-          net_->parameters(),
-          torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
-    } else if (opt.name == "adamw") {
-      optimizer_ =
-          std::make_unique<torch::optim::AdamW>(net_->parameters(), torch::optim::AdamWOptions(opt.lr)
+          parameters, torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
+    } else if (opt.name == "adam") {
+      optimizer_ = std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(opt.lr)
                                                                         .betas({opt.beta1, opt.beta2})
                                                                         .eps(opt.eps)
                                                                         .weight_decay(opt.weight_decay));
+    } else if (opt.name == "adamw") {
+      optimizer_ = std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(opt.lr)
+                                                                         .betas({opt.beta1, opt.beta2})
+                                                                         .eps(opt.eps)
+                                                                         .weight_decay(opt.weight_decay));
     } else {
       throw std::invalid_argument("unknown optimizer `" + opt.name + "`");
     }
   }
 
-  float ForwardBackward(const at::Tensor& features, const at::Tensor& targets) override {
-    optimizer_->zero_grad();
-    torch::Tensor loss = torch::mse_loss(net_->forward(features), targets);
-    loss.backward();
+  float ForwardBackward(const at::Tensor& features, const at::Tensor& targets, double loss_scale) override {
+    torch::Tensor output;
+    if (loop_.mixed_precision == "bf16") {
+      CpuAutocast autocast(loop_.autocast_enabled, loop_.autocast_cache_enabled);
+      output = model_->Forward(features);
+    } else {
+      output = model_->Forward(features);
+    }
+    // Accelerate's prepared model returns fp32 outputs (convert_outputs_to_fp32); the loss is
+    // computed outside the autocast region, as in a user's loop.
+    output = output.to(torch::kFloat);
+    torch::Tensor loss;
+    if (loop_.loss == "cross_entropy") {
+      if (targets.scalar_type() != torch::kLong || targets.dim() != 1) {
+        throw std::invalid_argument("cross_entropy needs one integer class index per sample");
+      }
+      if (output.dim() != 2) {
+        throw std::invalid_argument("cross_entropy needs the model to return [batch, classes] logits, not " +
+                                    c10::str(output.sizes()));
+      }
+      torch::Tensor out_of_range = (targets < 0).logical_or(targets >= output.size(1));
+      if (out_of_range.any().item<bool>()) {
+        throw std::invalid_argument("a class index is outside [0, " + std::to_string(output.size(1)) +
+                                    "): the model has " + std::to_string(output.size(1)) + " outputs");
+      }
+      loss = torch::nn::functional::cross_entropy(output, targets);
+    } else {
+      if (output.sizes() != targets.sizes()) {
+        throw std::invalid_argument("the model returned predictions of shape " + c10::str(output.sizes()) +
+                                    " for targets of shape " + c10::str(targets.sizes()) +
+                                    "; match the model's outputs to the data's target columns");
+      }
+      loss = torch::mse_loss(output, targets);
+    }
+    (loss_scale == 1.0 ? loss : loss * loss_scale).backward();
     return loss.item<float>();
   }
 
-  void OptimizerStep() override { optimizer_->step(); }
+  double ClipGradNorm(double max_norm) override {
+    std::vector<torch::Tensor> parameters;
+    for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
+    return torch::nn::utils::clip_grad_norm_(parameters, max_norm);
+  }
+
+  void SetLearningRate(double lr) override {
+    for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  }
+  double learning_rate() const override { return optimizer_->param_groups().at(0).options().get_lr(); }
+
+  void OptimizerStep(bool skip) override {
+    if (!skip) optimizer_->step();
+    // PyTorch 1.13's default: zeroed, not set to None.
+    optimizer_->zero_grad();
+  }
 
   std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const override {
     std::vector<std::pair<std::string, at::Tensor>> named;
-    for (const auto& item : net_->named_parameters()) named.emplace_back(item.key(), item.value());
+    for (auto& [name, tensor] : model_->Parameters()) named.emplace_back(name, tensor);
+    return named;
+  }
+  std::vector<std::pair<std::string, at::Tensor>> NamedBuffers() const override {
+    std::vector<std::pair<std::string, at::Tensor>> named;
+    for (auto& [name, tensor] : model_->Buffers()) named.emplace_back(name, tensor);
     return named;
   }
 
@@ -83,30 +301,23 @@ class TorchTrainer final : public Trainer {
                                                {"dampening", o.dampening()},
                                                {"weight_decay", o.weight_decay()},
                                                {"nesterov", o.nesterov()}};
+    } else if (type_ == "adam") {
+      out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamOptions&>(options));
     } else {
-      const auto& o = static_cast<const torch::optim::AdamWOptions&>(options);
-      out.hyperparameters =
-          llvm::json::Object{{"lr", o.lr()},
-                             {"betas", llvm::json::Array{std::get<0>(o.betas()), std::get<1>(o.betas())}},
-                             {"eps", o.eps()},
-                             {"weight_decay", o.weight_decay()},
-                             {"amsgrad", o.amsgrad()}};
+      out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamWOptions&>(options));
     }
-    for (const auto& item : net_->named_parameters()) {
-      OptimizerState::Parameter parameter{item.key(), {}, {}};
-      auto found = optimizer_->state().find(StateKey(item.value()));
+    for (const auto& [name, tensor] : model_->Parameters()) {
+      OptimizerState::Parameter parameter{name, {}, {}};
+      auto found = optimizer_->state().find(StateKey(tensor));
       if (found != optimizer_->state().end()) {
         if (type_ == "sgd") {
           const auto& state = static_cast<const torch::optim::SGDParamState&>(*found->second);
           if (state.momentum_buffer().defined())
             parameter.tensors.emplace_back("momentum_buffer", state.momentum_buffer());
+        } else if (type_ == "adam") {
+          ExportAdamState(static_cast<const torch::optim::AdamParamState&>(*found->second), parameter);
         } else {
-          const auto& state = static_cast<const torch::optim::AdamWParamState&>(*found->second);
-          parameter.counters.emplace_back("step", state.step());
-          parameter.tensors.emplace_back("exp_avg", state.exp_avg());
-          parameter.tensors.emplace_back("exp_avg_sq", state.exp_avg_sq());
-          if (state.max_exp_avg_sq().defined())
-            parameter.tensors.emplace_back("max_exp_avg_sq", state.max_exp_avg_sq());
+          ExportAdamState(static_cast<const torch::optim::AdamWParamState&>(*found->second), parameter);
         }
       }
       out.parameters.push_back(std::move(parameter));
@@ -119,7 +330,7 @@ class TorchTrainer final : public Trainer {
       throw std::invalid_argument("the checkpoint's optimizer is `" + in.type + "`, this run's is `" + type_ +
                                   "`");
     }
-    auto named = net_->named_parameters();
+    std::vector<std::pair<std::string, torch::Tensor>> named = model_->Parameters();
     if (in.parameters.size() != named.size()) {
       throw std::invalid_argument("the checkpoint's optimizer has state for " +
                                   std::to_string(in.parameters.size()) + " parameters, the model has " +
@@ -129,10 +340,10 @@ class TorchTrainer final : public Trainer {
     std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> states;
     for (size_t i = 0; i < named.size(); ++i) {
       const OptimizerState::Parameter& p = in.parameters[i];
-      const torch::Tensor& parameter = named[i].value();
-      if (p.name != named[i].key()) {
+      const torch::Tensor& parameter = named[i].second;
+      if (p.name != named[i].first) {
         throw std::invalid_argument("the checkpoint's optimizer state #" + std::to_string(i) + " is for `" +
-                                    p.name + "`, the model's parameter is `" + named[i].key() + "`");
+                                    p.name + "`, the model's parameter is `" + named[i].first + "`");
       }
       std::map<std::string, at::Tensor> tensors(p.tensors.begin(), p.tensors.end());
       std::map<std::string, int64_t> counters(p.counters.begin(), p.counters.end());
@@ -151,17 +362,12 @@ class TorchTrainer final : public Trainer {
         auto state = std::make_unique<torch::optim::SGDParamState>();
         state->momentum_buffer(take("momentum_buffer"));
         states.emplace_back(StateKey(parameter), std::move(state));
+      } else if (type_ == "adam") {
+        states.emplace_back(StateKey(parameter),
+                            ImportAdamState<torch::optim::AdamParamState>(p.name, tensors, counters, take));
       } else {
-        auto state = std::make_unique<torch::optim::AdamWParamState>();
-        auto step = counters.find("step");
-        if (step == counters.end()) {
-          throw std::invalid_argument("the checkpoint's optimizer state for `" + p.name + "` has no `step`");
-        }
-        state->step(step->second);
-        state->exp_avg(take("exp_avg"));
-        state->exp_avg_sq(take("exp_avg_sq"));
-        if (tensors.count("max_exp_avg_sq")) state->max_exp_avg_sq(take("max_exp_avg_sq"));
-        states.emplace_back(StateKey(parameter), std::move(state));
+        states.emplace_back(StateKey(parameter),
+                            ImportAdamState<torch::optim::AdamWParamState>(p.name, tensors, counters, take));
       }
       if (!tensors.empty()) {
         throw std::invalid_argument("the checkpoint's optimizer state for `" + p.name +
@@ -178,24 +384,19 @@ class TorchTrainer final : public Trainer {
       o.dampening(Number(h, "dampening", o.dampening()));
       o.weight_decay(Number(h, "weight_decay", o.weight_decay()));
       o.nesterov(h.getBoolean("nesterov").getValueOr(o.nesterov()));
+    } else if (type_ == "adam") {
+      SetAdamHyperparameters(h, static_cast<torch::optim::AdamOptions&>(options));
     } else {
-      auto& o = static_cast<torch::optim::AdamWOptions&>(options);
-      o.lr(Number(h, "lr", o.lr()));
-      if (const llvm::json::Array* betas = h.getArray("betas"); betas && betas->size() == 2) {
-        o.betas(std::make_tuple((*betas)[0].getAsNumber().getValueOr(std::get<0>(o.betas())),
-                                (*betas)[1].getAsNumber().getValueOr(std::get<1>(o.betas()))));
-      }
-      o.eps(Number(h, "eps", o.eps()));
-      o.weight_decay(Number(h, "weight_decay", o.weight_decay()));
-      o.amsgrad(h.getBoolean("amsgrad").getValueOr(o.amsgrad()));
+      SetAdamHyperparameters(h, static_cast<torch::optim::AdamWOptions&>(options));
     }
     optimizer_->state().clear();
     for (auto& [key, state] : states) optimizer_->state()[key] = std::move(state);
   }
 
  private:
-  torch::nn::Sequential net_;
-  std::string type_;  // sgd or adamw
+  plan::TrainLoop loop_;
+  std::unique_ptr<Model> model_;
+  std::string type_;  // sgd, adam or adamw
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 

@@ -15,11 +15,11 @@ namespace accel::rt::train {
 // The optimizer's state keyed by parameter name (PyTorch keys it by position, LibTorch by
 // tensor address: neither survives a change of model code), for checkpoints.
 struct OptimizerState {
-  // `sgd` or `adamw`.
+  // `sgd`, `adam` or `adamw`.
   std::string type;
   // The hyper-parameters of the one parameter group, named as PyTorch's `state_dict()` names
   // them: lr, momentum, dampening, weight_decay, nesterov (SGD); lr, betas, eps, weight_decay,
-  // amsgrad (AdamW).
+  // amsgrad (Adam, AdamW).
   llvm::json::Object hyperparameters;
   struct Parameter {
     std::string name;
@@ -33,18 +33,30 @@ struct OptimizerState {
   std::vector<Parameter> parameters;
 };
 
-// The model and its optimizer. Hides torch::nn and torch::optim (and their heavy headers)
-// behind a small interface the worker drives.
+// The model and its optimizer. Hides torch::nn, torch::jit and torch::optim (and their heavy
+// headers) behind a small interface the worker drives.
 class Trainer {
  public:
   virtual ~Trainer() = default;
-  // Zeroes the gradients, runs the forward pass and the MSE loss, and backpropagates.
-  // Returns this rank's loss.
-  virtual float ForwardBackward(const at::Tensor& features, const at::Tensor& targets) = 0;
-  // Applies the optimizer to the current gradients.
-  virtual void OptimizerStep() = 0;
+  // The forward pass (under bf16 autocast when the loop asks for it, outputs cast back to
+  // fp32 as Accelerate's prepared model does), the loss, and backward of loss × `loss_scale`
+  // (Accelerate's `backward` divides by the accumulation steps). Gradients add up until
+  // OptimizerStep() clears them. Returns this rank's unscaled loss.
+  virtual float ForwardBackward(const at::Tensor& features, const at::Tensor& targets,
+                                double loss_scale = 1.0) = 0;
+  // Scales the gradients so their global L2 norm is at most `max_norm` (clip_grad_norm_);
+  // returns the norm before clipping.
+  virtual double ClipGradNorm(double max_norm) = 0;
+  // The learning rate of the optimizer's parameter group (the scheduler sets it).
+  virtual void SetLearningRate(double lr) = 0;
+  virtual double learning_rate() const = 0;
+  // Applies the optimizer to the current gradients unless `skip` (an inf/NaN step under a
+  // gradient scaler), then zeroes them: the loop's `optimizer.step(); optimizer.zero_grad()`.
+  virtual void OptimizerStep(bool skip = false) = 0;
   // Parameters in registration order, named as PyTorch's state_dict names them (`0.weight`).
   virtual std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const = 0;
+  // Buffers (batch-norm statistics...) by state_dict name; DDP broadcasts them from rank 0.
+  virtual std::vector<std::pair<std::string, at::Tensor>> NamedBuffers() const = 0;
   // The optimizer's state. The tensors are the live state, not copies: they change with the
   // next OptimizerStep().
   virtual OptimizerState ExportOptimizerState() const = 0;
@@ -54,9 +66,10 @@ class Trainer {
   virtual void ImportOptimizerState(const OptimizerState& state) = 0;
 };
 
-// Builds the model described by `model` (initialized from the global torch generator, so the
-// caller seeds first) and the optimizer of `loop`. Throws std::invalid_argument for a model
-// kind or optimizer this runtime does not know.
+// Builds the model described by `model` (an MLP initialized from the global torch generator, so
+// the caller seeds first, or a TorchScript file) and the optimizer, loss and precision of
+// `loop`. Throws std::invalid_argument for a model kind, loss or optimizer this runtime does
+// not know and for a TorchScript file that does not load or has no trainable parameters.
 std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop);
 
 }  // namespace accel::rt::train

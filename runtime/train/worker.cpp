@@ -16,13 +16,24 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/dist/collectives.h"
 #include "runtime/support/blas.h"
-#include "runtime/train/gradient_buckets.h"
-#include "runtime/train/synthetic_data.h"
+#include "runtime/train/data_source.h"
+#include "runtime/train/gradient_accumulation.h"
+#include "runtime/train/lr_schedule.h"
+#include "runtime/train/reducer.h"
+#include "runtime/train/run_report.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
 
 namespace accel::rt::train {
 namespace {
+
+ScheduleKind ParseSchedule(const std::string& name) {
+  if (name == "constant" || name.empty()) return ScheduleKind::kConstant;
+  if (name == "constant_with_warmup") return ScheduleKind::kConstantWithWarmup;
+  if (name == "linear") return ScheduleKind::kLinear;
+  if (name == "cosine") return ScheduleKind::kCosine;
+  throw std::invalid_argument("unknown learning-rate schedule `" + name + "`");
+}
 
 llvm::Error Fail(const std::string& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
@@ -214,22 +225,46 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
     collectives->Broadcast(data, 0);
   }
 
-  SyntheticRegression data(data_spec, context.rank, context.world_size);
-  GradientBuckets buckets(parameters, loop.bucket_cap_mb * 1024 * 1024);
+  llvm::Expected<data::DataLoader> opened = OpenDataLoader(data_spec, context.rank, context.world_size);
+  if (!opened) throw std::invalid_argument(llvm::toString(opened.takeError()));
+  data::DataLoader& data = *opened;
+  const int64_t data_identity = DataIdentitySeed(data_spec);
+  std::vector<at::Tensor> buffers;
+  for (const auto& [name, tensor] : trainer->NamedBuffers()) buffers.push_back(tensor);
+  Reducer reducer(named, {loop.bucket_cap_mb << 20, loop.comm_hook, loop.find_unused_parameters},
+                  *collectives);
+  GradientAccumulation accumulation(
+      {loop.accumulation_steps, loop.sync_with_dataloader, loop.sync_each_batch});
+  // The schedule counts scheduler steps as Accelerate drives them: per process per optimizer
+  // step unless batches are split, or per micro-batch when it is not stepped with the optimizer.
+  const int64_t scheduler_steps_per_step = !loop.step_scheduler_with_optimizer ? loop.accumulation_steps
+                                           : data_spec.split_batches           ? 1
+                                                                               : context.world_size;
+  const double base_lr = loop.optimizer.lr;
+  LrScheduler scheduler({ParseSchedule(loop.lr_schedule), loop.warmup_steps * scheduler_steps_per_step,
+                         loop.steps * scheduler_steps_per_step, loop.num_cycles},
+                        {base_lr});
+  const SchedulerStepPolicy step_policy{data_spec.split_batches, context.world_size, loop.adjust_scheduler};
   at::Tensor loss_sum = at::zeros({1}, at::kFloat);
 
-  // load_state: the model, optimizer, this rank's RNG and the data position, so that the run
-  // continues exactly where the checkpoint was taken, with its step numbering.
+  // load_state: the model, optimizer, this rank's RNG, the scheduler and the data position, so
+  // that the run continues exactly where the checkpoint was taken, with its step numbering.
   Progress progress;
+  progress.schedule = loop.lr_schedule;
+  progress.base_lr = base_lr;
   if (!context.resume.empty()) {
     std::optional<checkpoint::VerifiedCheckpoint> from =
         FindResumePoint(*store, *checkpointing, dir, context.resume, main_process);
     if (from) {
       llvm::Expected<Progress> restored =
-          RestoreTrainingState(*from, *trainer, context.rank, context.world_size, data_spec.seed);
+          RestoreTrainingState(*from, *trainer, context.rank, context.world_size, data_identity);
       if (!restored) throw std::runtime_error(llvm::toString(restored.takeError()));
       progress = *restored;
-      data.Restore(progress.data_epoch, progress.data_position);
+      progress.schedule = loop.lr_schedule;
+      progress.base_lr = base_lr;
+      if (llvm::Error error = data.Restore(std::max<int64_t>(progress.data_epoch, 0), progress.data_position))
+        throw std::runtime_error("cannot resume: " + llvm::toString(std::move(error)));
+      scheduler.set_last_step(progress.scheduler_steps);
     }
     // Each rank loaded on its own (with save_on_each_node, from its own machine's copy): all
     // must continue from the same step.
@@ -254,38 +289,89 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       }
       std::fflush(stdout);
     }
+  } else {
+    trainer->SetLearningRate(scheduler.learning_rates()[0]);
   }
 
   RunSummary summary;
   summary.steps = loop.steps;
-  auto started = std::chrono::steady_clock::now();
   const int64_t first_step = progress.step + 1;
+  std::optional<RunReport> report;
+  if (main_process) report.emplace(plan, loop, dir, first_step, /*resumed=*/progress.step > 0);
+  auto started = std::chrono::steady_clock::now();
+  auto last_report = started;
+  int64_t samples_since_report = 0;
   for (int64_t step = first_step; step <= loop.steps; ++step) {
-    auto [features, targets] = data.Next();
-    float loss = trainer->ForwardBackward(features, targets);
-    buckets.AverageGradients(*collectives);
+    // One optimizer step: micro-batches until the accumulation cycle syncs (num_steps of them,
+    // fewer when the data runs out and sync_with_dataloader ends the cycle early).
+    double loss_total = 0;
+    int64_t micro_batches = 0;
+    bool epoch_ended = false;
+    bool sync = false;
+    while (!sync) {
+      data::Batch batch = data.Next();
+      sync = accumulation.Begin(batch.last_in_epoch);
+      epoch_ended = epoch_ended || batch.last_in_epoch;
+      // DDP broadcasts rank 0's buffers before every forward pass (broadcast_buffers).
+      if (loop.broadcast_buffers && !buffers.empty() && context.world_size > 1) {
+        at::NoGradGuard no_grad;
+        collectives->Broadcast(buffers, 0);
+      }
+      reducer.PrepareForBackward(accumulation.all_reduce_gradients());
+      // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
+      loss_total += trainer->ForwardBackward(batch.features, batch.targets,
+                                             1.0 / static_cast<double>(loop.accumulation_steps));
+      if (accumulation.all_reduce_gradients()) reducer.Finalize();
+      ++micro_batches;
+      samples_since_report += batch.features.size(0) * context.world_size;
+      progress.samples_seen += batch.features.size(0) * context.world_size;
+      if (!loop.step_scheduler_with_optimizer) scheduler.Step();
+    }
+    double grad_norm = loop.max_grad_norm > 0 ? trainer->ClipGradNorm(loop.max_grad_norm) : 0.0;
     trainer->OptimizerStep();
+    if (loop.step_scheduler_with_optimizer)
+      StepLikeAccelerate(scheduler, step_policy, /*sync_gradients=*/true,
+                         /*optimizer_step_was_skipped=*/false);
+    double lr = trainer->learning_rate();
+    trainer->SetLearningRate(scheduler.learning_rates()[0]);
+
     progress.step = step;
-    progress.samples_seen += features.size(0) * context.world_size;
     progress.data_epoch = data.epoch();
     progress.data_position = data.position();
-    if (checkpointing != nullptr && (step % checkpointing->every_steps == 0 || step == loop.steps)) {
-      SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_spec.seed, context,
+    progress.scheduler_steps = scheduler.last_step();
+    if (checkpointing != nullptr &&
+        ((checkpointing->every_steps > 0 && step % checkpointing->every_steps == 0) ||
+         (checkpointing->every_epoch && epoch_ended) || step == loop.steps)) {
+      SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_identity, context,
                      *collectives);
     }
-    if (step == first_step || step % loop.log_every == 0 || step == loop.steps) {
-      loss_sum.fill_(loss);
+    bool reported = step == first_step || step % loop.log_every == 0 || step == loop.steps;
+    if (reported) {
+      loss_sum.fill_(static_cast<float>(loss_total / static_cast<double>(micro_batches)));
       std::vector<at::Tensor> reduce{loss_sum};
       collectives->AllReduceSum(reduce);
       double mean = loss_sum.item<float>() / context.world_size;
       if (step == first_step) summary.first_loss = mean;
       summary.final_loss = mean;
-      if (main_process)
-        fmt::print("step {:>{}}/{}  loss {:.6f}\n", step, fmt::formatted_size("{}", loop.steps), loop.steps,
-                   mean);
-      std::fflush(stdout);
+      if (report) {
+        auto now = std::chrono::steady_clock::now();
+        double seconds = std::chrono::duration<double>(now - last_report).count();
+        double throughput = seconds > 0 ? samples_since_report / seconds : 0;
+        last_report = now;
+        samples_since_report = 0;
+        observe::Scalars scalars{{"loss", mean},
+                                 {"lr", lr},
+                                 {"epoch", static_cast<double>(data.epoch())},
+                                 {"samples_per_second", throughput}};
+        if (loop.max_grad_norm > 0) scalars.emplace_back("grad_norm", grad_norm);
+        report->Log(step, scalars, mean);
+        report->Update(step, lr, throughput);
+      }
+    } else if (report) {
+      report->Update(step, lr, 0);
     }
   }
+  if (report) report->Finish();
   summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   summary.parameter_digest = Digest(named);
 
@@ -293,9 +379,13 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   if (main_process) {
     std::vector<at::Tensor> keep;  // contiguous copies must outlive the write
     std::vector<checkpoint::TensorRef> tensors;
-    for (const auto& [name, tensor] : named) {
+    // The state_dict, as Accelerate's save_model writes it: parameters and buffers.
+    for (const auto& [name, tensor] : ModelState(*trainer)) {
       keep.push_back(tensor.detach().contiguous());
-      tensors.push_back({name, "F32", keep.back().sizes().vec(), TensorBytes(keep.back())});
+      const char* dtype = SafetensorsDtype(keep.back().scalar_type());
+      if (dtype == nullptr)
+        throw std::runtime_error(fmt::format("cannot save `{}`: unsupported dtype", name));
+      tensors.push_back({name, dtype, keep.back().sizes().vec(), TensorBytes(keep.back())});
     }
     if (llvm::Error error = checkpoint::WriteSafetensors(summary.model_path, tensors)) {
       throw std::runtime_error(llvm::toString(std::move(error)));

@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "runtime/checkpoint/checkpoint_store.h"
-#include "runtime/train/synthetic_data.h"
+#include "runtime/train/data_source.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
 #include "tests/unit/scratch_dir.h"
@@ -16,7 +16,26 @@ namespace {
 
 plan::BuildModel Model() { return {"mlp", 4, {8, 6}, 2}; }
 
-plan::BuildDataloader Data() { return {"synthetic_regression", 40, 4, 2, 0.01, 3, 8, true}; }
+plan::BuildDataloader Data() {
+  plan::BuildDataloader data;
+  data.kind = "synthetic_regression";
+  data.samples = 40;
+  data.features = 4;
+  data.outputs = 2;
+  data.noise = 0.01;
+  data.seed = 3;
+  data.targets = "regression";
+  data.batch_size = 8;
+  data.shuffle = true;
+  data.data_seed = 5;
+  return data;
+}
+
+data::DataLoader Loader(int rank, int world_size) {
+  llvm::Expected<data::DataLoader> loader = OpenDataLoader(Data(), rank, world_size);
+  if (!loader) throw std::runtime_error(llvm::toString(loader.takeError()));
+  return std::move(*loader);
+}
 
 plan::TrainLoop Loop(const std::string& optimizer) {
   plan::TrainLoop loop;
@@ -33,10 +52,10 @@ std::unique_ptr<Trainer> Build(const std::string& optimizer, uint64_t seed) {
   return MakeTrainer(Model(), Loop(optimizer));
 }
 
-void Train(Trainer& trainer, SyntheticRegression& data, int steps) {
+void Train(Trainer& trainer, data::DataLoader& data, int steps) {
   for (int i = 0; i < steps; ++i) {
-    auto [x, y] = data.Next();
-    trainer.ForwardBackward(x, y);
+    data::Batch batch = data.Next();
+    trainer.ForwardBackward(batch.features, batch.targets);
     trainer.OptimizerStep();
   }
 }
@@ -82,12 +101,17 @@ checkpoint::CheckpointStore Store(const std::string& dir) {
 void RoundTrip(const std::string& optimizer) {
   std::string dir = accel::testing::ScratchDir("round_trip_" + optimizer).string();
   std::unique_ptr<Trainer> original = Build(optimizer, 1);
-  SyntheticRegression data(Data(), 0, 1);
+  data::DataLoader data = Loader(0, 1);
   Train(*original, data, 3);
 
   at::manual_seed(77);
   at::Tensor rng = CaptureRngState();
-  Progress progress{3, 24, data.epoch(), data.position()};
+  Progress progress;
+  progress.step = 3;
+  progress.samples_seen = 24;
+  progress.data_epoch = data.epoch();
+  progress.data_position = data.position();
+  progress.scheduler_steps = 3;
   {
     llvm::Expected<std::unique_ptr<StateFiles>> files =
         EncodeTrainingState(*original, progress, {rng}, Data().seed);
@@ -111,8 +135,9 @@ void RoundTrip(const std::string& optimizer) {
   EXPECT_EQ(restored->samples_seen, 24);
   EXPECT_TRUE(SameBits(at::randn({5}), expected_draw));
 
-  SyntheticRegression resumed_data(Data(), 0, 1);
-  resumed_data.Restore(restored->data_epoch, restored->data_position);
+  EXPECT_EQ(restored->scheduler_steps, 3);
+  data::DataLoader resumed_data = Loader(0, 1);
+  ASSERT_FALSE(static_cast<bool>(resumed_data.Restore(restored->data_epoch, restored->data_position)));
   Train(*resumed, resumed_data, 4);
   ExpectSameState(*original, *resumed);
 }
@@ -123,7 +148,7 @@ TEST(TrainState, AdamWRoundTripsBitIdentical) { RoundTrip("adamw"); }
 
 TEST(TrainState, OptimizerStateIsKeyedByParameterName) {
   std::unique_ptr<Trainer> trainer = Build("adamw", 1);
-  SyntheticRegression data(Data(), 0, 1);
+  data::DataLoader data = Loader(0, 1);
   Train(*trainer, data, 2);
   llvm::Expected<std::unique_ptr<StateFiles>> files =
       EncodeTrainingState(*trainer, {2, 16, 0, 16}, {CaptureRngState(), CaptureRngState()}, 3);
@@ -162,7 +187,7 @@ checkpoint::VerifiedCheckpoint SaveAndLoad(const Trainer& trainer, const std::st
 
 TEST(TrainState, RefusesAnotherWorldSizeOptimizerOrModel) {
   std::unique_ptr<Trainer> sgd = Build("sgd", 1);
-  SyntheticRegression data(Data(), 0, 1);
+  data::DataLoader data = Loader(0, 1);
   Train(*sgd, data, 1);
   checkpoint::VerifiedCheckpoint two_ranks = SaveAndLoad(*sgd, "two_ranks", 2);
   llvm::Expected<Progress> wrong_world = RestoreTrainingState(two_ranks, *sgd, 0, 1, 3);
@@ -191,18 +216,20 @@ TEST(TrainState, RefusesAnotherWorldSizeOptimizerOrModel) {
   EXPECT_NE(llvm::toString(wrong_model.takeError()).find("has another shape"), std::string::npos);
 }
 
-TEST(SyntheticRegressionResume, RestoreContinuesTheStream) {
-  SyntheticRegression straight(Data(), 1, 2);
-  SyntheticRegression resumed(Data(), 1, 2);
+TEST(DataLoaderResume, RestoreContinuesTheStreamSampleExactly) {
+  data::DataLoader straight = Loader(1, 2);
+  data::DataLoader resumed = Loader(1, 2);
   for (int i = 0; i < 5; ++i) straight.Next();  // 20 samples per rank: 3 batches per epoch
-  resumed.Restore(straight.epoch(), straight.position());
+  ASSERT_FALSE(static_cast<bool>(resumed.Restore(straight.epoch(), straight.position())));
   for (int i = 0; i < 7; ++i) {
-    auto a = straight.Next();
-    at::Tensor ax = a.first.clone();
-    auto b = resumed.Next();
-    EXPECT_TRUE(SameBits(ax, b.first)) << "batch " << i;
+    data::Batch a = straight.Next();
+    data::Batch b = resumed.Next();
+    EXPECT_TRUE(SameBits(a.features, b.features)) << "batch " << i;
+    EXPECT_EQ(a.last_in_epoch, b.last_in_epoch) << "batch " << i;
   }
-  EXPECT_THROW(resumed.Restore(0, 21), std::invalid_argument);
+  llvm::Error outside = resumed.Restore(0, 21);
+  EXPECT_TRUE(static_cast<bool>(outside));
+  llvm::consumeError(std::move(outside));
 }
 
 }  // namespace

@@ -2,117 +2,177 @@
 
 #include <ATen/ATen.h>
 
+#include <ATen/autocast_mode.h>
+
+#include <cmath>
 #include <fstream>
-#include <set>
 #include <sstream>
 
+#include "runtime/data/dataset.h"
 #include "runtime/dist/collectives.h"
-#include "runtime/train/gradient_buckets.h"
-#include "runtime/train/synthetic_data.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/worker.h"
 
 namespace accel::rt::train {
 namespace {
 
-// Two ranks, simulated: the "peer" contributes `peer_value` to every element of every bucket.
-class FakePeer final : public dist::Collectives {
- public:
-  explicit FakePeer(float peer_value) : peer_value_(peer_value) {}
-  int rank() const override { return 0; }
-  int world_size() const override { return 2; }
-  void AllReduce(std::vector<at::Tensor>& tensors, dist::ReduceOp op) override {
-    EXPECT_EQ(op, dist::ReduceOp::kSum);
-    calls_ += 1;
-    buckets_seen_ = tensors.size();
-    for (at::Tensor& t : tensors) t.add_(peer_value_);
+plan::TrainLoop Loop(const std::string& optimizer, double lr) {
+  plan::TrainLoop loop;
+  loop.steps = 50;
+  loop.log_every = 10;
+  loop.loss = "mse";
+  loop.mixed_precision = "no";
+  loop.bucket_cap_mb = 25;
+  loop.optimizer = {optimizer, lr, 0.9, 0.9, 0.999, 1e-8, 0};
+  return loop;
+}
+
+data::Dataset Regression(int64_t samples) {
+  return data::GenerateSyntheticRegression(samples, 4, 1, 0.0, 11);
+}
+
+float TrainSteps(Trainer& trainer, const data::Dataset& data, int steps, float* first) {
+  float last = 0;
+  for (int step = 0; step < steps; ++step) {
+    int64_t begin = (step * 16) % data.size();
+    at::Tensor x = data.features.narrow(0, begin, 16), y = data.targets.narrow(0, begin, 16);
+    last = trainer.ForwardBackward(x, y);
+    if (step == 0 && first != nullptr) *first = last;
+    trainer.OptimizerStep();
   }
-  void Broadcast(std::vector<at::Tensor>&, int) override {}
-  void AllGather(const at::Tensor&, at::Tensor&) override { ADD_FAILURE() << "unexpected all_gather"; }
-  void Barrier() override {}
-  int calls_ = 0;
-  size_t buckets_seen_ = 0;
-
- private:
-  float peer_value_;
-};
-
-TEST(GradientBuckets, GroupsParametersUpToTheCapInReverseOrder) {
-  std::vector<at::Tensor> params = {at::zeros({100}), at::zeros({100}), at::zeros({300}), at::zeros({10})};
-  // Cap 800 B, filled from the last parameter: {p3}, then p2 alone (1200 B), then {p1, p0}.
-  GradientBuckets small(params, 800);
-  EXPECT_EQ(small.bucket_count(), 3u);  // {p3}, {p2}, {p1, p0}
-  GradientBuckets large(params, 1 << 20);
-  EXPECT_EQ(large.bucket_count(), 1u);
+  return last;
 }
 
-TEST(GradientBuckets, AveragesGradientsWithThePeer) {
-  std::vector<at::Tensor> params = {at::zeros({4}).set_requires_grad(true),
-                                    at::zeros({2, 3}).set_requires_grad(true)};
-  params[0].mutable_grad() = at::full({4}, 1.0f);
-  params[1].mutable_grad() = at::arange(6, at::kFloat).view({2, 3});
-  GradientBuckets buckets(params, 16);  // one bucket per parameter
-  FakePeer peer(3.0f);
-  buckets.AverageGradients(peer);
-  EXPECT_EQ(peer.calls_, 1);  // all buckets travel in one call
-  EXPECT_EQ(peer.buckets_seen_, 2u);
-  EXPECT_TRUE(at::allclose(params[0].grad(), at::full({4}, 2.0f)));
-  EXPECT_TRUE(at::allclose(params[1].grad(), (at::arange(6, at::kFloat).view({2, 3}) + 3) / 2));
+TEST(Trainer, LossFallsWithEveryOptimizer) {
+  data::Dataset data = Regression(256);
+  for (auto [name, lr] : {std::pair{"sgd", 0.05}, {"adam", 0.01}, {"adamw", 0.01}}) {
+    at::manual_seed(0);
+    std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {16}, 1, ""}, Loop(name, lr));
+    EXPECT_EQ(trainer->NamedParameters().size(), 4u);
+    EXPECT_EQ(trainer->NamedParameters()[0].first, "0.weight");
+    float first = 0;
+    float last = TrainSteps(*trainer, data, 60, &first);
+    EXPECT_LT(last, first * 0.25f) << name << ": first " << first << " last " << last;
+    EXPECT_EQ(trainer->ExportOptimizerState().type, name);
+  }
 }
 
-plan::BuildDataloader DataSpec(int64_t samples, bool shuffle) {
-  return {"synthetic_regression", samples, 4, 1, 0.0, 11, 8, shuffle};
+TEST(Trainer, GradientsAccumulateUntilTheOptimizerStepClearsThem) {
+  at::manual_seed(1);
+  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 1, ""}, Loop("sgd", 0.1));
+  data::Dataset data = Regression(32);
+  at::Tensor x = data.features.narrow(0, 0, 8), y = data.targets.narrow(0, 0, 8);
+  trainer->ForwardBackward(x, y);
+  at::Tensor once = trainer->NamedParameters()[0].second.grad().clone();
+  // Two halves of the loss scale add up to the gradient of the whole.
+  trainer->OptimizerStep(/*skip=*/true);
+  EXPECT_TRUE(at::equal(trainer->NamedParameters()[0].second.grad(), at::zeros_like(once)));
+  trainer->ForwardBackward(x, y, 0.5);
+  trainer->ForwardBackward(x, y, 0.5);
+  EXPECT_TRUE(at::allclose(trainer->NamedParameters()[0].second.grad(), once, 1e-6, 1e-7));
 }
 
-TEST(SyntheticRegression, RanksSplitEachEpochDisjointlyAndCoverEverySample) {
-  SyntheticRegression rank0(DataSpec(64, true), 0, 2);
-  SyntheticRegression rank1(DataSpec(64, true), 1, 2);
-  std::vector<int64_t> a = rank0.ShardIndices(3), b = rank1.ShardIndices(3);
-  EXPECT_EQ(a.size(), 32u);
-  std::set<int64_t> all(a.begin(), a.end());
-  all.insert(b.begin(), b.end());
-  EXPECT_EQ(all.size(), 64u);
-  EXPECT_NE(rank0.ShardIndices(0), rank0.ShardIndices(1));  // shuffled per epoch
+TEST(Trainer, ClipsTheGlobalGradientNorm) {
+  at::manual_seed(2);
+  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 1, ""}, Loop("sgd", 0.1));
+  data::Dataset data = Regression(32);
+  trainer->ForwardBackward(data.features, data.targets * 100);
+  double before = trainer->ClipGradNorm(0.5);
+  double after = 0;
+  for (const auto& [name, p] : trainer->NamedParameters()) after += p.grad().pow(2).sum().item<double>();
+  EXPECT_GT(before, 0.5);
+  EXPECT_NEAR(std::sqrt(after), 0.5, 1e-4);
 }
 
-TEST(SyntheticRegression, UnevenSamplesStillGiveEveryRankTheSameCount) {
-  SyntheticRegression rank0(DataSpec(10, false), 0, 3);
-  SyntheticRegression rank2(DataSpec(10, false), 2, 3);
-  EXPECT_EQ(rank0.ShardIndices(0).size(), 4u);
-  EXPECT_EQ(rank2.ShardIndices(0), (std::vector<int64_t>{2, 5, 8, 1}));  // index 11 wraps to 1
+TEST(Trainer, TheSchedulerSetsTheLearningRate) {
+  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 1, ""}, Loop("adamw", 0.1));
+  EXPECT_DOUBLE_EQ(trainer->learning_rate(), 0.1);
+  trainer->SetLearningRate(0.025);
+  EXPECT_DOUBLE_EQ(trainer->learning_rate(), 0.025);
+  EXPECT_EQ(trainer->ExportOptimizerState().hyperparameters.getNumber("lr"), 0.025);
 }
 
-TEST(SyntheticRegression, DataIsIdenticalOnEveryRankAndReproducible) {
-  SyntheticRegression a(DataSpec(32, true), 0, 2), b(DataSpec(32, true), 1, 2);
-  EXPECT_TRUE(at::equal(a.features(), b.features()));
-  EXPECT_TRUE(at::equal(a.targets(), b.targets()));
-  auto [x1, y1] = a.Next();
-  at::Tensor first = x1.clone();
-  SyntheticRegression again(DataSpec(32, true), 0, 2);
-  EXPECT_TRUE(at::equal(again.Next().first, first));
+TEST(Trainer, Bf16AutocastRunsTheForwardPassInBf16) {
+  plan::TrainLoop loop = Loop("sgd", 0.05);
+  data::Dataset data = Regression(64);
+  at::manual_seed(3);
+  std::unique_ptr<Trainer> fp32 = MakeTrainer({"mlp", 4, {16}, 1, ""}, loop);
+  loop.mixed_precision = "bf16";
+  at::manual_seed(3);
+  std::unique_ptr<Trainer> bf16 = MakeTrainer({"mlp", 4, {16}, 1, ""}, loop);
+  loop.autocast_enabled = false;  // AutocastKwargs(enabled=False): full precision again
+  at::manual_seed(3);
+  std::unique_ptr<Trainer> disabled = MakeTrainer({"mlp", 4, {16}, 1, ""}, loop);
+  float a = fp32->ForwardBackward(data.features, data.targets);
+  float b = bf16->ForwardBackward(data.features, data.targets);
+  float c = disabled->ForwardBackward(data.features, data.targets);
+  EXPECT_NE(a, b) << "bf16 rounding must change the loss";
+  EXPECT_NEAR(a, b, 0.05 * std::abs(a));
+  EXPECT_EQ(a, c);
+  // Parameters and their gradients stay fp32; autocast is off again afterwards.
+  EXPECT_EQ(bf16->NamedParameters()[0].second.grad().scalar_type(), at::kFloat);
+  EXPECT_FALSE(at::autocast::is_cpu_enabled());
 }
 
-TEST(Trainer, LossFallsOnASingleProcess) {
-  at::manual_seed(0);
-  plan::BuildModel model{"mlp", 4, {16}, 1};
-  plan::TrainLoop loop{50, 10, "no", 25, plan::Optimizer{"sgd", 0.05, 0.9, 0, 0, 0, 0}};
+TEST(Trainer, CrossEntropyNeedsClassIndicesInRange) {
+  plan::TrainLoop loop = Loop("sgd", 0.05);
+  loop.loss = "cross_entropy";
+  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 3, ""}, loop);
+  at::Tensor x = at::randn({6, 4});
+  float loss = trainer->ForwardBackward(x, at::tensor({0, 1, 2, 0, 1, 2}, at::kLong));
+  EXPECT_GT(loss, 0.5f);  // about log(3) for an untrained model
+  try {
+    trainer->ForwardBackward(x, at::tensor({0, 1, 3, 0, 1, 2}, at::kLong));
+    FAIL() << "class 3 of 3 outputs was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("outside [0, 3)"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Trainer, MismatchedTargetsAreAnErrorNotABroadcast) {
+  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 2, ""}, Loop("sgd", 0.05));
+  EXPECT_THROW(trainer->ForwardBackward(at::randn({5, 4}), at::randn({5, 1})), std::invalid_argument);
+}
+
+TEST(Trainer, LoadsATorchScriptModelWithPythonsParameterNames) {
+  plan::BuildModel model;
+  model.kind = "torchscript";
+  model.path = std::string(ACCEL_SOURCE_DIR) + "/specs/models/classifier.pt";
+  plan::TrainLoop loop = Loop("adam", 0.01);
+  loop.loss = "cross_entropy";
   std::unique_ptr<Trainer> trainer = MakeTrainer(model, loop);
-  EXPECT_EQ(trainer->NamedParameters().size(), 4u);
-  EXPECT_EQ(trainer->NamedParameters()[0].first, "0.weight");
-  SyntheticRegression data(DataSpec(256, true), 0, 1);
-  float first = 0, last = 0;
-  for (int step = 0; step < 60; ++step) {
-    auto [x, y] = data.Next();
-    last = trainer->ForwardBackward(x, y);
-    if (step == 0) first = last;
-    trainer->OptimizerStep();
+  std::vector<std::string> names, buffers;
+  for (const auto& [name, tensor] : trainer->NamedParameters()) names.push_back(name);
+  for (const auto& [name, tensor] : trainer->NamedBuffers()) buffers.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"hidden.weight", "norm.weight", "norm.bias", "head.weight",
+                                             "head.bias"}));
+  EXPECT_EQ(buffers,
+            (std::vector<std::string>{"norm.running_mean", "norm.running_var", "norm.num_batches_tracked"}));
+  at::Tensor before = trainer->NamedParameters()[0].second.clone();
+  trainer->ForwardBackward(at::randn({8, 4}), at::tensor({0, 1, 2, 0, 1, 2, 0, 1}, at::kLong));
+  trainer->OptimizerStep();
+  EXPECT_FALSE(at::equal(before, trainer->NamedParameters()[0].second));
+  EXPECT_EQ(trainer->NamedBuffers()[2].second.item<int64_t>(), 1);  // batch norm ran in training mode
+}
+
+TEST(Trainer, ABadTorchScriptFileIsAClearError) {
+  std::string path = ::testing::TempDir() + "/not-a-model.pt";
+  std::ofstream(path) << "not a zip archive";
+  plan::BuildModel model;
+  model.kind = "torchscript";
+  model.path = path;
+  try {
+    MakeTrainer(model, Loop("sgd", 0.1));
+    FAIL() << "a text file loaded as a model";
+  } catch (const std::invalid_argument& error) {
+    std::string text = error.what();
+    EXPECT_NE(text.find("cannot load the TorchScript model " + path), std::string::npos) << text;
+    EXPECT_NE(text.find("torch.jit.save"), std::string::npos) << text;
   }
-  EXPECT_LT(last, first * 0.25f) << "first " << first << " last " << last;
 }
 
 TEST(Trainer, UnknownOptimizerIsRejected) {
-  plan::TrainLoop loop{1, 1, "no", 25, plan::Optimizer{"lion", 0.1, 0, 0, 0, 0, 0}};
-  EXPECT_THROW(MakeTrainer({"mlp", 2, {}, 1}, loop), std::invalid_argument);
+  EXPECT_THROW(MakeTrainer({"mlp", 2, {}, 1, ""}, Loop("lion", 0.1)), std::invalid_argument);
 }
 
 TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {

@@ -1,0 +1,54 @@
+#ifndef ACCEL_RUNTIME_TRAIN_RUN_REPORT_H_
+#define ACCEL_RUNTIME_TRAIN_RUN_REPORT_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "compiler/plan/plan.h"
+#include "runtime/observe/metrics_log.h"
+#include "runtime/observe/progress.h"
+#include "runtime/observe/tensorboard.h"
+
+namespace accel::rt::train {
+
+// What the main process reports while training: the progress line (a redrawn bar on a
+// terminal, plain lines otherwise), `metrics.jsonl` in the output directory, and TensorBoard
+// event files under `{logging_dir}/{job}` when the plan asks for the tensorboard tracker — the
+// directory Accelerate's TensorBoardTracker writes for `init_trackers(job)`. Other ranks
+// report nothing. Throws std::runtime_error when a file cannot be opened or written.
+class RunReport {
+ public:
+  // `resumed` continues metrics.jsonl instead of starting it over.
+  RunReport(const plan::Plan& plan, const plan::TrainLoop& loop, const std::filesystem::path& output_dir,
+            int64_t first_step, bool resumed);
+
+  // Whether `step` is one the loop reports (first, every log_every, last): only then are the
+  // losses averaged across ranks.
+  bool Reports(int64_t step) const;
+
+  // At a reported step, before Update(): a metrics line and TensorBoard scalars (`scalars`,
+  // named as they appear in the files: `loss`, `lr`, ...), and `loss` for the progress line.
+  void Log(int64_t step, const observe::Scalars& scalars, double loss);
+
+  // After every optimizer step: the progress line (redrawn on a terminal; a plain line at the
+  // reported steps otherwise) with the last logged loss.
+  void Update(int64_t step, double lr, double samples_per_second);
+
+  // Ends the progress line and flushes the event file.
+  void Finish();
+
+ private:
+  const plan::TrainLoop& loop_;
+  int64_t first_step_;
+  observe::ProgressReporter progress_;
+  std::optional<observe::MetricsLog> metrics_;
+  std::optional<observe::TensorBoardWriter> tensorboard_;
+  double last_loss_ = 0;
+};
+
+}  // namespace accel::rt::train
+
+#endif  // ACCEL_RUNTIME_TRAIN_RUN_REPORT_H_
