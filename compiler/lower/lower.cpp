@@ -194,6 +194,16 @@ class Lowerer {
       build.path = SpecRelative(model["path"]);
       return build;
     }
+    if (model.value().type_name == "Transformer") {
+      build.kind = "transformer";
+      build.inputs = model.Int("inputs");
+      build.outputs = model.Int("outputs");
+      build.d_model = model.Int("d_model");
+      build.heads = model.Int("heads");
+      build.layers = model.Int("layers");
+      build.feedforward = model.Int("feedforward");
+      return build;
+    }
     build.kind = "mlp";
     build.inputs = model.Int("inputs");
     build.outputs = model.Int("outputs");
@@ -298,6 +308,9 @@ class Lowerer {
     loop.step_scheduler_with_optimizer = accelerator.Bool("step_scheduler_with_optimizer");
     const Value& clip = train["max_grad_norm"];
     loop.max_grad_norm = clip.kind == Value::Kind::None ? 0.0 : clip.float_value;
+    loop.eval_samples = train.Int("eval_samples");
+    const Value& eval_every = train["eval_every"];
+    loop.eval_every = eval_every.kind == Value::Kind::None ? 0 : eval_every.int_value;
 
     const Value& plugin = accelerator["gradient_accumulation_plugin"];
     if (plugin.kind == Value::Kind::Record) {

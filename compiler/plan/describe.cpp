@@ -65,6 +65,11 @@ std::string StepLine(const Step& step) {
           return fmt::format("seed                {}", s.seed);
         } else if constexpr (std::is_same_v<T, BuildModel>) {
           if (s.kind == "torchscript") return fmt::format("build_model         torchscript {}", s.path);
+          if (s.kind == "transformer") {
+            return fmt::format(
+                "build_model         transformer {} tokens x {}, {} layer(s) of {} heads, ff {} -> {}",
+                s.inputs, s.d_model, s.layers, s.heads, s.feedforward, s.outputs);
+          }
           return fmt::format("build_model         {} {} -> [{}] -> {}", s.kind, s.inputs,
                              fmt::join(s.hidden, ", "), s.outputs);
         } else if constexpr (std::is_same_v<T, BuildDataloader>) {

@@ -32,13 +32,28 @@ struct Seed {
 };
 
 // Builds the model. `kind` is `mlp` (Linear+ReLU per hidden width, then a Linear head, from
-// inputs/hidden/outputs) or `torchscript` (the module saved at `path`).
+// inputs/hidden/outputs), `transformer` (inputs tokens of d_model, `layers` encoder layers of
+// `heads` heads and a `feedforward` block, mean pooling, a head of `outputs`) or `torchscript`
+// (the module saved at `path`).
 struct BuildModel {
   std::string kind;
   int64_t inputs = 0;
   std::vector<int64_t> hidden;
   int64_t outputs = 0;
-  std::string path;  // torchscript
+  std::string path;     // torchscript
+  int64_t d_model = 0;  // transformer
+  int64_t heads = 0;
+  int64_t layers = 0;
+  int64_t feedforward = 0;
+
+  static BuildModel Mlp(int64_t inputs, std::vector<int64_t> hidden, int64_t outputs) {
+    BuildModel model;
+    model.kind = "mlp";
+    model.inputs = inputs;
+    model.hidden = std::move(hidden);
+    model.outputs = outputs;
+    return model;
+  }
 };
 
 // Builds this rank's data loader: the dataset, and how Accelerate's prepared DataLoader shards
@@ -118,6 +133,10 @@ struct TrainLoop {
   // `{logging_dir}/{job}`; an empty logging_dir means the output directory.
   std::vector<std::string> trackers;
   std::string logging_dir;
+  // The dataset's last `eval_samples` rows are held out and evaluated every `eval_every` steps
+  // and after the last one (0: never).
+  int64_t eval_samples = 0;
+  int64_t eval_every = 0;
 };
 
 // Rank 0 writes the weights as safetensors to `dir`/`file`.

@@ -40,6 +40,10 @@ json::Object StepJson(const Step& step) {
     o["hidden"] = IntArray(s->hidden);
     o["outputs"] = s->outputs;
     o["path"] = s->path;
+    o["d_model"] = s->d_model;
+    o["heads"] = s->heads;
+    o["layers"] = s->layers;
+    o["feedforward"] = s->feedforward;
   } else if (const auto* s = std::get_if<BuildDataloader>(&step)) {
     o["kind"] = s->kind;
     o["samples"] = s->samples;
@@ -86,6 +90,8 @@ json::Object StepJson(const Step& step) {
     o["broadcast_buffers"] = s->broadcast_buffers;
     o["trackers"] = StringArray(s->trackers);
     o["logging_dir"] = s->logging_dir;
+    o["eval_samples"] = s->eval_samples;
+    o["eval_every"] = s->eval_every;
     const Optimizer& opt = s->optimizer;
     o["optimizer"] = json::Object{
         {"name", opt.name},   {"lr", opt.lr},   {"momentum", opt.momentum},        {"beta1", opt.beta1},
@@ -152,7 +158,8 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
   } else if (op == "build_model") {
     BuildModel s;
     if (!(m.map("kind", s.kind) && m.map("inputs", s.inputs) && m.map("hidden", s.hidden) &&
-          m.map("outputs", s.outputs) && m.map("path", s.path))) {
+          m.map("outputs", s.outputs) && m.map("path", s.path) && m.map("d_model", s.d_model) &&
+          m.map("heads", s.heads) && m.map("layers", s.layers) && m.map("feedforward", s.feedforward))) {
       return false;
     }
     out = s;
@@ -187,7 +194,8 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
           m.map("bucket_cap_mb", s.bucket_cap_mb) && m.map("comm_hook", s.comm_hook) &&
           m.map("find_unused_parameters", s.find_unused_parameters) &&
           m.map("broadcast_buffers", s.broadcast_buffers) && m.map("trackers", s.trackers) &&
-          m.map("logging_dir", s.logging_dir))) {
+          m.map("logging_dir", s.logging_dir) && m.map("eval_samples", s.eval_samples) &&
+          m.map("eval_every", s.eval_every))) {
       return false;
     }
     out = s;
@@ -231,6 +239,18 @@ std::string CheckRanges(const Plan& plan) {
         problem = fmt::format("invalid value {} at steps[{}].main_process_port: not a port",
                               s->main_process_port, i);
       }
+    } else if (const auto* s = std::get_if<BuildModel>(&step); s && s->kind == "transformer") {
+      for (auto [value, field] : {std::pair{s->inputs, "inputs"},
+                                  {s->outputs, "outputs"},
+                                  {s->d_model, "d_model"},
+                                  {s->heads, "heads"},
+                                  {s->layers, "layers"},
+                                  {s->feedforward, "feedforward"}}) {
+        if (problem.empty()) problem = positive(value, i, field);
+      }
+      if (problem.empty() && s->d_model % s->heads != 0)
+        problem = fmt::format("invalid value {} at steps[{}].heads: must divide d_model {}", s->heads, i,
+                              s->d_model);
     } else if (const auto* s = std::get_if<BuildModel>(&step); s && s->kind == "mlp") {
       problem = positive(s->inputs, i, "inputs");
       if (problem.empty()) problem = positive(s->outputs, i, "outputs");
@@ -251,6 +271,12 @@ std::string CheckRanges(const Plan& plan) {
                                   {s->bucket_cap_mb, "bucket_cap_mb"},
                                   {s->accumulation_steps, "accumulation_steps"}}) {
         if (problem.empty()) problem = positive(value, i, field);
+      }
+      if (problem.empty() &&
+          (s->eval_samples < 0 || s->eval_every < 0 || (s->eval_every > 0 && s->eval_samples == 0))) {
+        problem =
+            fmt::format("invalid evaluation at steps[{}]: eval_every {} needs eval_samples > 0 (has {})", i,
+                        s->eval_every, s->eval_samples);
       }
       if (problem.empty() && !(s->optimizer.lr > 0)) {
         problem =

@@ -91,6 +91,21 @@ void ProgressReporter::Draw(double now) {
   drawn_ = true;
 }
 
+void ProgressReporter::Message(const std::string& line) {
+  if (finished_) return;
+  if (tty_ && last_width_ > 0) {
+    // Overwrite the bar, padding over what is left of it.
+    std::string padded = line;
+    if (padded.size() < last_width_) padded.append(last_width_ - padded.size(), ' ');
+    fmt::print(out_, "\r{}\n", padded);
+    last_width_ = 0;
+    drawn_ = false;
+  } else {
+    fmt::print(out_, "{}\n", line);
+  }
+  std::fflush(out_);
+}
+
 void ProgressReporter::Finish() {
   if (finished_) return;
   finished_ = true;

@@ -40,6 +40,10 @@ class ProgressReporter {
   // `samples_per_second` that is not positive is left out of the plain line.
   void Update(int64_t step, double loss, double lr, double samples_per_second);
 
+  // Prints `line` on a line of its own (an evaluation result): on a terminal it replaces the
+  // bar, which the next Update() draws again below it.
+  void Message(const std::string& line);
+
   // Ends the TTY line (drawing the last update if it was throttled) with a newline. Further
   // calls, and Update() after it, do nothing.
   void Finish();

@@ -4,7 +4,8 @@
 
 namespace accel::rt::train {
 
-llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spec, int rank, int world_size) {
+llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, int64_t eval_samples, int rank,
+                                            int world_size) {
   data::TargetKind kind =
       spec.targets == "class_labels" ? data::TargetKind::kClassLabels : data::TargetKind::kRegression;
   llvm::Expected<data::Dataset> dataset = [&]() -> llvm::Expected<data::Dataset> {
@@ -19,6 +20,20 @@ llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spe
                                    spec.kind.c_str());
   }();
   if (!dataset) return dataset.takeError();
+  int64_t rows = dataset->size();
+  if (eval_samples >= rows) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "`train.eval_samples = %lld` holds out the whole dataset of %lld rows; "
+                                   "leave rows to train on",
+                                   static_cast<long long>(eval_samples), static_cast<long long>(rows));
+  }
+  data::Dataset held_out;
+  if (eval_samples > 0) {
+    held_out.features = dataset->features.narrow(0, rows - eval_samples, eval_samples).contiguous();
+    held_out.targets = dataset->targets.narrow(0, rows - eval_samples, eval_samples).contiguous();
+    dataset->features = dataset->features.narrow(0, 0, rows - eval_samples).contiguous();
+    dataset->targets = dataset->targets.narrow(0, 0, rows - eval_samples).contiguous();
+  }
   data::ShardSpec shard;
   shard.batch_size = spec.batch_size;
   shard.shuffle = spec.shuffle;
@@ -30,7 +45,25 @@ llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spe
   shard.dispatch_batches = spec.dispatch_batches;
   shard.use_seedable_sampler = spec.use_seedable_sampler;
   shard.seed = static_cast<uint64_t>(spec.data_seed);
-  return data::DataLoader::Create(std::move(*dataset), shard);
+  llvm::Expected<data::DataLoader> train = data::DataLoader::Create(std::move(*dataset), shard);
+  if (!train) return train.takeError();
+  DataLoaders loaders{std::move(*train), std::nullopt};
+  if (eval_samples > 0) {
+    data::ShardSpec eval = shard;
+    eval.shuffle = false;
+    eval.drop_last = false;
+    eval.even_batches = true;  // every rank gathers the same number of equal batches
+    llvm::Expected<data::DataLoader> loader = data::DataLoader::Create(std::move(held_out), eval);
+    if (!loader) return loader.takeError();
+    loaders.eval.emplace(std::move(*loader));
+  }
+  return loaders;
+}
+
+llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spec, int rank, int world_size) {
+  llvm::Expected<DataLoaders> loaders = OpenDataLoaders(spec, 0, rank, world_size);
+  if (!loaders) return loaders.takeError();
+  return std::move(loaders->train);
 }
 
 int64_t DataIdentitySeed(const plan::BuildDataloader& spec) {

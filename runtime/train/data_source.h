@@ -2,6 +2,7 @@
 #define ACCEL_RUNTIME_TRAIN_DATA_SOURCE_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "compiler/plan/plan.h"
 #include "llvm/Support/Error.h"
@@ -9,9 +10,20 @@
 
 namespace accel::rt::train {
 
-// This rank's data loader for the plan's `build_dataloader` step: the dataset (generated, or
+// This rank's data loaders for the plan's `build_dataloader` step: the dataset (generated, or
 // read from CSV, .npy or safetensors files) sharded as Accelerate's prepared DataLoader shards
-// it. Errors name the file and what is wrong with it.
+// it. With `eval_samples`, the dataset's last rows are held out into an evaluation loader
+// (in order, even batches, the training loader's batch size and splitting), whose gathered
+// batches are the held-out rows in order followed by even_batches' duplicates. Errors name the
+// file and what is wrong with it.
+struct DataLoaders {
+  data::DataLoader train;
+  std::optional<data::DataLoader> eval;
+};
+llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, int64_t eval_samples, int rank,
+                                            int world_size);
+
+// The training loader alone (no held-out rows).
 llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spec, int rank, int world_size);
 
 // What a checkpoint records to refuse resuming over other data: the generator seed of the

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace accel::rt::train {
 namespace {
 
@@ -47,6 +49,17 @@ void RunReport::Log(int64_t step, const observe::Scalars& scalars, double loss) 
   if (tensorboard_) {
     for (const auto& [name, value] : scalars) OrThrow(tensorboard_->AddScalar(name, value, step, now));
   }
+}
+
+void RunReport::LogEval(int64_t step, const observe::Scalars& scalars) {
+  double now = UnixSeconds();
+  OrThrow(metrics_->Write(step, scalars, now));
+  if (tensorboard_) {
+    for (const auto& [name, value] : scalars) OrThrow(tensorboard_->AddScalar(name, value, step, now));
+  }
+  std::string line = fmt::format("eval at step {}:", step);
+  for (const auto& [name, value] : scalars) line += fmt::format("  {} {:.6f}", name, value);
+  progress_.Message(line);
 }
 
 void RunReport::Update(int64_t step, double lr, double samples_per_second) {

@@ -33,6 +33,10 @@ class RunReport {
   // named as they appear in the files: `loss`, `lr`, ...), and `loss` for the progress line.
   void Log(int64_t step, const observe::Scalars& scalars, double loss);
 
+  // An evaluation at `step`: a metrics line and TensorBoard scalars (`eval_loss`, ...), and a
+  // plain line on the console.
+  void LogEval(int64_t step, const observe::Scalars& scalars);
+
   // After every optimizer step: the progress line (redrawn on a terminal; a plain line at the
   // reported steps otherwise) with the last logged loss.
   void Update(int64_t step, double lr, double samples_per_second);

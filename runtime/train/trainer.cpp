@@ -112,6 +112,8 @@ class Model {
   virtual torch::Tensor Forward(const torch::Tensor& features) = 0;
   virtual std::vector<std::pair<std::string, torch::Tensor>> Parameters() const = 0;
   virtual std::vector<std::pair<std::string, torch::Tensor>> Buffers() const = 0;
+  // Training mode (batch norm uses batch statistics) or evaluation mode (running statistics).
+  virtual void SetTraining(bool training) = 0;
 };
 
 class MlpModel final : public Model {
@@ -126,6 +128,7 @@ class MlpModel final : public Model {
     net_->push_back(torch::nn::Linear(width, spec.outputs));
   }
   torch::Tensor Forward(const torch::Tensor& features) override { return net_->forward(features); }
+  void SetTraining(bool training) override { net_->train(training); }
   std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
     std::vector<std::pair<std::string, torch::Tensor>> named;
     for (const auto& item : net_->named_parameters()) named.emplace_back(item.key(), item.value());
@@ -139,6 +142,63 @@ class MlpModel final : public Model {
 
  private:
   torch::nn::Sequential net_;
+};
+
+// Each feature value is a token: value × a learned vector plus a learned position, then
+// post-norm encoder layers (no dropout, so data-parallel runs stay comparable), the mean over
+// tokens, and a Linear head.
+class TransformerModelImpl : public torch::nn::Module {
+ public:
+  explicit TransformerModelImpl(const plan::BuildModel& spec)
+      : value_(register_module("value", torch::nn::Linear(1, spec.d_model))),
+        position_(register_parameter("position", torch::randn({spec.inputs, 1, spec.d_model}) * 0.02)),
+        encoder_(
+            register_module("encoder", torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
+                                           torch::nn::TransformerEncoderLayerOptions(spec.d_model, spec.heads)
+                                               .dim_feedforward(spec.feedforward)
+                                               .dropout(0.0),
+                                           spec.layers)))),
+        head_(register_module("head", torch::nn::Linear(spec.d_model, spec.outputs))) {}
+
+  torch::Tensor forward(const torch::Tensor& features) {
+    // [batch, tokens] -> [tokens, batch, 1] -> [tokens, batch, d_model] (sequence first).
+    torch::Tensor tokens = value_(features.t().unsqueeze(-1)) + position_;
+    return head_(encoder_(tokens).mean(0));
+  }
+
+ private:
+  torch::nn::Linear value_;
+  torch::Tensor position_;
+  torch::nn::TransformerEncoder encoder_;
+  torch::nn::Linear head_;
+};
+TORCH_MODULE(TransformerModel);
+
+class BuiltInTransformer final : public Model {
+ public:
+  explicit BuiltInTransformer(const plan::BuildModel& spec) : net_(spec), tokens_(spec.inputs) {}
+  torch::Tensor Forward(const torch::Tensor& features) override {
+    if (features.dim() != 2 || features.size(1) != tokens_) {
+      throw std::invalid_argument("the transformer reads " + std::to_string(tokens_) +
+                                  " features per sample, the batch has shape " + c10::str(features.sizes()));
+    }
+    return net_->forward(features);
+  }
+  void SetTraining(bool training) override { net_->train(training); }
+  std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : net_->named_parameters()) named.emplace_back(item.key(), item.value());
+    return named;
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> Buffers() const override {
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : net_->named_buffers()) named.emplace_back(item.key(), item.value());
+    return named;
+  }
+
+ private:
+  TransformerModel net_;
+  int64_t tokens_;
 };
 
 // A module saved with `torch.jit.save(torch.jit.script(model))`: its parameter names are the
@@ -167,6 +227,7 @@ class ScriptedModel final : public Model {
     }
     return output.toTensor();
   }
+  void SetTraining(bool training) override { module_.train(training); }
   std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
     std::vector<std::pair<std::string, torch::Tensor>> named;
     for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
@@ -190,6 +251,8 @@ class TorchTrainer final : public Trainer {
   TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop) : loop_(loop) {
     if (model.kind == "mlp") {
       model_ = std::make_unique<MlpModel>(model);
+    } else if (model.kind == "transformer") {
+      model_ = std::make_unique<BuiltInTransformer>(model);
     } else if (model.kind == "torchscript") {
       model_ = std::make_unique<ScriptedModel>(model.path);
     } else {
@@ -225,17 +288,42 @@ class TorchTrainer final : public Trainer {
   }
 
   float ForwardBackward(const at::Tensor& features, const at::Tensor& targets, double loss_scale) override {
+    torch::Tensor loss = Losses(Forward(features), targets, torch::Reduction::Mean);
+    (loss_scale == 1.0 ? loss : loss * loss_scale).backward();
+    return loss.item<float>();
+  }
+
+  Evaluation Evaluate(const at::Tensor& features, const at::Tensor& targets) override {
+    torch::NoGradGuard no_grad;
+    model_->SetTraining(false);
     torch::Tensor output;
+    try {
+      output = Forward(features);
+    } catch (...) {
+      model_->SetTraining(true);
+      throw;
+    }
+    model_->SetTraining(true);
+    Evaluation result;
+    result.losses = Losses(output, targets, torch::Reduction::None);
+    if (result.losses.dim() > 1) result.losses = result.losses.flatten(1).mean(1);
+    if (loop_.loss == "cross_entropy") result.correct = output.argmax(1).eq(targets).to(torch::kFloat);
+    return result;
+  }
+  // The forward pass under bf16 autocast when the loop asks for it; outputs in fp32, as
+  // Accelerate's prepared model returns them (convert_outputs_to_fp32), so the loss is computed
+  // outside the autocast region, as in a user's loop.
+  torch::Tensor Forward(const at::Tensor& features) {
     if (loop_.mixed_precision == "bf16") {
       CpuAutocast autocast(loop_.autocast_enabled, loop_.autocast_cache_enabled);
-      output = model_->Forward(features);
-    } else {
-      output = model_->Forward(features);
+      return model_->Forward(features).to(torch::kFloat);
     }
-    // Accelerate's prepared model returns fp32 outputs (convert_outputs_to_fp32); the loss is
-    // computed outside the autocast region, as in a user's loop.
-    output = output.to(torch::kFloat);
-    torch::Tensor loss;
+    return model_->Forward(features).to(torch::kFloat);
+  }
+
+  // The loss of `output` against `targets`, after checking that they fit each other.
+  torch::Tensor Losses(const torch::Tensor& output, const at::Tensor& targets,
+                       torch::Reduction::Reduction reduction) {
     if (loop_.loss == "cross_entropy") {
       if (targets.scalar_type() != torch::kLong || targets.dim() != 1) {
         throw std::invalid_argument("cross_entropy needs one integer class index per sample");
@@ -249,17 +337,15 @@ class TorchTrainer final : public Trainer {
         throw std::invalid_argument("a class index is outside [0, " + std::to_string(output.size(1)) +
                                     "): the model has " + std::to_string(output.size(1)) + " outputs");
       }
-      loss = torch::nn::functional::cross_entropy(output, targets);
-    } else {
-      if (output.sizes() != targets.sizes()) {
-        throw std::invalid_argument("the model returned predictions of shape " + c10::str(output.sizes()) +
-                                    " for targets of shape " + c10::str(targets.sizes()) +
-                                    "; match the model's outputs to the data's target columns");
-      }
-      loss = torch::mse_loss(output, targets);
+      return at::cross_entropy_loss(output, targets, {}, reduction, /*ignore_index=*/-100,
+                                    /*label_smoothing=*/0.0);
     }
-    (loss_scale == 1.0 ? loss : loss * loss_scale).backward();
-    return loss.item<float>();
+    if (output.sizes() != targets.sizes()) {
+      throw std::invalid_argument("the model returned predictions of shape " + c10::str(output.sizes()) +
+                                  " for targets of shape " + c10::str(targets.sizes()) +
+                                  "; match the model's outputs to the data's target columns");
+    }
+    return torch::mse_loss(output, targets, reduction);
   }
 
   double ClipGradNorm(double max_norm) override {

@@ -33,6 +33,12 @@ struct OptimizerState {
   std::vector<Parameter> parameters;
 };
 
+// Per-sample results of an evaluation batch.
+struct Evaluation {
+  at::Tensor losses;   // float32 [B]: the loss of each sample (mean over outputs for mse)
+  at::Tensor correct;  // float32 [B] of 0/1 with cross_entropy (argmax == label); else undefined
+};
+
 // The model and its optimizer. Hides torch::nn, torch::jit and torch::optim (and their heavy
 // headers) behind a small interface the worker drives.
 class Trainer {
@@ -44,6 +50,9 @@ class Trainer {
   // OptimizerStep() clears them. Returns this rank's unscaled loss.
   virtual float ForwardBackward(const at::Tensor& features, const at::Tensor& targets,
                                 double loss_scale = 1.0) = 0;
+  // The forward pass in evaluation mode (batch norm on running statistics), without gradients,
+  // under the same autocast as training; the model returns to training mode afterwards.
+  virtual Evaluation Evaluate(const at::Tensor& features, const at::Tensor& targets) = 0;
   // Scales the gradients so their global L2 norm is at most `max_norm` (clip_grad_norm_);
   // returns the norm before clipping.
   virtual double ClipGradNorm(double max_norm) = 0;

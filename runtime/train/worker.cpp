@@ -27,6 +27,37 @@
 namespace accel::rt::train {
 namespace {
 
+struct EvalResult {
+  double loss = 0;
+  double accuracy = -1;  // -1 without class labels
+};
+
+// Accelerate's evaluation loop with gather_for_metrics: every rank evaluates its batches of the
+// held-out rows, the per-sample results are gathered batch by batch (rank order within a batch
+// is the loader's order), and the duplicates even_batches appended at the end are dropped, so
+// every held-out sample counts exactly once. Collective; every rank gets the same result.
+EvalResult Evaluate(Trainer& trainer, data::DataLoader& loader, int64_t samples,
+                    dist::Collectives& collectives) {
+  if (llvm::Error error = loader.Restore(0, 0)) throw std::runtime_error(llvm::toString(std::move(error)));
+  std::vector<at::Tensor> gathered;
+  bool classes = false;
+  for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
+    data::Batch batch = loader.Next();
+    Evaluation local = trainer.Evaluate(batch.features, batch.targets);
+    classes = local.correct.defined();
+    // One all-gather per batch carries both columns: [loss, correct] per sample.
+    at::Tensor both =
+        at::stack({local.losses, classes ? local.correct : at::zeros_like(local.losses)}, 1).contiguous();
+    gathered.push_back(at::empty({collectives.world_size() * both.size(0), 2}, both.options()));
+    collectives.AllGather(both, gathered.back());
+  }
+  at::Tensor all = at::cat(gathered).narrow(0, 0, samples).to(at::kDouble);
+  EvalResult result;
+  result.loss = all.select(1, 0).mean().item<double>();
+  if (classes) result.accuracy = all.select(1, 1).mean().item<double>();
+  return result;
+}
+
 ScheduleKind ParseSchedule(const std::string& name) {
   if (name == "constant" || name.empty()) return ScheduleKind::kConstant;
   if (name == "constant_with_warmup") return ScheduleKind::kConstantWithWarmup;
@@ -225,9 +256,10 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
     collectives->Broadcast(data, 0);
   }
 
-  llvm::Expected<data::DataLoader> opened = OpenDataLoader(data_spec, context.rank, context.world_size);
+  llvm::Expected<DataLoaders> opened =
+      OpenDataLoaders(data_spec, loop.eval_samples, context.rank, context.world_size);
   if (!opened) throw std::invalid_argument(llvm::toString(opened.takeError()));
-  data::DataLoader& data = *opened;
+  data::DataLoader& data = opened->train;
   const int64_t data_identity = DataIdentitySeed(data_spec);
   std::vector<at::Tensor> buffers;
   for (const auto& [name, tensor] : trainer->NamedBuffers()) buffers.push_back(tensor);
@@ -345,6 +377,14 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_identity, context,
                      *collectives);
     }
+    if (opened->eval && (step % loop.eval_every == 0 || step == loop.steps)) {
+      EvalResult eval = Evaluate(*trainer, *opened->eval, loop.eval_samples, *collectives);
+      summary.eval_loss = eval.loss;
+      summary.eval_accuracy = eval.accuracy;
+      observe::Scalars scalars{{"eval_loss", eval.loss}};
+      if (eval.accuracy >= 0) scalars.emplace_back("eval_accuracy", eval.accuracy);
+      if (report) report->LogEval(step, scalars);
+    }
     bool reported = step == first_step || step % loop.log_every == 0 || step == loop.steps;
     if (reported) {
       loss_sum.fill_(static_cast<float>(loss_total / static_cast<double>(micro_batches)));
@@ -390,16 +430,19 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
     if (llvm::Error error = checkpoint::WriteSafetensors(summary.model_path, tensors)) {
       throw std::runtime_error(llvm::toString(std::move(error)));
     }
-    llvm::json::Object metrics{{"job", plan.job},
-                               {"plan_hash", plan.hash},
-                               {"world_size", context.world_size},
-                               {"steps", summary.steps},
-                               {"first_loss", summary.first_loss},
-                               {"final_loss", summary.final_loss},
-                               {"wall_seconds", summary.wall_seconds},
-                               {"blas", support::DetectLoadedBlas().Describe()},
-                               {"model_file", summary.model_path},
-                               {"parameter_digest", summary.parameter_digest}};
+    llvm::json::Object metrics{
+        {"job", plan.job},
+        {"plan_hash", plan.hash},
+        {"world_size", context.world_size},
+        {"steps", summary.steps},
+        {"first_loss", summary.first_loss},
+        {"final_loss", summary.final_loss},
+        {"wall_seconds", summary.wall_seconds},
+        {"eval_loss", summary.eval_loss >= 0 ? llvm::json::Value(summary.eval_loss) : nullptr},
+        {"eval_accuracy", summary.eval_accuracy >= 0 ? llvm::json::Value(summary.eval_accuracy) : nullptr},
+        {"blas", support::DetectLoadedBlas().Describe()},
+        {"model_file", summary.model_path},
+        {"parameter_digest", summary.parameter_digest}};
     if (llvm::Error error = WriteJson((dir / "metrics.json").string(), std::move(metrics))) {
       throw std::runtime_error(llvm::toString(std::move(error)));
     }

@@ -29,6 +29,9 @@ struct RunSummary {
   int64_t steps = 0;
   double first_loss = 0;
   double final_loss = 0;
+  // The last evaluation over the held-out rows (train.eval_every); -1 without one.
+  double eval_loss = -1;
+  double eval_accuracy = -1;  // with class labels
   double wall_seconds = 0;
   std::string model_path;
   std::string parameter_digest;  // sha256 over every parameter's bytes, in name order

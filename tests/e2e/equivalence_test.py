@@ -10,6 +10,7 @@ the single-process reference within float32 reduction-order noise:
   * 2 processes x batch 8,  4 accumulation micro-batches, no_sync on the first 3
   * 2 processes x batch 8,  4 micro-batches with sync_each_batch (all-reduce every one)
   * 2 processes x batch 32, fp16 gradient compression: close, but not within the fp32 bound
+  * the built-in transformer, 1 process x 64 vs 2 processes x 32
 
 reference: 1 process x batch 64. A variant that, say, forgot to divide the loss by the
 accumulation steps or averaged over the wrong ranks ends far away (the test checks that the
@@ -32,11 +33,11 @@ SPEC = """job equivalence {{
     {accumulation}
     ddp {{ comm_hook = {hook} }}
   }}
-  model = MLP {{ inputs = 8; hidden = [32]; outputs = 2 }}
+  model = {model}
   data = SyntheticRegression {{ samples = 512; features = 8; batch_size = {batch}; seed = 9 }}
   train {{
     steps = 24
-    optimizer = AdamW {{ lr = {lr} }}
+    optimizer = {optimizer} {{ lr = {lr} }}
     lr_schedule = linear
     warmup_steps = 4
     max_grad_norm = 5.0
@@ -49,7 +50,12 @@ SPEC = """job equivalence {{
 TOLERANCE = 1e-6  # observed: 6e-8 (float32 reduction order)
 
 
-def train(accelrun, workdir, name, procs=1, batch=64, split=False, steps=1, each=False, hook="NO", lr=0.01):
+MLP = "MLP { inputs = 8; hidden = [32]; outputs = 2 }"
+TRANSFORMER = "Transformer { inputs = 8; d_model = 16; heads = 2; layers = 2; feedforward = 32; outputs = 2 }"
+
+
+def train(accelrun, workdir, name, procs=1, batch=64, split=False, steps=1, each=False, hook="NO", lr=0.01,
+          model=MLP, optimizer="AdamW"):
     out = os.path.join(workdir, name)
     os.makedirs(out)
     accumulation = ""
@@ -69,6 +75,8 @@ def train(accelrun, workdir, name, procs=1, batch=64, split=False, steps=1, each
                 hook=hook,
                 batch=batch,
                 lr=lr,
+                model=model,
+                optimizer=optimizer,
                 out=out,
             )
         )
@@ -90,7 +98,18 @@ def main():
         "2 ranks, 4 x 8 accumulated": train(accelrun, workdir, "accumulate2", procs=2, batch=8, steps=4),
         "2 ranks, 4 x 8 sync_each_batch": train(accelrun, workdir, "each", procs=2, batch=8, steps=4, each=True),
     }
+    # The built-in transformer (attention, layer norm, 20 parameter tensors) through the same
+    # reducer. With SGD: the key bias of attention has an exactly-zero gradient (softmax ignores
+    # a constant), and Adam would turn its rounding noise into full-size steps in either run.
+    transformer_reference = train(accelrun, workdir, "transformer1", model=TRANSFORMER, optimizer="SGD", lr=0.05)
+    transformer_pairs = {"transformer, 2 ranks x 32": (transformer_reference, train(
+        accelrun, workdir, "transformer2", procs=2, batch=32, model=TRANSFORMER, optimizer="SGD", lr=0.05))}
     failures = []
+    for name, (a, b) in transformer_pairs.items():
+        difference = max_abs_difference(a, b)
+        print(f"{name:32s} max |w - w_ref| = {difference:.3g}")
+        if difference > TOLERANCE:
+            failures.append(f"{name}: {difference:.3g} > {TOLERANCE}")
     for name, weights in variants.items():
         difference = max_abs_difference(reference, weights)
         print(f"{name:32s} max |w - w_ref| = {difference:.3g}")

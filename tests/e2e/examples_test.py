@@ -39,8 +39,15 @@ def check_torchscript(accelrun, specs, workdir):
     os.makedirs(cwd)
     run([accelrun, os.path.join(specs, "torchscript.accel")], cwd=cwd)
     out = os.path.join(cwd, "runs", "torchscript")
-    lines = read_jsonl(os.path.join(out, "metrics.jsonl"))
+    records = read_jsonl(os.path.join(out, "metrics.jsonl"))
+    lines = [r for r in records if "loss" in r]
+    evals = [r for r in records if "eval_loss" in r]
     assert [l["step"] for l in lines] == [1, 10, 20, 30, 40, 50, 60], [l["step"] for l in lines]
+    # 100 held-out rows on 2 processes in batches of 25: 2 rounds of 2 batches, nothing padded;
+    # evaluated every 20 steps with loss and accuracy over all of them.
+    assert [e["step"] for e in evals] == [20, 40, 60], evals
+    assert evals[-1]["eval_accuracy"] >= 0.8 and evals[-1]["eval_loss"] < evals[0]["eval_loss"], evals
+    assert all(round(e["eval_accuracy"] * 100) == e["eval_accuracy"] * 100 for e in evals), "not k/100"
     # 2 processes, batches not split: the scheduler steps twice per optimizer step, over a
     # schedule of 2 x 60 steps with 2 x 6 of warmup; step k trains with the rate after 2(k-1).
     for line in lines:
@@ -54,7 +61,8 @@ def check_torchscript(accelrun, specs, workdir):
     assert weights["norm.num_batches_tracked"][2] == [60], weights["norm.num_batches_tracked"]
     digests = rank_digests(out, 2)
     assert digests[0] == digests[1], digests
-    print(f"torchscript: loss {lines[0]['loss']:.4f} -> {lines[-1]['loss']:.4f}, schedule as Accelerate steps it")
+    print(f"torchscript: loss {lines[0]['loss']:.4f} -> {lines[-1]['loss']:.4f}, schedule as Accelerate steps it, "
+          f"held-out accuracy {evals[-1]['eval_accuracy']:.2f}")
 
 
 def check_bf16_accumulation(accelrun, specs, reader, workdir):

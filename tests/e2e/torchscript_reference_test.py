@@ -6,12 +6,13 @@ must follow, step by step, the loop an Accelerate user writes in Python (issue #
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     sched = LambdaLR(opt, transformers' linear schedule with warmup)
     for step in range(60):
-        x, y = next batch of SeedableRandomSampler(data_seed + epoch) over blobs.csv
+        x, y = next batch of SeedableRandomSampler(data_seed + epoch) over blobs.csv[:500]
         loss = F.cross_entropy(model(x).float(), y); loss.backward()
         opt.step(); sched.step(); opt.zero_grad()
+        every 20 steps: model.eval(); loss and accuracy over blobs.csv[500:]; model.train()
 
-Every step's loss (metrics.jsonl with log_every = 1) must match to 1e-5 and the final
-weights and batch-norm buffers to 1e-5. Needs python3-torch (Debian), run with /usr/bin/python3.
+Every step's loss (metrics.jsonl with log_every = 1) must match to 1e-5, every evaluation's
+loss to 1e-5 and its accuracy exactly, and the final weights and batch-norm buffers to 1e-5. Needs python3-torch (Debian), run with /usr/bin/python3.
 Usage: torchscript_reference_test.py ACCELRUN SPECS_DIR WORKDIR
 """
 import os
@@ -23,7 +24,7 @@ import torch
 
 from e2e_support import read_jsonl, read_safetensors, run
 
-STEPS, BATCH, WARMUP, LR, SEED = 60, 25, 6, 0.01, 3
+STEPS, BATCH, WARMUP, LR, SEED, HELD_OUT, EVAL_EVERY = 60, 25, 6, 0.01, 3, 100, 20
 
 
 def reference(specs):
@@ -32,6 +33,8 @@ def reference(specs):
     table = np.loadtxt(os.path.join(specs, "data", "blobs.csv"), delimiter=",", skiprows=1, dtype=np.float64)
     features = torch.tensor(table[:, :4], dtype=torch.float32)
     labels = torch.tensor(table[:, 4], dtype=torch.int64)
+    eval_features, eval_labels = features[-HELD_OUT:], labels[-HELD_OUT:]
+    features, labels = features[:-HELD_OUT], labels[:-HELD_OUT]
     opt = torch.optim.Adam(model.parameters(), lr=LR)
 
     def linear(step):
@@ -40,7 +43,7 @@ def reference(specs):
         return max(0.0, (STEPS - step) / max(1, STEPS - WARMUP))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, linear)
-    losses = []
+    losses, evals = [], []
     n = features.shape[0]
     per_epoch = (n + BATCH - 1) // BATCH
     for step in range(STEPS):
@@ -53,8 +56,15 @@ def reference(specs):
         sched.step()
         opt.zero_grad()
         losses.append(loss.item())
+        if (step + 1) % EVAL_EVERY == 0:
+            model.eval()
+            with torch.no_grad():
+                out = model(eval_features).float()
+                evals.append((torch.nn.functional.cross_entropy(out, eval_labels).item(),
+                              out.argmax(1).eq(eval_labels).double().mean().item()))
+            model.train()
     state = {name: tensor.detach() for name, tensor in model.state_dict().items()}
-    return losses, state
+    return losses, evals, state
 
 
 def main():
@@ -72,8 +82,14 @@ def main():
         f.write(text)
     run([accelrun, spec], cwd=workdir)
     out = os.path.join(workdir, "runs", "torchscript")
-    ours = [line["loss"] for line in read_jsonl(os.path.join(out, "metrics.jsonl"))]
-    losses, state = reference(specs)
+    records = read_jsonl(os.path.join(out, "metrics.jsonl"))
+    ours = [r["loss"] for r in records if "loss" in r]
+    our_evals = [(r["eval_loss"], r["eval_accuracy"]) for r in records if "eval_loss" in r]
+    losses, evals, state = reference(specs)
+    assert len(our_evals) == len(evals) == STEPS // EVAL_EVERY, (our_evals, evals)
+    for (a_loss, a_accuracy), (b_loss, b_accuracy) in zip(our_evals, evals):
+        assert abs(a_loss - b_loss) < 1e-5, f"eval loss {a_loss} vs PyTorch's {b_loss}"
+        assert abs(a_accuracy - b_accuracy) < 1e-12, f"eval accuracy {a_accuracy} vs PyTorch's {b_accuracy}"
     assert len(ours) == STEPS, len(ours)
     worst_loss = max(abs(a - b) for a, b in zip(ours, losses))
     weights = read_safetensors(os.path.join(out, "model.safetensors"))
@@ -83,7 +99,8 @@ def main():
         expected = state[name].reshape(-1).tolist()
         assert list(state[name].shape) == shape, name
         worst_weight = max([worst_weight] + [abs(a - b) for a, b in zip(values, expected)])
-    print(f"losses {ours[0]:.6f} -> {ours[-1]:.6f}; max |loss - torch| = {worst_loss:.2g}, "
+    print(f"losses {ours[0]:.6f} -> {ours[-1]:.6f}, held-out accuracy {our_evals[-1][1]:.2f}; "
+          f"max |loss - torch| = {worst_loss:.2g}, "
           f"max |weight - torch| = {worst_weight:.2g}")
     assert worst_loss < 1e-5, f"losses differ from PyTorch's by {worst_loss}"
     assert worst_weight < 1e-5, f"weights differ from PyTorch's by {worst_weight}"

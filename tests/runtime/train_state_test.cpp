@@ -14,7 +14,7 @@
 namespace accel::rt::train {
 namespace {
 
-plan::BuildModel Model() { return {"mlp", 4, {8, 6}, 2}; }
+plan::BuildModel Model() { return plan::BuildModel::Mlp(4, {8, 6}, 2); }
 
 plan::BuildDataloader Data() {
   plan::BuildDataloader data;

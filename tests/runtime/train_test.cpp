@@ -47,7 +47,7 @@ TEST(Trainer, LossFallsWithEveryOptimizer) {
   data::Dataset data = Regression(256);
   for (auto [name, lr] : {std::pair{"sgd", 0.05}, {"adam", 0.01}, {"adamw", 0.01}}) {
     at::manual_seed(0);
-    std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {16}, 1, ""}, Loop(name, lr));
+    std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), Loop(name, lr));
     EXPECT_EQ(trainer->NamedParameters().size(), 4u);
     EXPECT_EQ(trainer->NamedParameters()[0].first, "0.weight");
     float first = 0;
@@ -57,9 +57,34 @@ TEST(Trainer, LossFallsWithEveryOptimizer) {
   }
 }
 
+TEST(Trainer, TheBuiltInTransformerLearnsAndNamesItsParametersLikeTorch) {
+  plan::BuildModel model;
+  model.kind = "transformer";
+  model.inputs = 4;
+  model.outputs = 1;
+  model.d_model = 16;
+  model.heads = 4;
+  model.layers = 2;
+  model.feedforward = 32;
+  at::manual_seed(4);
+  std::unique_ptr<Trainer> trainer = MakeTrainer(model, Loop("adamw", 0.01));
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : trainer->NamedParameters()) names.push_back(name);
+  // A module's own parameters come before its children's, as in Python's named_parameters().
+  ASSERT_GE(names.size(), 2u);
+  EXPECT_EQ(names[0], "position");
+  EXPECT_EQ(names[1], "value.weight");
+  EXPECT_NE(std::find(names.begin(), names.end(), "encoder.layers.1.self_attn.in_proj_weight"), names.end());
+  EXPECT_EQ(names.back(), "head.bias");
+  float first = 0;
+  float last = TrainSteps(*trainer, Regression(256), 80, &first);
+  EXPECT_LT(last, first * 0.5f) << "first " << first << " last " << last;
+  EXPECT_THROW(trainer->ForwardBackward(at::randn({2, 5}), at::randn({2, 1})), std::invalid_argument);
+}
+
 TEST(Trainer, GradientsAccumulateUntilTheOptimizerStepClearsThem) {
   at::manual_seed(1);
-  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 1, ""}, Loop("sgd", 0.1));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 1), Loop("sgd", 0.1));
   data::Dataset data = Regression(32);
   at::Tensor x = data.features.narrow(0, 0, 8), y = data.targets.narrow(0, 0, 8);
   trainer->ForwardBackward(x, y);
@@ -74,7 +99,7 @@ TEST(Trainer, GradientsAccumulateUntilTheOptimizerStepClearsThem) {
 
 TEST(Trainer, ClipsTheGlobalGradientNorm) {
   at::manual_seed(2);
-  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 1, ""}, Loop("sgd", 0.1));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 1), Loop("sgd", 0.1));
   data::Dataset data = Regression(32);
   trainer->ForwardBackward(data.features, data.targets * 100);
   double before = trainer->ClipGradNorm(0.5);
@@ -85,7 +110,7 @@ TEST(Trainer, ClipsTheGlobalGradientNorm) {
 }
 
 TEST(Trainer, TheSchedulerSetsTheLearningRate) {
-  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 1, ""}, Loop("adamw", 0.1));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 1), Loop("adamw", 0.1));
   EXPECT_DOUBLE_EQ(trainer->learning_rate(), 0.1);
   trainer->SetLearningRate(0.025);
   EXPECT_DOUBLE_EQ(trainer->learning_rate(), 0.025);
@@ -96,13 +121,13 @@ TEST(Trainer, Bf16AutocastRunsTheForwardPassInBf16) {
   plan::TrainLoop loop = Loop("sgd", 0.05);
   data::Dataset data = Regression(64);
   at::manual_seed(3);
-  std::unique_ptr<Trainer> fp32 = MakeTrainer({"mlp", 4, {16}, 1, ""}, loop);
+  std::unique_ptr<Trainer> fp32 = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), loop);
   loop.mixed_precision = "bf16";
   at::manual_seed(3);
-  std::unique_ptr<Trainer> bf16 = MakeTrainer({"mlp", 4, {16}, 1, ""}, loop);
+  std::unique_ptr<Trainer> bf16 = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), loop);
   loop.autocast_enabled = false;  // AutocastKwargs(enabled=False): full precision again
   at::manual_seed(3);
-  std::unique_ptr<Trainer> disabled = MakeTrainer({"mlp", 4, {16}, 1, ""}, loop);
+  std::unique_ptr<Trainer> disabled = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), loop);
   float a = fp32->ForwardBackward(data.features, data.targets);
   float b = bf16->ForwardBackward(data.features, data.targets);
   float c = disabled->ForwardBackward(data.features, data.targets);
@@ -117,7 +142,7 @@ TEST(Trainer, Bf16AutocastRunsTheForwardPassInBf16) {
 TEST(Trainer, CrossEntropyNeedsClassIndicesInRange) {
   plan::TrainLoop loop = Loop("sgd", 0.05);
   loop.loss = "cross_entropy";
-  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 3, ""}, loop);
+  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 3), loop);
   at::Tensor x = at::randn({6, 4});
   float loss = trainer->ForwardBackward(x, at::tensor({0, 1, 2, 0, 1, 2}, at::kLong));
   EXPECT_GT(loss, 0.5f);  // about log(3) for an untrained model
@@ -130,7 +155,7 @@ TEST(Trainer, CrossEntropyNeedsClassIndicesInRange) {
 }
 
 TEST(Trainer, MismatchedTargetsAreAnErrorNotABroadcast) {
-  std::unique_ptr<Trainer> trainer = MakeTrainer({"mlp", 4, {8}, 2, ""}, Loop("sgd", 0.05));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 2), Loop("sgd", 0.05));
   EXPECT_THROW(trainer->ForwardBackward(at::randn({5, 4}), at::randn({5, 1})), std::invalid_argument);
 }
 
@@ -172,7 +197,7 @@ TEST(Trainer, ABadTorchScriptFileIsAClearError) {
 }
 
 TEST(Trainer, UnknownOptimizerIsRejected) {
-  EXPECT_THROW(MakeTrainer({"mlp", 2, {}, 1, ""}, Loop("lion", 0.1)), std::invalid_argument);
+  EXPECT_THROW(MakeTrainer(plan::BuildModel::Mlp(2, {}, 1), Loop("lion", 0.1)), std::invalid_argument);
 }
 
 TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {

@@ -190,6 +190,41 @@ TEST(Progress, PlainLinesOnResumeAndWithoutThroughput) {
   EXPECT_EQ(lines[2], "step 100/100  loss 2.000000  lr 1e-05  10 samples/s");
 }
 
+TEST(Progress, MessagesGetTheirOwnLineAndTheBarComesBackBelowThem) {
+  std::FILE* plain = std::tmpfile();
+  ASSERT_NE(plain, nullptr);
+  {
+    ProgressReporter progress(10, 1, 5, /*tty=*/false, plain);
+    progress.Update(1, 1.0, 0.1, 0);
+    progress.Message("eval at step 1:  eval_loss 0.500000");
+    progress.Update(5, 0.5, 0.1, 0);
+  }
+  EXPECT_EQ(Lines(Contents(plain)), (std::vector<std::string>{"step  1/10  loss 1.000000  lr 0.1",
+                                                              "eval at step 1:  eval_loss 0.500000",
+                                                              "step  5/10  loss 0.500000  lr 0.1"}));
+  std::fclose(plain);
+
+  std::FILE* tty = std::tmpfile();
+  ASSERT_NE(tty, nullptr);
+  double now = 0;
+  {
+    ProgressReporter progress(10, 1, 5, /*tty=*/true, tty, [&] { return now; });
+    progress.Update(1, 1.0, 0.1, 0);
+    progress.Message("eval");
+    now += 1;
+    progress.Update(2, 0.5, 0.1, 0);
+  }
+  std::string text = Contents(tty);
+  std::fclose(tty);
+  // The message overwrites the bar (padded to its width) and ends the line; the bar follows.
+  size_t message = text.find("\reval ");
+  ASSERT_NE(message, std::string::npos) << text;
+  size_t newline = text.find('\n', message);
+  ASSERT_NE(newline, std::string::npos);
+  EXPECT_EQ(text.find_first_not_of(' ', message + 5), newline) << "padding, then the newline";
+  EXPECT_NE(text.find("2/10", newline), std::string::npos) << text;
+}
+
 TEST(Progress, TerminalLineIsRedrawnAtMostTenTimesASecond) {
   std::FILE* out = std::tmpfile();
   ASSERT_NE(out, nullptr);

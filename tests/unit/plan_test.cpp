@@ -12,7 +12,7 @@ Plan SamplePlan() {
   plan.config = llvm::json::Object{{"seed", llvm::json::Object{{"value", 42}, {"from", "default"}}}};
   plan.steps.push_back(InitProcessGroup{"gloo", 60000, 1, 2, "127.0.0.1", 29500});
   plan.steps.push_back(Seed{42});
-  plan.steps.push_back(BuildModel{"mlp", 16, {64, 32}, 1, ""});
+  plan.steps.push_back(BuildModel::Mlp(16, {64, 32}, 1));
   BuildDataloader data;
   data.kind = "csv";
   data.path = "data/train.csv";
