@@ -265,15 +265,25 @@ class Lowerer {
     build.even_batches = config.Bool("even_batches");
     build.use_seedable_sampler = config.Bool("use_seedable_sampler");
     // SeedableRandomSampler without data_seed uses torch.initial_seed(): the job seed after
-    // set_seed, else torch's fixed default seed of the CPU generator.
+    // set_seed, else torch's fixed default seed of the CPU generator. data_seed means nothing
+    // without the seedable sampler (DL-006): the synchronized RandomSampler follows the job seed.
     constexpr int64_t kTorchDefaultSeed = 67280421310721;
     const Value& data_seed = config["data_seed"];
-    build.data_seed = data_seed.kind != Value::Kind::None ? data_seed.int_value
-                      : seed.kind != Value::Kind::None    ? seed.int_value
-                                                          : kTorchDefaultSeed;
+    build.data_seed = data_seed.kind != Value::Kind::None && build.use_seedable_sampler ? data_seed.int_value
+                      : seed.kind != Value::Kind::None                                  ? seed.int_value
+                                                                                        : kTorchDefaultSeed;
     build.non_blocking = config.Bool("non_blocking");
     build.use_stateful_dataloader = config.Bool("use_stateful_dataloader");
     int64_t processes = std::max<int64_t>(compute.Int("num_processes"), 1);
+    if (!build.even_batches && !build.drop_last && processes > 1 && !build.dispatch_batches) {
+      // Ranks would then run different numbers of steps per epoch; Accelerate needs
+      // join_uneven_inputs for that, which a plan cannot express.
+      Unsupported(
+          config["even_batches"], "`accelerator.dataloader_config.even_batches = false` on several processes",
+          "; ranks would draw different numbers of batches and their collectives would no longer pair "
+          "up: keep `even_batches = true` (or set `drop_last`)" +
+              kExport);
+    }
     if (build.split_batches && build.batch_size % processes != 0) {
       // DL-001 checks sizes > 1 at compile time; the batch-sampler shard refuses any size.
       Unsupported(

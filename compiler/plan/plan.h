@@ -133,8 +133,8 @@ struct TrainLoop {
   // `{logging_dir}/{job}`; an empty logging_dir means the output directory.
   std::vector<std::string> trackers;
   std::string logging_dir;
-  // The dataset's last `eval_samples` rows are held out and evaluated every `eval_every` steps
-  // and after the last one (0: never).
+  // The dataset's last `eval_samples` rows are held out (0: none) and evaluated every
+  // `eval_every` steps and after the last one (eval_every 0: after the last one only).
   int64_t eval_samples = 0;
   int64_t eval_every = 0;
 };

@@ -239,6 +239,11 @@ class ScriptedModel final : public Model {
     std::vector<std::pair<std::string, torch::Tensor>> named;
     for (const auto& item : module_.named_buffers(/*recurse=*/true))
       named.emplace_back(item.name, item.value);
+    // Frozen parameters are state the optimizer never touches: saved and broadcast with the
+    // buffers, so model.safetensors holds the whole state_dict.
+    for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
+      if (!item.value.requires_grad()) named.emplace_back(item.name, item.value);
+    }
     return named;
   }
 

@@ -64,7 +64,8 @@ class Trainer {
   virtual void OptimizerStep(bool skip = false) = 0;
   // Parameters in registration order, named as PyTorch's state_dict names them (`0.weight`).
   virtual std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const = 0;
-  // Buffers (batch-norm statistics...) by state_dict name; DDP broadcasts them from rank 0.
+  // Buffers (batch-norm statistics...) and frozen parameters by state_dict name: state that is
+  // saved but not trained; DDP broadcasts the buffers from rank 0.
   virtual std::vector<std::pair<std::string, at::Tensor>> NamedBuffers() const = 0;
   // The optimizer's state. The tensors are the live state, not copies: they change with the
   // next OptimizerStep().

@@ -284,6 +284,9 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   Progress progress;
   progress.schedule = loop.lr_schedule;
   progress.base_lr = base_lr;
+  // The schedule's rate at step 0 (0 with warmup); a loaded checkpoint replaces it with the
+  // rate its next step uses.
+  trainer->SetLearningRate(scheduler.learning_rates()[0]);
   if (!context.resume.empty()) {
     std::optional<checkpoint::VerifiedCheckpoint> from =
         FindResumePoint(*store, *checkpointing, dir, context.resume, main_process);
@@ -321,8 +324,6 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       }
       std::fflush(stdout);
     }
-  } else {
-    trainer->SetLearningRate(scheduler.learning_rates()[0]);
   }
 
   RunSummary summary;
@@ -333,6 +334,17 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   auto started = std::chrono::steady_clock::now();
   auto last_report = started;
   int64_t samples_since_report = 0;
+  // DDP's require_forward_param_sync: rank 0's buffers are broadcast before a forward pass
+  // only when the previous one was a synced training forward (not under no_sync, not an
+  // evaluation), and before the very first.
+  bool sync_buffers = loop.broadcast_buffers && !buffers.empty() && context.world_size > 1;
+  auto broadcast_buffers_if_due = [&](bool next) {
+    if (sync_buffers) {
+      at::NoGradGuard no_grad;
+      collectives->Broadcast(buffers, 0);
+    }
+    sync_buffers = next && loop.broadcast_buffers && !buffers.empty() && context.world_size > 1;
+  };
   for (int64_t step = first_step; step <= loop.steps; ++step) {
     // One optimizer step: micro-batches until the accumulation cycle syncs (num_steps of them,
     // fewer when the data runs out and sync_with_dataloader ends the cycle early).
@@ -344,11 +356,7 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       data::Batch batch = data.Next();
       sync = accumulation.Begin(batch.last_in_epoch);
       epoch_ended = epoch_ended || batch.last_in_epoch;
-      // DDP broadcasts rank 0's buffers before every forward pass (broadcast_buffers).
-      if (loop.broadcast_buffers && !buffers.empty() && context.world_size > 1) {
-        at::NoGradGuard no_grad;
-        collectives->Broadcast(buffers, 0);
-      }
+      broadcast_buffers_if_due(/*next=*/accumulation.all_reduce_gradients());
       reducer.PrepareForBackward(accumulation.all_reduce_gradients());
       // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
       loss_total += trainer->ForwardBackward(batch.features, batch.targets,
@@ -357,13 +365,19 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       ++micro_batches;
       samples_since_report += batch.features.size(0) * context.world_size;
       progress.samples_seen += batch.features.size(0) * context.world_size;
-      if (!loop.step_scheduler_with_optimizer) scheduler.Step();
+      // Not stepped with the optimizer: the loop's scheduler.step() after every micro-batch
+      // reaches the scheduler itself; the sync micro-batch's comes after the optimizer step.
+      if (!loop.step_scheduler_with_optimizer && !sync) scheduler.Step();
     }
+    if (!loop.step_scheduler_with_optimizer) trainer->SetLearningRate(scheduler.learning_rates()[0]);
     double grad_norm = loop.max_grad_norm > 0 ? trainer->ClipGradNorm(loop.max_grad_norm) : 0.0;
     trainer->OptimizerStep();
-    if (loop.step_scheduler_with_optimizer)
+    if (loop.step_scheduler_with_optimizer) {
       StepLikeAccelerate(scheduler, step_policy, /*sync_gradients=*/true,
                          /*optimizer_step_was_skipped=*/false);
+    } else {
+      scheduler.Step();
+    }
     double lr = trainer->learning_rate();
     trainer->SetLearningRate(scheduler.learning_rates()[0]);
 
@@ -377,7 +391,9 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_identity, context,
                      *collectives);
     }
-    if (opened->eval && (step % loop.eval_every == 0 || step == loop.steps)) {
+    // eval_every 0 with held-out rows: once, after the last step.
+    if (opened->eval && ((loop.eval_every > 0 && step % loop.eval_every == 0) || step == loop.steps)) {
+      broadcast_buffers_if_due(/*next=*/false);  // DDP: an evaluation forward runs without grad
       EvalResult eval = Evaluate(*trainer, *opened->eval, loop.eval_samples, *collectives);
       summary.eval_loss = eval.loss;
       summary.eval_accuracy = eval.accuracy;

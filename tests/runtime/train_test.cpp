@@ -5,7 +5,9 @@
 #include <ATen/autocast_mode.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "runtime/data/dataset.h"
@@ -200,12 +202,95 @@ TEST(Trainer, UnknownOptimizerIsRejected) {
   EXPECT_THROW(MakeTrainer(plan::BuildModel::Mlp(2, {}, 1), Loop("lion", 0.1)), std::invalid_argument);
 }
 
-TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {
+plan::Plan QuickstartPlan() {
   std::ifstream in(std::string(ACCEL_SOURCE_DIR) + "/tests/golden/plans/quickstart.accel.plan.json");
   std::stringstream text;
   text << in.rdbuf();
   llvm::Expected<plan::Plan> plan = plan::FromJson(text.str(), "quickstart.accel.plan.json");
-  ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+  if (!plan) throw std::runtime_error(llvm::toString(plan.takeError()));
+  return std::move(*plan);
+}
+
+// The quickstart on one process, `steps` steps, every step logged, into a fresh directory.
+plan::Plan OneProcess(int64_t steps) {
+  plan::Plan plan = QuickstartPlan();
+  for (plan::Step& step : plan.steps) {
+    if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->processes_per_machine = 1;
+    if (auto* loop = std::get_if<plan::TrainLoop>(&step)) {
+      loop->steps = steps;
+      loop->log_every = 1;
+    }
+  }
+  return plan;
+}
+
+plan::TrainLoop& LoopOf(plan::Plan& plan) {
+  for (plan::Step& step : plan.steps) {
+    if (auto* loop = std::get_if<plan::TrainLoop>(&step)) return *loop;
+  }
+  throw std::logic_error("no train step");
+}
+
+RunSummary RunOne(const plan::Plan& plan, const std::string& name, const std::string& resume = "") {
+  WorkerContext context;
+  context.output_dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(context.output_dir);
+  context.resume = resume;
+  llvm::Expected<RunSummary> summary = RunWorker(plan, context);
+  if (!summary) throw std::runtime_error(llvm::toString(summary.takeError()));
+  return *summary;
+}
+
+std::vector<double> LoggedRates(const std::string& name) {
+  std::ifstream in(::testing::TempDir() + "/" + name + "/metrics.jsonl");
+  std::vector<double> rates;
+  for (std::string line; std::getline(in, line);) {
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+    if (!value) throw std::runtime_error(llvm::toString(value.takeError()));
+    if (auto lr = value->getAsObject()->getNumber("lr")) rates.push_back(*lr);
+  }
+  return rates;
+}
+
+TEST(RunWorker, HeldOutRowsWithoutEvalEveryAreEvaluatedOnceAtTheEnd) {
+  plan::Plan plan = OneProcess(3);
+  LoopOf(plan).eval_samples = 64;  // eval_every stays 0 (was a division by zero)
+  RunSummary summary = RunOne(plan, "eval_at_end");
+  EXPECT_GE(summary.eval_loss, 0.0);
+}
+
+TEST(RunWorker, ResumeAutoWithoutACheckpointTrainsLikeAFreshRun) {
+  plan::Plan plan = OneProcess(4);
+  LoopOf(plan).lr_schedule = "linear";
+  LoopOf(plan).warmup_steps = 2;
+  plan::Checkpoint checkpoint;
+  checkpoint.every_steps = 100;
+  plan.steps.insert(plan.steps.end() - 1, checkpoint);
+  std::string fresh = RunOne(plan, "fresh_run").parameter_digest;
+  // The first step trains at the warmup's rate 0 either way (it used the base rate).
+  EXPECT_EQ(RunOne(plan, "auto_without_checkpoint", "auto").parameter_digest, fresh);
+  EXPECT_EQ(LoggedRates("auto_without_checkpoint"), LoggedRates("fresh_run"));
+  EXPECT_EQ(LoggedRates("fresh_run").front(), 0.0);
+}
+
+TEST(RunWorker, ASchedulerNotSteppedWithTheOptimizerStepsEveryMicroBatch) {
+  plan::Plan plan = OneProcess(4);
+  plan::TrainLoop& loop = LoopOf(plan);
+  loop.accumulation_steps = 2;
+  loop.step_scheduler_with_optimizer = false;
+  loop.lr_schedule = "linear";
+  loop.warmup_steps = 4;  // 8 scheduler steps of warmup at 2 micro-batches per step
+  RunOne(plan, "scheduler_per_micro_batch");
+  // Optimizer step s runs after 2s - 1 scheduler steps (one per earlier micro-batch).
+  double base = loop.optimizer.lr;
+  std::vector<double> expected{base * 1 / 8, base * 3 / 8, base * 5 / 8, base * 7 / 8};
+  std::vector<double> logged = LoggedRates("scheduler_per_micro_batch");
+  ASSERT_EQ(logged.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(logged[i], expected[i], 1e-12) << "step " << i + 1;
+}
+
+TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {
+  std::optional<plan::Plan> plan = QuickstartPlan();
   for (plan::Step& step : plan->steps) {
     if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->backend = "nccl";
   }

@@ -178,6 +178,39 @@ TEST_F(LowerTest, DataSeedFallsBackToTorchsDefaultSeedWithoutAJobSeed) {
   EXPECT_EQ(c.plan->Find<plan::BuildDataloader>()->data_seed, 67280421310721);
 }
 
+TEST_F(LowerTest, DataSeedOnlySeedsTheSeedableSampler) {
+  // DL-006: without the seedable sampler, data_seed changes nothing; the job seed shuffles.
+  Compilation c = Compile(R"(job tiny {
+  accelerator { seed = 42; dataloader_config { data_seed = 7 } }
+  model = MLP { inputs = 4 }
+  data = SyntheticRegression { features = 4 }
+  train { steps = 5 }
+})");
+  ASSERT_TRUE(c.plan.has_value());
+  EXPECT_EQ(c.plan->Find<plan::BuildDataloader>()->data_seed, 42);
+}
+
+TEST_F(LowerTest, UnevenBatchesOnSeveralProcessesAreRefused) {
+  const char* uneven = R"(job tiny {
+  compute { distributed_type = MULTI_CPU; num_processes = 2 }
+  accelerator { dataloader_config { even_batches = false } }
+  model = MLP { inputs = 4 }
+  data = SyntheticRegression { features = 4 }
+  train { steps = 5 }
+})";
+  Compilation c = Compile(uneven);
+  EXPECT_FALSE(c.plan.has_value());
+  ASSERT_EQ(c.diagnostics.diagnostics().size(), 1u);
+  EXPECT_NE(c.diagnostics.diagnostics()[0].message.find("collectives would no longer pair up"),
+            std::string::npos);
+  // With drop_last every process draws the same number of batches again.
+  std::string dropped = std::string(uneven);
+  dropped.replace(dropped.find("SyntheticRegression { features = 4 }"), 36,
+                  "CsvDataset { path = \"d.csv\"; target_columns = [\"y\"]; drop_last = true }");
+  dropped.replace(dropped.find("MLP { inputs = 4 }"), 18, "MLP { inputs = 4 }");
+  EXPECT_TRUE(Compile(dropped).plan.has_value());
+}
+
 TEST_F(LowerTest, CrossEntropyOnSyntheticRegressionIsRefused) {
   Compilation c = Compile(R"(job tiny {
   model = MLP { inputs = 4 }
