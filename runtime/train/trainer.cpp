@@ -116,9 +116,33 @@ class Model {
   virtual void SetTraining(bool training) = 0;
 };
 
-class MlpModel final : public Model {
+std::vector<std::pair<std::string, torch::Tensor>> Named(
+    const torch::OrderedDict<std::string, torch::Tensor>& dict) {
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : dict) named.emplace_back(item.key(), item.value());
+  return named;
+}
+
+// A model built from torch::nn modules (named as Python names them).
+template <typename Net>
+class NnModel : public Model {
  public:
-  explicit MlpModel(const plan::BuildModel& spec) {
+  void SetTraining(bool training) override { net_->train(training); }
+  std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
+    return Named(net_->named_parameters());
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> Buffers() const override {
+    return Named(net_->named_buffers());
+  }
+
+ protected:
+  explicit NnModel(Net net) : net_(std::move(net)) {}
+  Net net_;
+};
+
+class MlpModel final : public NnModel<torch::nn::Sequential> {
+ public:
+  explicit MlpModel(const plan::BuildModel& spec) : NnModel(torch::nn::Sequential()) {
     int64_t width = spec.inputs;
     for (int64_t hidden : spec.hidden) {
       net_->push_back(torch::nn::Linear(width, hidden));
@@ -128,20 +152,6 @@ class MlpModel final : public Model {
     net_->push_back(torch::nn::Linear(width, spec.outputs));
   }
   torch::Tensor Forward(const torch::Tensor& features) override { return net_->forward(features); }
-  void SetTraining(bool training) override { net_->train(training); }
-  std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
-    std::vector<std::pair<std::string, torch::Tensor>> named;
-    for (const auto& item : net_->named_parameters()) named.emplace_back(item.key(), item.value());
-    return named;
-  }
-  std::vector<std::pair<std::string, torch::Tensor>> Buffers() const override {
-    std::vector<std::pair<std::string, torch::Tensor>> named;
-    for (const auto& item : net_->named_buffers()) named.emplace_back(item.key(), item.value());
-    return named;
-  }
-
- private:
-  torch::nn::Sequential net_;
 };
 
 // Each feature value is a token: value × a learned vector plus a learned position, then
@@ -174,9 +184,10 @@ class TransformerModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerModel);
 
-class BuiltInTransformer final : public Model {
+class BuiltInTransformer final : public NnModel<TransformerModel> {
  public:
-  explicit BuiltInTransformer(const plan::BuildModel& spec) : net_(spec), tokens_(spec.inputs) {}
+  explicit BuiltInTransformer(const plan::BuildModel& spec)
+      : NnModel(TransformerModel(spec)), tokens_(spec.inputs) {}
   torch::Tensor Forward(const torch::Tensor& features) override {
     if (features.dim() != 2 || features.size(1) != tokens_) {
       throw std::invalid_argument("the transformer reads " + std::to_string(tokens_) +
@@ -184,20 +195,8 @@ class BuiltInTransformer final : public Model {
     }
     return net_->forward(features);
   }
-  void SetTraining(bool training) override { net_->train(training); }
-  std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
-    std::vector<std::pair<std::string, torch::Tensor>> named;
-    for (const auto& item : net_->named_parameters()) named.emplace_back(item.key(), item.value());
-    return named;
-  }
-  std::vector<std::pair<std::string, torch::Tensor>> Buffers() const override {
-    std::vector<std::pair<std::string, torch::Tensor>> named;
-    for (const auto& item : net_->named_buffers()) named.emplace_back(item.key(), item.value());
-    return named;
-  }
 
  private:
-  TransformerModel net_;
   int64_t tokens_;
 };
 
