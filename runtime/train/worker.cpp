@@ -216,7 +216,8 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   std::filesystem::path dir = context.output_dir.empty() ? save.dir : context.output_dir;
   if (!context.resume.empty() && checkpointing == nullptr) {
     throw std::invalid_argument(
-        "`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every`");
+        "`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every` or "
+        "`train.checkpoint_every_epoch`");
   }
   std::optional<checkpoint::CheckpointStore> store;
   if (checkpointing != nullptr) store.emplace(OpenStore(*checkpointing, dir));

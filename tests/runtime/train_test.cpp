@@ -273,6 +273,17 @@ TEST(RunWorker, ResumeAutoWithoutACheckpointTrainsLikeAFreshRun) {
   EXPECT_EQ(LoggedRates("fresh_run").front(), 0.0);
 }
 
+TEST(RunWorker, ResumeWithoutCheckpointingNamesBothTriggers) {
+  WorkerContext context;
+  context.output_dir = ::testing::TempDir() + "/resume_without_checkpoints";
+  context.resume = "auto";
+  llvm::Expected<RunSummary> summary = RunWorker(OneProcess(2), context);
+  ASSERT_FALSE(static_cast<bool>(summary));
+  std::string error = llvm::toString(summary.takeError());
+  EXPECT_NE(error.find("set `train.checkpoint_every` or `train.checkpoint_every_epoch`"), std::string::npos)
+      << error;
+}
+
 TEST(RunWorker, ASchedulerNotSteppedWithTheOptimizerStepsEveryMicroBatch) {
   plan::Plan plan = OneProcess(4);
   plan::TrainLoop& loop = LoopOf(plan);
