@@ -319,6 +319,7 @@ class Lowerer {
     const Value& clip = train["max_grad_norm"];
     loop.max_grad_norm = clip.kind == Value::Kind::None ? 0.0 : clip.float_value;
     loop.eval_samples = train.Int("eval_samples");
+    loop.find_executable_batch_size = train.Bool("find_executable_batch_size");
     const Value& eval_every = train["eval_every"];
     loop.eval_every = eval_every.kind == Value::Kind::None ? 0 : eval_every.int_value;
 

@@ -137,6 +137,9 @@ struct TrainLoop {
   // `eval_every` steps and after the last one (eval_every 0: after the last one only).
   int64_t eval_samples = 0;
   int64_t eval_every = 0;
+  // Probe the data loader's batch size downwards from `batch_size` until one step fits in
+  // memory on every rank (Accelerate's find_executable_batch_size).
+  bool find_executable_batch_size = false;
 };
 
 // Rank 0 writes the weights as safetensors to `dir`/`file`.

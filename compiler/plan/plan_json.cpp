@@ -92,6 +92,7 @@ json::Object StepJson(const Step& step) {
     o["logging_dir"] = s->logging_dir;
     o["eval_samples"] = s->eval_samples;
     o["eval_every"] = s->eval_every;
+    o["find_executable_batch_size"] = s->find_executable_batch_size;
     const Optimizer& opt = s->optimizer;
     o["optimizer"] = json::Object{
         {"name", opt.name},   {"lr", opt.lr},   {"momentum", opt.momentum},        {"beta1", opt.beta1},
@@ -195,7 +196,8 @@ bool ReadStep(const json::Value& v, Step& out, json::Path p) {
           m.map("find_unused_parameters", s.find_unused_parameters) &&
           m.map("broadcast_buffers", s.broadcast_buffers) && m.map("trackers", s.trackers) &&
           m.map("logging_dir", s.logging_dir) && m.map("eval_samples", s.eval_samples) &&
-          m.map("eval_every", s.eval_every))) {
+          m.map("eval_every", s.eval_every) &&
+          m.map("find_executable_batch_size", s.find_executable_batch_size))) {
       return false;
     }
     out = s;

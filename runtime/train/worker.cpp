@@ -16,6 +16,7 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/dist/collectives.h"
 #include "runtime/support/blas.h"
+#include "runtime/train/batch_size_search.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/gradient_accumulation.h"
 #include "runtime/train/lr_schedule.h"
@@ -257,15 +258,34 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
     collectives->Broadcast(data, 0);
   }
 
-  llvm::Expected<DataLoaders> opened =
-      OpenDataLoaders(data_spec, loop.eval_samples, context.rank, context.world_size);
-  if (!opened) throw std::invalid_argument(llvm::toString(opened.takeError()));
-  data::DataLoader& data = opened->train;
+  plan::BuildDataloader data_run = data_spec;  // the batch size may still be searched for
+  auto open_data = [&] {
+    llvm::Expected<DataLoaders> opened =
+        OpenDataLoaders(data_run, loop.eval_samples, context.rank, context.world_size);
+    if (!opened) throw std::invalid_argument(llvm::toString(opened.takeError()));
+    return std::move(*opened);
+  };
+  DataLoaders loaders = open_data();
   const int64_t data_identity = DataIdentitySeed(data_spec);
   std::vector<at::Tensor> buffers;
   for (const auto& [name, tensor] : trainer->NamedBuffers()) buffers.push_back(tensor);
   Reducer reducer(named, {loop.bucket_cap_mb << 20, loop.comm_hook, loop.find_unused_parameters},
                   *collectives);
+  if (loop.find_executable_batch_size) {
+    BatchSizeSearch found =
+        FindExecutableBatchSize(*trainer, reducer, loaders.train.dataset(), data_run.batch_size,
+                                data_run.split_batches, *collectives);
+    if (main_process) {
+      fmt::print("accelrun: batch size {} fits on every process{}\n", found.batch_size,
+                 found.tried.empty() ? "" : fmt::format(" (out of memory at {})", found.tried));
+      std::fflush(stdout);
+    }
+    if (found.batch_size != data_run.batch_size) {
+      data_run.batch_size = found.batch_size;
+      loaders = open_data();
+    }
+  }
+  data::DataLoader& data = loaders.train;
   GradientAccumulation accumulation(
       {loop.accumulation_steps, loop.sync_with_dataloader, loop.sync_each_batch});
   // The schedule counts scheduler steps as Accelerate drives them: per process per optimizer
@@ -393,9 +413,9 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
                      *collectives);
     }
     // eval_every 0 with held-out rows: once, after the last step.
-    if (opened->eval && ((loop.eval_every > 0 && step % loop.eval_every == 0) || step == loop.steps)) {
+    if (loaders.eval && ((loop.eval_every > 0 && step % loop.eval_every == 0) || step == loop.steps)) {
       broadcast_buffers_if_due(/*next=*/false);  // DDP: an evaluation forward runs without grad
-      EvalResult eval = Evaluate(*trainer, *opened->eval, loop.eval_samples, *collectives);
+      EvalResult eval = Evaluate(*trainer, *loaders.eval, loop.eval_samples, *collectives);
       summary.eval_loss = eval.loss;
       summary.eval_accuracy = eval.accuracy;
       observe::Scalars scalars{{"eval_loss", eval.loss}};

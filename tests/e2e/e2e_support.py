@@ -43,9 +43,9 @@ def max_abs_difference(a, b):
     return worst
 
 
-def run(command, cwd=None, timeout=300, check=True):
+def run(command, cwd=None, timeout=300, check=True, env=None):
     """Runs a command, echoes its output, and (check) asserts it exited 0."""
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     if check:
