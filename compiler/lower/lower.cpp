@@ -79,6 +79,14 @@ class Fields {
   double Float(std::string_view name) const { return (*this)[name].float_value; }
   bool Bool(std::string_view name) const { return (*this)[name].bool_value; }
   const std::string& Text(std::string_view name) const { return (*this)[name].text; }
+  // An optional field's value, or `fallback` when it is unset.
+  int64_t IntOr(std::string_view name, int64_t fallback) const {
+    return IsSet(name) ? (*this)[name].int_value : fallback;
+  }
+  double FloatOr(std::string_view name, double fallback) const {
+    return IsSet(name) ? (*this)[name].float_value : fallback;
+  }
+  bool IsSet(std::string_view name) const { return (*this)[name].kind != Value::Kind::None; }
   Fields Record(std::string_view name) const { return Fields((*this)[name]); }
   const Value& value() const { return record_; }
 
@@ -316,12 +324,10 @@ class Lowerer {
     loop.warmup_steps = train.Int("warmup_steps");
     loop.num_cycles = train.Float("num_cycles");
     loop.step_scheduler_with_optimizer = accelerator.Bool("step_scheduler_with_optimizer");
-    const Value& clip = train["max_grad_norm"];
-    loop.max_grad_norm = clip.kind == Value::Kind::None ? 0.0 : clip.float_value;
+    loop.max_grad_norm = train.FloatOr("max_grad_norm", 0.0);
     loop.eval_samples = train.Int("eval_samples");
     loop.find_executable_batch_size = train.Bool("find_executable_batch_size");
-    const Value& eval_every = train["eval_every"];
-    loop.eval_every = eval_every.kind == Value::Kind::None ? 0 : eval_every.int_value;
+    loop.eval_every = train.IntOr("eval_every", 0);
 
     const Value& plugin = accelerator["gradient_accumulation_plugin"];
     if (plugin.kind == Value::Kind::Record) {
@@ -380,15 +386,26 @@ class Lowerer {
             "; accelrun writes `metrics.jsonl` and TensorBoard event files (`tensorboard`)" + kExport);
       }
     }
-    Fields project = accelerator.Record("project_config");
-    const Value& logging = project["logging_dir"];
-    const Value& project_dir = project["project_dir"];
-    const Value& fallback_dir = accelerator["project_dir"];
-    loop.logging_dir = logging.kind != Value::Kind::None        ? logging.text
-                       : project_dir.kind != Value::Kind::None  ? project_dir.text
-                       : fallback_dir.kind != Value::Kind::None ? fallback_dir.text
-                                                                : "";
+    loop.logging_dir = ResolveProjectDirs(accelerator).logging_dir;
     return loop;
+  }
+
+  struct ProjectDirs {
+    std::string project_dir;  // empty: the run's output directory
+    std::string logging_dir;
+  };
+
+  // ProjectConfiguration's directories as Accelerate resolves them: the Accelerator's
+  // `project_dir` applies when the configuration has none, and no `logging_dir` means the
+  // project directory (PRJ-001).
+  static ProjectDirs ResolveProjectDirs(const Fields& accelerator) {
+    Fields project = accelerator.Record("project_config");
+    ProjectDirs dirs;
+    dirs.project_dir = project.IsSet("project_dir")       ? project.Text("project_dir")
+                       : accelerator.IsSet("project_dir") ? accelerator.Text("project_dir")
+                                                          : "";
+    dirs.logging_dir = project.IsSet("logging_dir") ? project.Text("logging_dir") : dirs.project_dir;
+    return dirs;
   }
 
   // A path in the spec, relative to the directory of the file that wrote it (so a spec and its
@@ -407,10 +424,9 @@ class Lowerer {
   // ProjectConfiguration) says where and how many. A project_config that nothing would read is
   // refused like any other setting the runtime would ignore.
   void LowerCheckpoint(const Fields& train, const Fields& accelerator, plan::Plan& plan) {
-    const Value& every = train["checkpoint_every"];
     bool every_epoch = train.Bool("checkpoint_every_epoch");
     const Value& project_value = accelerator["project_config"];
-    if (every.kind == Value::Kind::None && !every_epoch) {
+    if (!train.IsSet("checkpoint_every") && !every_epoch) {
       // The trackers read the directories; everything else only checkpointing reads.
       bool trackers = !accelerator["log_with"].items.empty();
       for (size_t i = 0; i < project_value.keys.size(); ++i) {
@@ -428,22 +444,15 @@ class Lowerer {
     }
     Fields project(project_value);
     plan::Checkpoint checkpoint;
-    checkpoint.every_steps = every.kind == Value::Kind::None ? 0 : every.int_value;
+    checkpoint.every_steps = train.IntOr("checkpoint_every", 0);
     checkpoint.every_epoch = every_epoch;
-    // As in Accelerate, the Accelerator's `project_dir` applies when the configuration has none.
-    const Value& dir = project["project_dir"];
-    const Value& fallback_dir = accelerator["project_dir"];
-    checkpoint.project_dir = dir.kind != Value::Kind::None            ? dir.text
-                             : fallback_dir.kind != Value::Kind::None ? fallback_dir.text
-                                                                      : "";
+    ProjectDirs dirs = ResolveProjectDirs(accelerator);
+    checkpoint.project_dir = dirs.project_dir;
     checkpoint.automatic_naming = project.Bool("automatic_checkpoint_naming");
-    const Value& limit = project["total_limit"];
-    checkpoint.total_limit = limit.kind == Value::Kind::None ? 0 : limit.int_value;
+    checkpoint.total_limit = project.IntOr("total_limit", 0);
     checkpoint.iteration = project.Int("iteration");
     checkpoint.save_on_each_node = project.Bool("save_on_each_node");
-    // PRJ-001: no logging_dir means the project directory.
-    const Value& logging = project["logging_dir"];
-    checkpoint.logging_dir = logging.kind != Value::Kind::None ? logging.text : checkpoint.project_dir;
+    checkpoint.logging_dir = dirs.logging_dir;
     plan.steps.push_back(checkpoint);
   }
 
