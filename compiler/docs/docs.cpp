@@ -1,5 +1,7 @@
 #include "compiler/docs/docs.h"
 
+#include "compiler/plan/plan.h"
+
 namespace accel::docs {
 
 std::map<std::string, std::string> ReferenceFiles(const sema::Schema& schema) {
@@ -9,6 +11,8 @@ std::map<std::string, std::string> ReferenceFiles(const sema::Schema& schema) {
   if (std::string json = JsonSchema(schema); !json.empty()) files["accelerate-config.schema.json"] = json;
   if (std::string json = DeepSpeedJsonSchema(schema); !json.empty())
     files["deepspeed-config.schema.json"] = json;
+  // The plan's own schema comes from the plan's table, not from the stdlib.
+  files["plan.schema.json"] = plan::JsonSchema();
   return files;
 }
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/lower/native_support.h"
+
 namespace accel::lower {
 namespace {
 
@@ -108,36 +110,40 @@ class Lowerer {
 
     Fields compute = job.Record("compute");
     Fields accelerator = job.Record("accelerator");
+    RefuseWhatTheRuntimeCannotRun(spec_.root, "");
     const std::string& distributed = compute["distributed_type"].text;
     if (distributed != "NO" && distributed != "MULTI_CPU") {
-      Unsupported(
-          compute["distributed_type"], fmt::format("`compute.distributed_type = {}`", distributed),
-          distributed == "MULTI_GPU"
-              ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group arrives with #6)" + kExport
-              : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
+      Unsupported(diag::Kind::NativeDistributedType, compute["distributed_type"],
+                  fmt::format("`compute.distributed_type = {}`", distributed),
+                  distributed == "MULTI_GPU"
+                      ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group is not built yet)" + kExport
+                      : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
     }
-    RejectWhatTheRuntimeIgnores(compute, accelerator);
     // The Accelerator's own argument wins over the launch config, as in Accelerate, where the
     // launcher passes the config's precision through ACCELERATE_MIXED_PRECISION.
     const Value& precision = accelerator["mixed_precision"].kind != Value::Kind::None
                                  ? accelerator["mixed_precision"]
                                  : compute["mixed_precision"];
+    plan::MixedPrecision mixed_precision = plan::MixedPrecision::no;
     if (precision.kind != Value::Kind::None && precision.enum_value == "fp16") {
-      Unsupported(precision, "`mixed_precision = fp16` on the CPU",
+      Unsupported(diag::Kind::NativeFp16OnCpu, precision, "`mixed_precision = fp16` on the CPU",
                   "; fp16 autocast and its gradient scaler need CUDA, and accelrun runs NO and MULTI_CPU "
                   "jobs: use `bf16` on the CPU" +
                       kExport);
     } else if (precision.kind != Value::Kind::None && precision.enum_value == "fp8") {
-      Unsupported(precision, "`mixed_precision = fp8`",
+      Unsupported(diag::Kind::NativeFp8, precision, "`mixed_precision = fp8`",
                   "; fp8 needs TransformerEngine, MS-AMP or torchao, which exist only in Python" + kExport);
+    } else if (precision.kind != Value::Kind::None && precision.enum_value == "bf16") {
+      mixed_precision = plan::MixedPrecision::bf16;
     }
 
     Fields ipg = accelerator.Record("init_process_group");
     const Value& backend = ipg["backend"];
     plan::InitProcessGroup init;
-    init.backend = backend.kind == Value::Kind::None ? (distributed == "MULTI_GPU" ? "nccl" : "gloo")
-                                                     : backend.enum_value;
-    init.timeout_ms = ipg["timeout"].int_value;
+    // Unset: Accelerate picks NCCL for GPUs and Gloo for the CPU; a MULTI_GPU job is refused above.
+    init.backend = backend.kind != Value::Kind::None && backend.enum_value == "nccl" ? plan::Backend::nccl
+                                                                                       : plan::Backend::gloo;
+    init.timeout = ipg["timeout"].int_value;
     init.num_machines = compute.Int("num_machines");
     // `num_processes` counts every machine's processes; -1 (unset) is one process (CFG-003).
     int64_t total = std::max<int64_t>(compute.Int("num_processes"), 1);
@@ -152,10 +158,10 @@ class Lowerer {
     if (seed.kind != Value::Kind::None) plan.steps.push_back(plan::Seed{seed.int_value});
 
     const Value& seed_value = seed;
-    plan.steps.push_back(LowerModel(job.Record("model")));
+    plan.steps.push_back(plan::BuildModel{FromSpecUnion<plan::Model>(job["model"], "model")});
     Fields train = job.Record("train");
     plan.steps.push_back(LowerData(job.Record("data"), accelerator, train, compute, seed_value));
-    plan.steps.push_back(LowerTrain(train, accelerator, precision));
+    plan.steps.push_back(LowerTrain(train, accelerator, mixed_precision));
     LowerCheckpoint(train, accelerator, plan);
 
     Fields output = job.Record("output");
@@ -167,56 +173,106 @@ class Lowerer {
   }
 
  private:
-  // `--target native`: a setting the runtime would silently ignore is refused, so a plan never
-  // claims more than accelrun does. Each names what to do instead.
-  void RejectWhatTheRuntimeIgnores(const Fields& compute, const Fields& accelerator) {
-    for (const char* section : {"deepspeed_config", "fsdp_config", "megatron_lm_config", "fp8_config",
-                                "parallelism_config", "mpirun_config"}) {
-      const Value& value = compute[section];
-      if (value.kind != Value::Kind::None) {
-        Unsupported(value, fmt::format("`compute.{}`", section), "; accelrun has no such engine" + kExport);
+  // `--target native`: what native_support.def refuses, wherever it sits in the job, so a plan
+  // never claims more than accelrun does. Walks only into fields the runtime executes.
+  void RefuseWhatTheRuntimeCannotRun(const Value& record, const std::string& path) {
+    for (size_t i = 0; i < record.keys.size(); ++i) {
+      const Value& item = record.items[i];
+      std::string at = path.empty() ? record.keys[i] : path + "." + record.keys[i];
+      const NativeField* row = FindNativeField(record.type_name, record.keys[i]);
+      // A field without a row fails the coverage test; a field without effect hides nothing.
+      if (row == nullptr || row->how == NativeField::How::NoEffect) continue;
+      if (row->how == NativeField::How::Refused) {
+        if (Holds(*row, item)) {
+          bool scalar = item.kind != Value::Kind::Record;
+          Unsupported(row->kind, item, scalar ? fmt::format("`{} = {}`", at, Shown(item)) : fmt::format("`{}`", at),
+                      fmt::format("; {}{}", row->note, kExport));
+        }
+        continue;
       }
-    }
-    const Value& dynamo = compute["dynamo_config"];
-    if (dynamo.kind != Value::Kind::None && SetInSpec(dynamo)) {
-      Unsupported(dynamo, "`compute.dynamo_config`", "; torch.compile exists only in Python" + kExport);
-    }
-    for (const char* field : {"dynamo_plugin", "torch_tp_plugin", "quantization"}) {
-      const Value& value = accelerator[field];
-      if (value.kind != Value::Kind::None) {
-        Unsupported(value, fmt::format("`accelerator.{}`", field),
-                    "; accelrun does not execute it yet" + kExport);
+      if (item.kind == Value::Kind::Record) RefuseWhatTheRuntimeCannotRun(item, at);
+      for (size_t j = 0; item.kind == Value::Kind::List && j < item.items.size(); ++j) {
+        if (item.items[j].kind == Value::Kind::Record)
+          RefuseWhatTheRuntimeCannotRun(item.items[j], fmt::format("{}[{}]", at, j));
       }
-    }
-    const Value& backend = accelerator["dynamo_backend"];
-    if (backend.kind != Value::Kind::None && backend.text != "NO") {
-      Unsupported(backend, fmt::format("`accelerator.dynamo_backend = {}`", backend.text),
-                  "; torch.compile exists only in Python" + kExport);
     }
   }
 
-  plan::BuildModel LowerModel(const Fields& model) {
-    plan::BuildModel build;
-    if (model.value().type_name == "TorchScript") {
-      build.kind = "torchscript";
-      build.path = SpecRelative(model["path"]);
-      return build;
+  static bool Holds(const NativeField& row, const Value& value) {
+    switch (row.when) {
+      case NativeField::When::Never:
+        return false;
+      case NativeField::When::WhenSet:
+        return value.kind != Value::Kind::None;
+      case NativeField::When::WhenSetInSpec:
+        return value.kind != Value::Kind::None && SetInSpec(value);
+      case NativeField::When::WhenTrue:
+        return value.kind == Value::Kind::Bool && value.bool_value;
+      case NativeField::When::Unless:
+        return value.kind != Value::Kind::None && Shown(value) != row.allowed;
     }
-    if (model.value().type_name == "Transformer") {
-      build.kind = "transformer";
-      build.inputs = model.Int("inputs");
-      build.outputs = model.Int("outputs");
-      build.d_model = model.Int("d_model");
-      build.heads = model.Int("heads");
-      build.layers = model.Int("layers");
-      build.feedforward = model.Int("feedforward");
-      return build;
+    return false;
+  }
+
+  // A value as compact JSON: `"NO"`, `["generator"]`, `1`.
+  static std::string Shown(const Value& value) { return llvm::formatv("{0}", Scalar(value)).str(); }
+
+  // The plan's record of the spec's record of the same name, field by field: the plan's table
+  // uses the spec's names, so a new model, dataset or optimizer needs no code here. A plan field
+  // the spec record lacks keeps its default for the caller to set.
+  template <typename R>
+  static R FromSpec(const Value& record) {
+    R out;
+    plan::ForEachField(out, [&](const plan::FieldInfo& field, auto& member) {
+      const Value* value = record.Field(field.name);
+      if (value != nullptr && value->kind != Value::Kind::None) Assign(*value, field, member);
+    });
+    return out;
+  }
+
+  template <typename T>
+  static void Assign(const Value& value, const plan::FieldInfo& field, T& out) {
+    if constexpr (std::is_same_v<T, bool>) {
+      out = value.bool_value;
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      out = value.int_value;
+    } else if constexpr (std::is_same_v<T, double>) {
+      out = value.kind == Value::Kind::Int ? static_cast<double>(value.int_value) : value.float_value;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      out = field.unit == "path" ? SpecRelative(value) : value.text;
+    } else if constexpr (std::is_enum_v<T>) {
+      out = PlanEnum<T>(value);
+    } else {
+      static_assert(std::is_same_v<T, std::vector<typename T::value_type>>, "a plan field lowering cannot copy");
+      out.clear();
+      for (const Value& item : value.items) {
+        typename T::value_type element{};
+        Assign(item, field, element);
+        out.push_back(std::move(element));
+      }
     }
-    build.kind = "mlp";
-    build.inputs = model.Int("inputs");
-    build.outputs = model.Int("outputs");
-    for (const Value& width : model["hidden"].items) build.hidden.push_back(width.int_value);
-    return build;
+  }
+
+  // The alternative of plan variant V whose tag is the spec record's type name.
+  template <typename V>
+  static V FromSpecUnion(const Value& record, std::string_view what) {
+    return FromSpecUnion<V>(record, what, std::make_index_sequence<std::variant_size_v<V>>{});
+  }
+  template <typename V, size_t... I>
+  static V FromSpecUnion(const Value& record, std::string_view what, std::index_sequence<I...>) {
+    std::optional<V> out;
+    ((record.type_name == std::variant_alternative_t<I, V>::kTag
+          ? (void)(out = FromSpec<std::variant_alternative_t<I, V>>(record))
+          : (void)0),
+     ...);
+    if (!out) Internal(what, record.type_name);
+    return *out;
+  }
+
+  // Our bug, not the user's: the schema's union has a member this file does not lower.
+  [[noreturn]] static void Internal(std::string_view what, const std::string& type) {
+    fmt::print(stderr, "internal error: lowering has no case for {} `{}`\n", what, type);
+    std::abort();
   }
 
   // The dataset, and DataLoaderConfiguration resolved as Accelerate resolves it when
@@ -224,47 +280,13 @@ class Lowerer {
   plan::BuildDataloader LowerData(const Fields& data, const Fields& accelerator, const Fields& train,
                                   const Fields& compute, const Value& seed) {
     plan::BuildDataloader build;
-    const std::string& type = data.value().type_name;
     build.batch_size = data.Int("batch_size");
     build.shuffle = data.Bool("shuffle");
     bool class_labels = train["loss"].enum_value == "cross_entropy";
-    build.targets = class_labels ? "class_labels" : "regression";
-    if (type == "SyntheticRegression") {
-      build.kind = "synthetic_regression";
-      build.samples = data.Int("samples");
-      build.features = data.Int("features");
-      build.noise = data.Float("noise");
-      build.seed = data.Int("seed");
-      const Value& model = spec_.root.Field("model") != nullptr ? *spec_.root.Field("model") : Value{};
-      const Value* outputs = model.Field("outputs");
-      build.outputs = outputs != nullptr ? outputs->int_value : 1;
-      if (class_labels) {
-        Unsupported(train["loss"], "`train.loss = cross_entropy` on `SyntheticRegression`",
-                    "; its targets are real numbers: use `mse`, or a dataset file with integer class labels");
-      }
-    } else {
-      build.drop_last = data.Bool("drop_last");
-      if (type == "CsvDataset") {
-        build.kind = "csv";
-        build.path = SpecRelative(data["path"]);
-        for (const Value& column : data["feature_columns"].items)
-          build.feature_columns.push_back(column.text);
-        for (const Value& column : data["target_columns"].items) build.target_columns.push_back(column.text);
-        if (class_labels && build.target_columns.size() != 1) {
-          Unsupported(data["target_columns"], "several `target_columns` with `train.loss = cross_entropy`",
-                      "; cross entropy reads one column of class indices");
-        }
-      } else if (type == "NpyDataset") {
-        build.kind = "npy";
-        build.path = SpecRelative(data["features_file"]);
-        build.targets_path = SpecRelative(data["targets_file"]);
-      } else {
-        build.kind = "safetensors";
-        build.path = SpecRelative(data["path"]);
-        build.features_key = data.Text("features_key");
-        build.targets_key = data.Text("targets_key");
-      }
-    }
+    build.targets = class_labels ? plan::TargetKind::class_labels : plan::TargetKind::regression;
+    build.dataset = LowerDataset(data, train, class_labels);
+    // Only the dataset files have a last incomplete batch to drop.
+    if (data.value().type_name != plan::SyntheticRegression::kTag) build.drop_last = data.Bool("drop_last");
     Fields config = accelerator.Record("dataloader_config");
     build.split_batches = config.Bool("split_batches");
     // Unset: true exactly for iterable datasets; every Accel dataset is map-style.
@@ -287,40 +309,54 @@ class Lowerer {
       // Ranks would then run different numbers of steps per epoch; Accelerate needs
       // join_uneven_inputs for that, which a plan cannot express.
       Unsupported(
-          config["even_batches"], "`accelerator.dataloader_config.even_batches = false` on several processes",
+          diag::Kind::NativeUnevenBatches, config["even_batches"],
+          "`accelerator.dataloader_config.even_batches = false` on several processes",
           "; ranks would draw different numbers of batches and their collectives would no longer pair "
           "up: keep `even_batches = true` (or set `drop_last`)" +
               kExport);
     }
-    if (build.split_batches && build.batch_size % processes != 0) {
-      // DL-001 checks sizes > 1 at compile time; the batch-sampler shard refuses any size.
-      Unsupported(
-          data["batch_size"],
-          fmt::format("`batch_size = {}` with `split_batches` on {} processes", build.batch_size, processes),
-          "; Accelerate's batch sampler shard needs a multiple of `num_processes`");
-    }
     return build;
   }
 
-  plan::TrainLoop LowerTrain(const Fields& train, const Fields& accelerator, const Value& precision) {
+  plan::Dataset LowerDataset(const Fields& data, const Fields& train, bool class_labels) {
+    plan::Dataset dataset = FromSpecUnion<plan::Dataset>(data.value(), "dataset");
+    if (auto* synthetic = std::get_if<plan::SyntheticRegression>(&dataset)) {
+      // The targets are as wide as the model's output.
+      const Value* model = spec_.root.Field("model");
+      const Value* outputs = model != nullptr ? model->Field("outputs") : nullptr;
+      synthetic->outputs = outputs != nullptr ? outputs->int_value : 1;
+      if (class_labels) {
+        Unsupported(diag::Kind::NativeLossOnSynthetic, train["loss"],
+                    "`train.loss = cross_entropy` on `SyntheticRegression`",
+                    "; its targets are real numbers: use `mse`, or a dataset file with integer class labels");
+      }
+    } else if (auto* csv = std::get_if<plan::CsvDataset>(&dataset)) {
+      if (class_labels && csv->target_columns.size() != 1) {
+        Unsupported(diag::Kind::NativeTargetColumns, data["target_columns"],
+                    "several `target_columns` with `train.loss = cross_entropy`",
+                    "; cross entropy reads one column of class indices");
+      }
+    }
+    return dataset;
+  }
+
+  // The spec's enum member, as the plan's enum of the same JSON strings.
+  template <typename E>
+  static E PlanEnum(const Value& value) {
+    for (const auto& [member, name] : plan::EnumInfo<E>::kMembers) {
+      if (name == value.enum_value) return member;
+    }
+    Internal(plan::EnumInfo<E>::kName, value.enum_value);
+  }
+
+  plan::TrainLoop LowerTrain(const Fields& train, const Fields& accelerator, plan::MixedPrecision precision) {
     plan::TrainLoop loop;
     loop.steps = train.Int("steps");
     loop.log_every = train.Int("log_every");
-    loop.loss = train["loss"].enum_value;
-    loop.mixed_precision = precision.kind == Value::Kind::None ? "no" : precision.enum_value;
-    Fields optimizer = train.Record("optimizer");
-    loop.optimizer.lr = optimizer.Float("lr");
-    loop.optimizer.weight_decay = optimizer.Float("weight_decay");
-    if (optimizer.value().type_name == "SGD") {
-      loop.optimizer.name = "sgd";
-      loop.optimizer.momentum = optimizer.Float("momentum");
-    } else {
-      loop.optimizer.name = optimizer.value().type_name == "Adam" ? "adam" : "adamw";
-      loop.optimizer.beta1 = optimizer.Float("beta1");
-      loop.optimizer.beta2 = optimizer.Float("beta2");
-      loop.optimizer.eps = optimizer.Float("eps");
-    }
-    loop.lr_schedule = train["lr_schedule"].enum_value;
+    loop.loss = PlanEnum<plan::Loss>(train["loss"]);
+    loop.mixed_precision = precision;
+    loop.optimizer = FromSpecUnion<plan::Optimizer>(train["optimizer"], "optimizer");
+    loop.lr_schedule = PlanEnum<plan::LrScheduleType>(train["lr_schedule"]);
     loop.warmup_steps = train.Int("warmup_steps");
     loop.num_cycles = train.Float("num_cycles");
     loop.step_scheduler_with_optimizer = accelerator.Bool("step_scheduler_with_optimizer");
@@ -329,60 +365,51 @@ class Lowerer {
     loop.find_executable_batch_size = train.Bool("find_executable_batch_size");
     loop.eval_every = train.IntOr("eval_every", 0);
 
+    plan::GradientAccumulationPlugin& ga = loop.gradient_accumulation;
     const Value& plugin = accelerator["gradient_accumulation_plugin"];
     if (plugin.kind == Value::Kind::Record) {
-      Fields ga(plugin);
-      loop.accumulation_steps = ga.Int("num_steps");
-      loop.sync_with_dataloader = ga.Bool("sync_with_dataloader");
-      loop.sync_each_batch = ga.Bool("sync_each_batch");
+      Fields fields(plugin);
+      ga.num_steps = fields.Int("num_steps");
+      ga.sync_with_dataloader = fields.Bool("sync_with_dataloader");
+      ga.sync_each_batch = fields.Bool("sync_each_batch");
     } else {
-      loop.accumulation_steps = accelerator.Int("gradient_accumulation_steps");
+      ga.num_steps = accelerator.Int("gradient_accumulation_steps");
     }
     // GA-003: Accelerate reads the plugin's to_kwargs(), which drops the default True, and
     // falls back to False: adjust_scheduler is in effect always off.
-    loop.adjust_scheduler = false;
+    ga.adjust_scheduler = false;
 
     Fields autocast = accelerator.Record("autocast");
-    loop.autocast_enabled = autocast.Bool("enabled");
+    loop.autocast.enabled = autocast.Bool("enabled");
     const Value& cache = autocast["cache_enabled"];
-    loop.autocast_cache_enabled = cache.kind == Value::Kind::None || cache.bool_value;
+    loop.autocast.cache_enabled = cache.kind == Value::Kind::None || cache.bool_value;
 
     Fields ddp = accelerator.Record("ddp");
-    loop.bucket_cap_mb = ddp.Int("bucket_cap_mb");
+    loop.ddp.bucket_cap_mb = ddp.Int("bucket_cap_mb");
     const std::string& hook = ddp["comm_hook"].enum_value;
-    loop.comm_hook = hook == "no" ? "none" : hook;
     if (hook == "power_sgd" || hook == "batched_power_sgd") {
-      Unsupported(ddp["comm_hook"], fmt::format("`accelerator.ddp.comm_hook = {}`", hook),
+      Unsupported(diag::Kind::NativePowerSgd, ddp["comm_hook"], fmt::format("`accelerator.ddp.comm_hook = {}`", hook),
                   "; accelrun compresses gradients with `fp16` or `bf16`" + kExport);
+    } else {
+      loop.ddp.comm_hook = PlanEnum<plan::DDPCommunicationHookType>(ddp["comm_hook"]);
     }
     // A wrapper around no hook is dropped, as in Accelerate; around fp16/bf16 it would cast
     // twice, which only PowerSGD (not run here) makes meaningful.
     if (hook != "no" && ddp["comm_wrapper"].enum_value != "no") {
-      Unsupported(ddp["comm_wrapper"], "`accelerator.ddp.comm_wrapper` around an fp16/bf16 hook",
+      Unsupported(diag::Kind::NativeCommWrapper, ddp["comm_wrapper"],
+                  "`accelerator.ddp.comm_wrapper` around an fp16/bf16 hook",
                   "; it wraps PowerSGD hooks, which accelrun does not run: drop the wrapper" + kExport);
     }
-    if (ddp.Int("dim") != 0) {
-      Unsupported(ddp["dim"], "`accelerator.ddp.dim`",
-                  "; accelrun's batches are split along dimension 0 only" + kExport);
-    }
-    for (const char* field : {"gradient_as_bucket_view", "static_graph"}) {
-      if (ddp.Bool(field)) {
-        Unsupported(ddp[field], fmt::format("`accelerator.ddp.{} = true`", field),
-                    "; accelrun's reducer copies gradients into its own buckets and has no graph "
-                    "optimizations to enable" +
-                        kExport);
-      }
-    }
-    loop.find_unused_parameters = ddp.Bool("find_unused_parameters");
-    loop.broadcast_buffers = ddp.Bool("broadcast_buffers");
+    loop.ddp.find_unused_parameters = ddp.Bool("find_unused_parameters");
+    loop.ddp.broadcast_buffers = ddp.Bool("broadcast_buffers");
 
     for (const Value& tracker : accelerator["log_with"].items) {
       // `all` starts every tracker that is installed: the one accelrun has.
       if (tracker.enum_value == "tensorboard" || tracker.enum_value == "all") {
-        if (loop.trackers.empty()) loop.trackers.push_back("tensorboard");
+        if (loop.trackers.empty()) loop.trackers.push_back(plan::Tracker::tensorboard);
       } else {
         Unsupported(
-            tracker, fmt::format("`accelerator.log_with = {}`", tracker.enum_value),
+            diag::Kind::NativeTracker, tracker, fmt::format("`accelerator.log_with = {}`", tracker.enum_value),
             "; accelrun writes `metrics.jsonl` and TensorBoard event files (`tensorboard`)" + kExport);
       }
     }
@@ -433,7 +460,7 @@ class Lowerer {
         const std::string& key = project_value.keys[i];
         if (trackers && (key == "logging_dir" || key == "project_dir")) continue;
         if (!SetInSpec(project_value.items[i])) continue;
-        Unsupported(FirstSetInSpec(project_value.items[i]),
+        Unsupported(diag::Kind::NativeUnusedProjectConfig, FirstSetInSpec(project_value.items[i]),
                     fmt::format("`accelerator.project_config.{}`", key),
                     "; nothing saves checkpoints unless `train.checkpoint_every` or "
                     "`train.checkpoint_every_epoch` is set" +
@@ -444,11 +471,11 @@ class Lowerer {
     }
     Fields project(project_value);
     plan::Checkpoint checkpoint;
-    checkpoint.every_steps = train.IntOr("checkpoint_every", 0);
-    checkpoint.every_epoch = every_epoch;
+    checkpoint.checkpoint_every = train.IntOr("checkpoint_every", 0);
+    checkpoint.checkpoint_every_epoch = every_epoch;
     ProjectDirs dirs = ResolveProjectDirs(accelerator);
     checkpoint.project_dir = dirs.project_dir;
-    checkpoint.automatic_naming = project.Bool("automatic_checkpoint_naming");
+    checkpoint.automatic_checkpoint_naming = project.Bool("automatic_checkpoint_naming");
     checkpoint.total_limit = project.IntOr("total_limit", 0);
     checkpoint.iteration = project.Int("iteration");
     checkpoint.save_on_each_node = project.Bool("save_on_each_node");
@@ -470,12 +497,12 @@ class Lowerer {
     return value;
   }
 
-  void Unsupported(const Value& value, const std::string& what, const std::string& hint) {
+  void Unsupported(diag::Kind kind, const Value& value, const std::string& what, const std::string& hint) {
     failed_ = true;
     // A value from a base job or a `--set` override is reported where it was written.
     bool located = value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file != nullptr;
     diag::Diagnostic& d =
-        diagnostics_.Emit(diag::Kind::NotLowerable, located ? value.provenance.file : spec_.file,
+        diagnostics_.Emit(kind, located ? value.provenance.file : spec_.file,
                           located ? value.provenance.span : spec_.span, what, hint);
     if (value.provenance.kind == sema::Provenance::Kind::Environment) {
       d.message += fmt::format(" (value from environment variable `{}`)", value.provenance.env_var);

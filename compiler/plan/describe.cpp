@@ -52,53 +52,48 @@ void Walk(const json::Value& node, const std::string& prefix, std::vector<Settin
   for (const std::string& key : keys) Walk(*object->get(key), prefix.empty() ? key : prefix + "." + key, out);
 }
 
+template <typename T>
+std::string Show(const T& value, std::string_view unit = "");
+
+// `name=value` for every field of a record, in table order.
+template <typename R>
+std::string ShowFields(const R& record) {
+  std::vector<std::string> fields;
+  ForEachField(record, [&](const FieldInfo& field, const auto& member) {
+    fields.push_back(fmt::format("{}={}", field.name, Show(member, field.unit)));
+  });
+  return fmt::format("{}", fmt::join(fields, " "));
+}
+
+// A plan value as `explain` shows it: numbers in their shortest form with their unit, lists in
+// brackets, records in braces, a variant as its tag and its alternative's fields.
+template <typename T>
+std::string Show(const T& value, std::string_view unit) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+    return unit.empty() ? fmt::format("{}", value) : fmt::format("{} {}", value, unit);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return value.empty() ? "\"\"" : value;  // a `path` unit needs no suffix
+  } else if constexpr (std::is_enum_v<T>) {
+    return std::string(EnumName(value));
+  } else if constexpr (kIsRecord<T>) {
+    return fmt::format("{{{}}}", ShowFields(value));
+  } else if constexpr (VariantInfo<T>::kIsVariant) {
+    return std::visit(
+        [](const auto& alternative) { return fmt::format("{} {{{}}}", alternative.kTag, ShowFields(alternative)); },
+        value);
+  } else {
+    std::vector<std::string> items;
+    for (const auto& item : value) items.push_back(Show(item, unit));
+    return fmt::format("[{}]", fmt::join(items, ", "));
+  }
+}
+
+// `op` and every field of the step, from the plan's table.
 std::string StepLine(const Step& step) {
   return std::visit(
-      [](const auto& s) -> std::string {
-        using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same_v<T, InitProcessGroup>) {
-          return fmt::format(
-              "init_process_group  {} on {} machine(s) x {} process(es), rendezvous {}:{}, timeout {} s",
-              s.backend, s.num_machines, s.processes_per_machine, s.main_process_ip, s.main_process_port,
-              s.timeout_ms / 1000.0);
-        } else if constexpr (std::is_same_v<T, Seed>) {
-          return fmt::format("seed                {}", s.seed);
-        } else if constexpr (std::is_same_v<T, BuildModel>) {
-          if (s.kind == "torchscript") return fmt::format("build_model         torchscript {}", s.path);
-          if (s.kind == "transformer") {
-            return fmt::format(
-                "build_model         transformer {} tokens x {}, {} layer(s) of {} heads, ff {} -> {}",
-                s.inputs, s.d_model, s.layers, s.heads, s.feedforward, s.outputs);
-          }
-          return fmt::format("build_model         {} {} -> [{}] -> {}", s.kind, s.inputs,
-                             fmt::join(s.hidden, ", "), s.outputs);
-        } else if constexpr (std::is_same_v<T, BuildDataloader>) {
-          std::string source = s.kind == "synthetic_regression"
-                                   ? fmt::format("{} samples x {} features", s.samples, s.features)
-                                   : s.path;
-          return fmt::format("build_dataloader    {}: {}, batch {} {}{}{}{}", s.kind, source, s.batch_size,
-                             s.split_batches ? "split across processes" : "per process",
-                             s.shuffle ? ", shuffled" : "", s.use_seedable_sampler ? " (seedable)" : "",
-                             s.even_batches ? ", even batches" : "");
-        } else if constexpr (std::is_same_v<T, TrainLoop>) {
-          return fmt::format(
-              "train               {} steps x {} micro-batch(es), {} lr {} ({}), {} loss, precision {}, log "
-              "every {}",
-              s.steps, s.accumulation_steps, s.optimizer.name, s.optimizer.lr, s.lr_schedule, s.loss,
-              s.mixed_precision, s.log_every);
-        } else if constexpr (std::is_same_v<T, SaveModel>) {
-          return fmt::format("save_model          {}/{}", s.dir, s.file);
-        } else {
-          std::string when = s.every_steps > 0 ? fmt::format("every {} steps", s.every_steps) : "";
-          if (s.every_epoch) when += when.empty() ? "every epoch" : " and every epoch";
-          return fmt::format("checkpoint          {} to {}{}, keep {}{}", when,
-                             s.project_dir.empty() ? "<output dir>" : s.project_dir,
-                             s.automatic_naming ? "/checkpoints/checkpoint_N" : "/checkpoint",
-                             s.total_limit == 0 ? "all" : std::to_string(s.total_limit),
-                             s.save_on_each_node ? ", on each node" : "");
-        }
-      },
-      step);
+      [](const auto& s) { return fmt::format("{:<19} {}", s.kTag, ShowFields(s)); }, step);
 }
 
 // What a setting affects, by where it sits in the job. The first matching prefix wins.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -11,169 +12,127 @@
 #include "llvm/Support/JSON.h"
 
 // The execution plan: the contract between accelc and accelrun (docs/adr/0004-plan-format.md).
-// Every value is resolved; the runtime makes no decision the plan does not spell out.
+// Every value is resolved; the runtime makes no decision the plan does not spell out. The steps,
+// their fields and enums are declared once, in plan.def (docs/adr/0006-plan-table.md); this
+// header turns that table into C++ types and the reflection the JSON, schema and explain use.
 namespace accel::plan {
 
-inline constexpr std::string_view kFormat = "accel-plan/2";
+inline constexpr std::string_view kFormat = "accel-plan/3";
 
-// Forms the default process group. Collective: every rank executes it.
-struct InitProcessGroup {
-  std::string backend;  // gloo or nccl
-  int64_t timeout_ms = 0;
-  int64_t num_machines = 1;
-  int64_t processes_per_machine = 1;
-  std::string main_process_ip;
-  int64_t main_process_port = 0;
+// The range the reader enforces on a numeric field (on each element of a list).
+enum class Check { Any, Positive, NonNegative, Port };
+
+// What the table says of one field.
+struct FieldInfo {
+  std::string_view name;
+  Check check;
+  std::string_view unit;  // empty for plain numbers
+  std::string_view doc;
 };
 
-// Seeds every random number generator (torch and the data sampler) with `seed`.
-struct Seed {
-  int64_t seed = 0;
-};
+// ---- the types: enum classes, structs, std::variants ----
 
-// Builds the model. `kind` is `mlp` (Linear+ReLU per hidden width, then a Linear head, from
-// inputs/hidden/outputs), `transformer` (inputs tokens of d_model, `layers` encoder layers of
-// `heads` heads and a `feedforward` block, mean pooling, a head of `outputs`) or `torchscript`
-// (the module saved at `path`).
-struct BuildModel {
-  std::string kind;
-  int64_t inputs = 0;
-  std::vector<int64_t> hidden;
-  int64_t outputs = 0;
-  std::string path;     // torchscript
-  int64_t d_model = 0;  // transformer
-  int64_t heads = 0;
-  int64_t layers = 0;
-  int64_t feedforward = 0;
+#define PLAN_ENUM(Enum, doc) enum class Enum {
+#define PLAN_ENUMERATOR(Enum, Member, json) Member,
+#define PLAN_ENUM_END(Enum) \
+  }                         \
+  ;
+#define PLAN_RECORD(Record, tag, doc)              \
+  struct Record {                                  \
+    static constexpr std::string_view kTag = tag;  \
+    static constexpr std::string_view kDoc = doc;
+#define PLAN_FIELD(Record, Type, name, default_value, check, unit, doc) Type name = default_value;
+#define PLAN_RECORD_END(Record) \
+  }                             \
+  ;
+#define PLAN_VARIANT(Variant, tag_key, doc, ...) using Variant = std::variant<__VA_ARGS__>;
+#include "compiler/plan/plan.def"
 
-  static BuildModel Mlp(int64_t inputs, std::vector<int64_t> hidden, int64_t outputs) {
-    BuildModel model;
-    model.kind = "mlp";
-    model.inputs = inputs;
-    model.hidden = std::move(hidden);
-    model.outputs = outputs;
-    return model;
+// ---- reflection ----
+
+// EnumInfo<E>: the enum's name, doc and {member, JSON string} pairs in table order.
+template <typename E>
+struct EnumInfo;
+#define PLAN_ENUM(Enum, doc)                                        \
+  template <>                                                       \
+  struct EnumInfo<Enum> {                                           \
+    static constexpr std::string_view kName = #Enum;                \
+    static constexpr std::string_view kDoc = doc;                   \
+    static constexpr std::pair<Enum, std::string_view> kMembers[] = {
+#define PLAN_ENUMERATOR(Enum, Member, json) {Enum::Member, json},
+#define PLAN_ENUM_END(Enum) \
+  }                         \
+  ;                         \
+  }                         \
+  ;
+#include "compiler/plan/plan.def"
+
+// The JSON string of an enum member.
+template <typename E>
+std::string_view EnumName(E value) {
+  for (const auto& [member, name] : EnumInfo<E>::kMembers) {
+    if (member == value) return name;
   }
-};
+  return "?";
+}
 
-// Builds this rank's data loader: the dataset, and how Accelerate's prepared DataLoader shards
-// it (DataLoaderConfiguration, every value resolved).
-struct BuildDataloader {
-  // synthetic_regression (y = X·W + noise from samples/features/outputs/noise/seed), csv
-  // (path, feature_columns, target_columns), npy (path = features, targets_path) or
-  // safetensors (path, features_key, targets_key).
-  std::string kind;
-  int64_t samples = 0;
-  int64_t features = 0;
-  int64_t outputs = 0;
-  double noise = 0;
-  int64_t seed = 0;
-  std::string path;
-  std::string targets_path;
-  std::vector<std::string> feature_columns;
-  std::vector<std::string> target_columns;
-  std::string features_key;
-  std::string targets_key;
-  // `regression` (float targets) or `class_labels` (int64 class indices).
-  std::string targets;
-  int64_t batch_size = 0;  // the loader's batch size (per process unless split_batches)
-  bool shuffle = true;
-  bool drop_last = false;
-  bool split_batches = false;
-  bool dispatch_batches = false;
-  bool even_batches = true;
-  bool use_seedable_sampler = false;
-  // The sampler's generator seed: data_seed, else the job seed, else torch's default seed.
-  int64_t data_seed = 0;
-  bool non_blocking = false;
-  bool use_stateful_dataloader = false;
+// VariantInfo<V>: the variant's name, the key of its tag in JSON, and its doc.
+template <typename V>
+struct VariantInfo {
+  static constexpr bool kIsVariant = false;
 };
+#define PLAN_VARIANT(Variant, tag_key, doc, ...)        \
+  template <>                                           \
+  struct VariantInfo<Variant> {                         \
+    static constexpr bool kIsVariant = true;            \
+    static constexpr std::string_view kName = #Variant; \
+    static constexpr std::string_view kTagKey = tag_key; \
+    static constexpr std::string_view kDoc = doc;       \
+  };
+#include "compiler/plan/plan.def"
 
-struct Optimizer {
-  std::string name;  // sgd, adam or adamw
-  double lr = 0;
-  double momentum = 0;  // sgd
-  double beta1 = 0;     // adam, adamw
-  double beta2 = 0;     // adam, adamw
-  double eps = 0;       // adam, adamw
-  double weight_decay = 0;
+// kIsRecord<T>: T is a struct of the table.
+template <typename T>
+inline constexpr bool kIsRecord = false;
+#define PLAN_RECORD(Record, tag, doc) \
+  template <>                         \
+  inline constexpr bool kIsRecord<Record> = true;
+#include "compiler/plan/plan.def"
+
+// ForEachField(record, f) calls f(const FieldInfo&, member) for every field, in table order;
+// the member is a const or mutable reference as `record` is.
+#define PLAN_RECORD(Record, tag, doc) \
+  template <typename F>               \
+  void ForEachField(const Record& r, F&& f) {
+#define PLAN_FIELD(Record, Type, name, default_value, check, unit, doc) \
+  f(FieldInfo{#name, Check::check, unit, doc}, r.name);
+#define PLAN_RECORD_END(Record) }
+#include "compiler/plan/plan.def"
+#define PLAN_RECORD(Record, tag, doc) \
+  template <typename F>               \
+  void ForEachField(Record& r, F&& f) {
+#define PLAN_FIELD(Record, Type, name, default_value, check, unit, doc) \
+  f(FieldInfo{#name, Check::check, unit, doc}, r.name);
+#define PLAN_RECORD_END(Record) }
+#include "compiler/plan/plan.def"
+
+// The tag of the alternative `value` holds: a step's `op`, a model's `type`.
+template <typename V>
+std::string_view TagOf(const V& value) {
+  return std::visit([](const auto& alternative) { return alternative.kTag; }, value);
+}
+
+// Visits a variant with one lambda per alternative: `std::visit(Overloaded{[](const MLP&) {...},
+// ...}, model)`. With no generic lambda among them, a new alternative is a compile error here.
+template <typename... F>
+struct Overloaded : F... {
+  using F::operator()...;
 };
-
-// The training loop: per micro-batch forward (under autocast), loss, backward with the
-// data-parallel reducer; per optimizer step clipping, step and the wrapped scheduler.
-struct TrainLoop {
-  int64_t steps = 0;  // optimizer steps
-  int64_t log_every = 0;
-  std::string loss;             // mse or cross_entropy
-  std::string mixed_precision;  // no or bf16 (fp16 needs CUDA; the compiler refuses it on CPU)
-  Optimizer optimizer;
-  // Learning-rate schedule: constant, constant_with_warmup, linear or cosine; warmup and decay in
-  // optimizer steps.
-  std::string lr_schedule;
-  int64_t warmup_steps = 0;
-  double num_cycles = 0.5;
-  // Accelerate's `step_scheduler_with_optimizer` and `split_batches` decide how often the
-  // wrapped scheduler steps.
-  bool step_scheduler_with_optimizer = true;
-  double max_grad_norm = 0;  // 0: no clipping
-  // GradientAccumulationPlugin as Accelerate applies it (adjust_scheduler effectively false, GA-003).
-  int64_t accumulation_steps = 1;
-  bool adjust_scheduler = false;
-  bool sync_with_dataloader = true;
-  bool sync_each_batch = false;
-  // AutocastKwargs.
-  bool autocast_enabled = true;
-  bool autocast_cache_enabled = true;
-  // DistributedDataParallelKwargs.
-  int64_t bucket_cap_mb = 0;
-  std::string comm_hook;  // none, fp16 or bf16 (a comm_wrapper around `none` is dropped)
-  bool find_unused_parameters = false;
-  bool broadcast_buffers = true;
-  // Trackers besides the always-written `metrics.jsonl`: `tensorboard`, under
-  // `{logging_dir}/{job}`; an empty logging_dir means the output directory.
-  std::vector<std::string> trackers;
-  std::string logging_dir;
-  // The dataset's last `eval_samples` rows are held out (0: none) and evaluated every
-  // `eval_every` steps and after the last one (eval_every 0: after the last one only).
-  int64_t eval_samples = 0;
-  int64_t eval_every = 0;
-  // Probe the data loader's batch size downwards from `batch_size` until one step fits in
-  // memory on every rank (Accelerate's find_executable_batch_size).
-  bool find_executable_batch_size = false;
-};
-
-// Rank 0 writes the weights as safetensors to `dir`/`file`.
-struct SaveModel {
-  std::string dir;
-  std::string file;
-};
-
-// Saves the training state (weights, optimizer, scheduler, data position, every rank's RNG) every
-// `every_steps` steps and after the last one, with Accelerate's ProjectConfiguration semantics
-// (docs/checkpoints.md); `accelrun --resume` loads it back. Comes after `train` in the plan.
-struct Checkpoint {
-  int64_t every_steps = 0;  // 0: only at the end of epochs (every_epoch) and of the run
-  bool every_epoch = false;
-  // Root of `checkpoints/`; empty means the run's output directory (so `--output-dir` moves it).
-  std::string project_dir;
-  // On: `{project_dir}/checkpoints/checkpoint_{iteration}`. Off: each save replaces
-  // `{project_dir}/checkpoint`.
-  bool automatic_naming = true;
-  // Complete checkpoints kept (automatic naming); 0 keeps all.
-  int64_t total_limit = 0;
-  // The number of the first checkpoint of a fresh run; a resumed run continues from its checkpoint.
-  int64_t iteration = 0;
-  // Every machine's local rank 0 writes (to its own disk) instead of rank 0 alone.
-  bool save_on_each_node = false;
-  // ProjectConfiguration.logging_dir as resolved (PRJ-001); the trackers read TrainLoop's copy.
-  std::string logging_dir;
-};
-
-using Step =
-    std::variant<InitProcessGroup, Seed, BuildModel, BuildDataloader, TrainLoop, SaveModel, Checkpoint>;
+template <typename... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 // The step's `op` tag in JSON: `init_process_group`, `seed`, ...
-std::string_view OpName(const Step& step);
+inline std::string_view OpName(const Step& step) { return TagOf(step); }
 
 struct Plan {
   std::string format{kFormat};
@@ -201,11 +160,14 @@ std::string ToJson(const Plan& plan);
 // The content hash of `plan`, ignoring its current `hash` field.
 std::string ComputeHash(const Plan& plan);
 
-// Parses and validates a plan. Fails with a message naming the JSON path of the first problem
-// (`plan.json: expected integer at steps[2].inputs`) for malformed JSON, an unknown `format`
-// or `op`, a missing or ill-typed field, a count, size or timeout that is not positive, or a
-// hash that does not match the content.
+// Parses and validates a plan. Fails with a message that starts with `name` and names the JSON
+// path of the first problem (`plan.json: expected integer at steps[2].model.inputs`): malformed
+// JSON, another `format`, an unknown `op`, variant tag, enum member or field, a missing or
+// ill-typed field, a value outside its range, or a hash that does not match the content.
 llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name = "plan");
+
+// The JSON Schema of the plan (docs/reference/plan.schema.json), generated from the table.
+std::string JsonSchema();
 
 }  // namespace accel::plan
 

@@ -30,7 +30,7 @@ bool ConfigFlag(const plan::Plan& plan, std::initializer_list<llvm::StringRef> p
 std::map<std::string, std::string> AccelerateEnvironment(const plan::Plan& plan) {
   std::map<std::string, std::string> env;
   const auto* loop = plan.Find<plan::TrainLoop>();
-  env["ACCELERATE_MIXED_PRECISION"] = loop && !loop->mixed_precision.empty() ? loop->mixed_precision : "no";
+  env["ACCELERATE_MIXED_PRECISION"] = loop ? std::string(plan::EnumName(loop->mixed_precision)) : "no";
   // Accelerate's simple launcher writes Python's str() of a bool here.
   bool use_cpu = ConfigFlag(plan, {"compute", "use_cpu"}) || ConfigFlag(plan, {"accelerator", "cpu"});
   env["ACCELERATE_USE_CPU"] = use_cpu ? "True" : "False";
@@ -41,7 +41,7 @@ std::map<std::string, std::string> AccelerateEnvironment(const plan::Plan& plan)
 
 bool IsCpuRun(const plan::Plan& plan) {
   const auto* init = plan.Find<plan::InitProcessGroup>();
-  return (init && init->backend == "gloo") || ConfigFlag(plan, {"compute", "use_cpu"}) ||
+  return (init && init->backend == plan::Backend::gloo) || ConfigFlag(plan, {"compute", "use_cpu"}) ||
          ConfigFlag(plan, {"accelerator", "cpu"});
 }
 

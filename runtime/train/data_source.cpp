@@ -7,18 +7,22 @@ namespace accel::rt::train {
 llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, int64_t eval_samples, int rank,
                                             int world_size) {
   data::TargetKind kind =
-      spec.targets == "class_labels" ? data::TargetKind::kClassLabels : data::TargetKind::kRegression;
-  llvm::Expected<data::Dataset> dataset = [&]() -> llvm::Expected<data::Dataset> {
-    if (spec.kind == "synthetic_regression")
-      return data::GenerateSyntheticRegression(spec.samples, spec.features, spec.outputs, spec.noise,
-                                               spec.seed);
-    if (spec.kind == "csv") return data::LoadCsv(spec.path, spec.feature_columns, spec.target_columns, kind);
-    if (spec.kind == "npy") return data::LoadNpy(spec.path, spec.targets_path, kind);
-    if (spec.kind == "safetensors")
-      return data::LoadSafetensors(spec.path, spec.features_key, spec.targets_key, kind);
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "unknown dataset kind `%s`",
-                                   spec.kind.c_str());
-  }();
+      spec.targets == plan::TargetKind::class_labels ? data::TargetKind::kClassLabels : data::TargetKind::kRegression;
+  llvm::Expected<data::Dataset> dataset = std::visit(
+      plan::Overloaded{
+          [](const plan::SyntheticRegression& d) -> llvm::Expected<data::Dataset> {
+            return data::GenerateSyntheticRegression(d.samples, d.features, d.outputs, d.noise, d.seed);
+          },
+          [&](const plan::CsvDataset& d) -> llvm::Expected<data::Dataset> {
+            return data::LoadCsv(d.path, d.feature_columns, d.target_columns, kind);
+          },
+          [&](const plan::NpyDataset& d) -> llvm::Expected<data::Dataset> {
+            return data::LoadNpy(d.features_file, d.targets_file, kind);
+          },
+          [&](const plan::SafetensorsDataset& d) -> llvm::Expected<data::Dataset> {
+            return data::LoadSafetensors(d.path, d.features_key, d.targets_key, kind);
+          }},
+      spec.dataset);
   if (!dataset) return dataset.takeError();
   int64_t rows = dataset->size();
   if (eval_samples >= rows) {
@@ -67,7 +71,8 @@ llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spe
 }
 
 int64_t DataIdentitySeed(const plan::BuildDataloader& spec) {
-  return spec.kind == "synthetic_regression" ? spec.seed : spec.data_seed;
+  const auto* synthetic = std::get_if<plan::SyntheticRegression>(&spec.dataset);
+  return synthetic != nullptr ? synthetic->seed : spec.data_seed;
 }
 
 }  // namespace accel::rt::train

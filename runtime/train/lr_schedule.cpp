@@ -7,17 +7,17 @@
 namespace accel::rt::train {
 
 double LearningRateFactor(const ScheduleSpec& spec, int64_t step) {
-  if (spec.kind != ScheduleKind::kConstant && step < spec.warmup_steps) {
+  if (spec.kind != ScheduleKind::constant && step < spec.warmup_steps) {
     return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, spec.warmup_steps));
   }
   double decay_steps = static_cast<double>(std::max<int64_t>(1, spec.total_steps - spec.warmup_steps));
   switch (spec.kind) {
-    case ScheduleKind::kConstant:
-    case ScheduleKind::kConstantWithWarmup:
+    case ScheduleKind::constant:
+    case ScheduleKind::constant_with_warmup:
       return 1.0;
-    case ScheduleKind::kLinear:
+    case ScheduleKind::linear:
       return std::max(0.0, static_cast<double>(spec.total_steps - step) / decay_steps);
-    case ScheduleKind::kCosine: {
+    case ScheduleKind::cosine: {
       double progress = static_cast<double>(step - spec.warmup_steps) / decay_steps;
       return std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * spec.num_cycles * 2.0 * progress)));
     }

@@ -5,16 +5,19 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/plan/plan.h"
+
 // Learning-rate schedules with warmup, and how Accelerate steps a scheduler it wraps
 // (catalog §3.3). Torch-free: the trainer reads learning rates from here.
 namespace accel::rt::train {
 
-enum class ScheduleKind { kConstant, kConstantWithWarmup, kLinear, kCosine };
+// The plan's schedule names, one table for both.
+using ScheduleKind = plan::LrScheduleType;
 
 // The schedules of transformers' get_*_schedule_with_warmup, the ones Accelerate users pass to
 // `prepare`. Every one warms up linearly from 0 over `warmup_steps`.
 struct ScheduleSpec {
-  ScheduleKind kind = ScheduleKind::kConstant;
+  ScheduleKind kind = ScheduleKind::constant;
   int64_t warmup_steps = 0;
   int64_t total_steps = 0;  // linear and cosine decay to 0 at this step
   double num_cycles = 0.5;  // cosine: half a cosine wave by default

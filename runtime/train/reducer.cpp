@@ -26,10 +26,6 @@ struct Reducer::Hook final : torch::autograd::FunctionPostHook {
 Reducer::Reducer(std::vector<std::pair<std::string, at::Tensor>> named_parameters, ReducerOptions options,
                  dist::Collectives& collectives)
     : options_(std::move(options)), collectives_(collectives) {
-  if (options_.comm_hook != "none" && options_.comm_hook != "fp16" && options_.comm_hook != "bf16") {
-    throw std::invalid_argument(
-        fmt::format("unknown comm_hook `{}`; the reducer supports none, fp16 and bf16", options_.comm_hook));
-  }
   if (options_.bucket_cap_bytes < 1) {
     throw std::invalid_argument(
         fmt::format("bucket cap of {} bytes; it must be positive", options_.bucket_cap_bytes));
@@ -148,11 +144,11 @@ void Reducer::Launch(Bucket& bucket) {
   // After a failed launch the group is unusable; Finalize reports the failure.
   if (launch_error_) return;
   int64_t world = collectives_.world_size();
-  if (options_.comm_hook == "fp16") {
+  if (options_.comm_hook == plan::DDPCommunicationHookType::fp16) {
     // torch's fp16_compress_hook: cast first, then divide in float16.
     bucket.wire = bucket.flat.to(at::kHalf);
     bucket.wire.div_(world);
-  } else if (options_.comm_hook == "bf16") {
+  } else if (options_.comm_hook == plan::DDPCommunicationHookType::bf16) {
     // Gloo cannot sum bfloat16: round to it here and send fp32 (see reducer.h).
     bucket.flat.copy_(bucket.flat.to(at::kBFloat16).div_(world));
     bucket.wire = bucket.flat;
@@ -236,9 +232,9 @@ void Reducer::Finalize() {
   if (used_work) used_work->Wait();
 
   for (Bucket& bucket : buckets_) {
-    if (options_.comm_hook == "fp16") {
+    if (options_.comm_hook == plan::DDPCommunicationHookType::fp16) {
       bucket.flat.copy_(bucket.wire);
-    } else if (options_.comm_hook == "bf16") {
+    } else if (options_.comm_hook == plan::DDPCommunicationHookType::bf16) {
       // The bf16 hook's result is a bfloat16 tensor; round the fp32 sum to match.
       bucket.flat.copy_(bucket.flat.to(at::kBFloat16));
     }

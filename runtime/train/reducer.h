@@ -12,6 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "compiler/plan/plan.h"
 #include "runtime/dist/collectives.h"
 
 namespace torch::autograd {
@@ -31,9 +32,9 @@ struct ReducerOptions {
   // Buckets hold at most this many bytes of fp32 gradients (`bucket_cap_mb` × 2^20); a parameter
   // larger than the cap gets a bucket of its own.
   int64_t bucket_cap_bytes = int64_t{25} << 20;
-  // `none`, `fp16` or `bf16` (DistributedDataParallelKwargs.comm_hook, catalog §2.3): the
-  // gradient compression applied to each bucket around its all-reduce.
-  std::string comm_hook = "none";
+  // DistributedDataParallelKwargs.comm_hook (catalog §2.3): the gradient compression applied
+  // to each bucket around its all-reduce.
+  plan::DDPCommunicationHookType comm_hook = plan::DDPCommunicationHookType::no;
   // DistributedDataParallelKwargs.find_unused_parameters.
   bool find_unused_parameters = false;
 };
@@ -62,7 +63,7 @@ struct ReducerOptions {
 class Reducer {
  public:
   // Installs the hooks. `named_parameters` in the model's order; `collectives` must outlive the
-  // reducer. Throws std::invalid_argument for an unknown comm_hook or a cap below 1 byte.
+  // reducer. Throws std::invalid_argument for a cap below 1 byte.
   Reducer(std::vector<std::pair<std::string, at::Tensor>> named_parameters, ReducerOptions options,
           dist::Collectives& collectives);
   // Removes the hooks; waits (ignoring failures) for all-reduces still in flight.

@@ -30,11 +30,15 @@ RunReport::RunReport(const plan::Plan& plan, const plan::TrainLoop& loop,
       first_step_(first_step),
       progress_(loop.steps, first_step, loop.log_every, observe::IsTerminal(stdout), stdout) {
   metrics_.emplace(OrThrow(observe::MetricsLog::Open((output_dir / "metrics.jsonl").string(), resumed)));
-  for (const std::string& tracker : loop.trackers) {
-    if (tracker != "tensorboard") throw std::runtime_error("unknown tracker `" + tracker + "`");
-    std::filesystem::path root =
-        loop.logging_dir.empty() ? output_dir : std::filesystem::path(loop.logging_dir);
-    tensorboard_.emplace(OrThrow(observe::TensorBoardWriter::Open((root / plan.job).string())));
+  for (plan::Tracker tracker : loop.trackers) {
+    switch (tracker) {
+      case plan::Tracker::tensorboard: {
+        std::filesystem::path root =
+            loop.logging_dir.empty() ? output_dir : std::filesystem::path(loop.logging_dir);
+        tensorboard_.emplace(OrThrow(observe::TensorBoardWriter::Open((root / plan.job).string())));
+        break;
+      }
+    }
   }
 }
 

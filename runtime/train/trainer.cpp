@@ -142,7 +142,7 @@ class NnModel : public Model {
 
 class MlpModel final : public NnModel<torch::nn::Sequential> {
  public:
-  explicit MlpModel(const plan::BuildModel& spec) : NnModel(torch::nn::Sequential()) {
+  explicit MlpModel(const plan::MLP& spec) : NnModel(torch::nn::Sequential()) {
     int64_t width = spec.inputs;
     for (int64_t hidden : spec.hidden) {
       net_->push_back(torch::nn::Linear(width, hidden));
@@ -159,7 +159,7 @@ class MlpModel final : public NnModel<torch::nn::Sequential> {
 // tokens, and a Linear head.
 class TransformerModelImpl : public torch::nn::Module {
  public:
-  explicit TransformerModelImpl(const plan::BuildModel& spec)
+  explicit TransformerModelImpl(const plan::Transformer& spec)
       : value_(register_module("value", torch::nn::Linear(1, spec.d_model))),
         position_(register_parameter("position", torch::randn({spec.inputs, 1, spec.d_model}) * 0.02)),
         encoder_(
@@ -186,7 +186,7 @@ TORCH_MODULE(TransformerModel);
 
 class BuiltInTransformer final : public NnModel<TransformerModel> {
  public:
-  explicit BuiltInTransformer(const plan::BuildModel& spec)
+  explicit BuiltInTransformer(const plan::Transformer& spec)
       : NnModel(TransformerModel(spec)), tokens_(spec.inputs) {}
   torch::Tensor Forward(const torch::Tensor& features) override {
     if (features.dim() != 2 || features.size(1) != tokens_) {
@@ -253,42 +253,38 @@ class ScriptedModel final : public Model {
 class TorchTrainer final : public Trainer {
  public:
   TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop) : loop_(loop) {
-    if (model.kind == "mlp") {
-      model_ = std::make_unique<MlpModel>(model);
-    } else if (model.kind == "transformer") {
-      model_ = std::make_unique<BuiltInTransformer>(model);
-    } else if (model.kind == "torchscript") {
-      model_ = std::make_unique<ScriptedModel>(model.path);
-    } else {
-      throw std::invalid_argument("unknown model kind `" + model.kind + "`");
-    }
-    if (loop.loss != "mse" && loop.loss != "cross_entropy" && !loop.loss.empty())
-      throw std::invalid_argument("unknown loss `" + loop.loss + "`");
-    if (loop.mixed_precision != "no" && loop.mixed_precision != "bf16" && !loop.mixed_precision.empty()) {
-      throw std::invalid_argument("mixed precision `" + loop.mixed_precision +
-                                  "` does not run on the CPU; use bf16 or no");
-    }
+    model_ = std::visit(
+        plan::Overloaded{
+            [](const plan::MLP& m) -> std::unique_ptr<Model> { return std::make_unique<MlpModel>(m); },
+            [](const plan::Transformer& m) -> std::unique_ptr<Model> {
+              return std::make_unique<BuiltInTransformer>(m);
+            },
+            [](const plan::TorchScript& m) -> std::unique_ptr<Model> {
+              return std::make_unique<ScriptedModel>(m.path);
+            }},
+        model.model);
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
 
-    const plan::Optimizer& opt = loop.optimizer;
-    type_ = opt.name;
-    if (opt.name == "sgd") {
-      optimizer_ = std::make_unique<torch::optim::SGD>(
-          parameters, torch::optim::SGDOptions(opt.lr).momentum(opt.momentum).weight_decay(opt.weight_decay));
-    } else if (opt.name == "adam") {
-      optimizer_ = std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(opt.lr)
-                                                                        .betas({opt.beta1, opt.beta2})
-                                                                        .eps(opt.eps)
-                                                                        .weight_decay(opt.weight_decay));
-    } else if (opt.name == "adamw") {
-      optimizer_ = std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(opt.lr)
-                                                                         .betas({opt.beta1, opt.beta2})
-                                                                         .eps(opt.eps)
-                                                                         .weight_decay(opt.weight_decay));
-    } else {
-      throw std::invalid_argument("unknown optimizer `" + opt.name + "`");
-    }
+    // Checkpoints name the optimizer in lower case (`adamw`), as torch's module names do.
+    type_ = llvm::StringRef(plan::TagOf(loop.optimizer).data(), plan::TagOf(loop.optimizer).size()).lower();
+    optimizer_ = std::visit(
+        plan::Overloaded{
+            [&](const plan::SGD& o) -> std::unique_ptr<torch::optim::Optimizer> {
+              return std::make_unique<torch::optim::SGD>(
+                  parameters, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+            },
+            [&](const plan::Adam& o) -> std::unique_ptr<torch::optim::Optimizer> {
+              return std::make_unique<torch::optim::Adam>(
+                  parameters,
+                  torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+            },
+            [&](const plan::AdamW& o) -> std::unique_ptr<torch::optim::Optimizer> {
+              return std::make_unique<torch::optim::AdamW>(
+                  parameters,
+                  torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+            }},
+        loop.optimizer);
   }
 
   float ForwardBackward(const at::Tensor& features, const at::Tensor& targets, double loss_scale) override {
@@ -311,15 +307,15 @@ class TorchTrainer final : public Trainer {
     Evaluation result;
     result.losses = Losses(output, targets, torch::Reduction::None);
     if (result.losses.dim() > 1) result.losses = result.losses.flatten(1).mean(1);
-    if (loop_.loss == "cross_entropy") result.correct = output.argmax(1).eq(targets).to(torch::kFloat);
+    if (loop_.loss == plan::Loss::cross_entropy) result.correct = output.argmax(1).eq(targets).to(torch::kFloat);
     return result;
   }
   // The forward pass under bf16 autocast when the loop asks for it; outputs in fp32, as
   // Accelerate's prepared model returns them (convert_outputs_to_fp32), so the loss is computed
   // outside the autocast region, as in a user's loop.
   torch::Tensor Forward(const at::Tensor& features) {
-    if (loop_.mixed_precision == "bf16") {
-      CpuAutocast autocast(loop_.autocast_enabled, loop_.autocast_cache_enabled);
+    if (loop_.mixed_precision == plan::MixedPrecision::bf16) {
+      CpuAutocast autocast(loop_.autocast.enabled, loop_.autocast.cache_enabled);
       return model_->Forward(features).to(torch::kFloat);
     }
     return model_->Forward(features).to(torch::kFloat);
@@ -328,7 +324,7 @@ class TorchTrainer final : public Trainer {
   // The loss of `output` against `targets`, after checking that they fit each other.
   torch::Tensor Losses(const torch::Tensor& output, const at::Tensor& targets,
                        torch::Reduction::Reduction reduction) {
-    if (loop_.loss == "cross_entropy") {
+    if (loop_.loss == plan::Loss::cross_entropy) {
       if (targets.scalar_type() != torch::kLong || targets.dim() != 1) {
         throw std::invalid_argument("cross_entropy needs one integer class index per sample");
       }

@@ -59,14 +59,6 @@ EvalResult Evaluate(Trainer& trainer, data::DataLoader& loader, int64_t samples,
   return result;
 }
 
-ScheduleKind ParseSchedule(const std::string& name) {
-  if (name == "constant" || name.empty()) return ScheduleKind::kConstant;
-  if (name == "constant_with_warmup") return ScheduleKind::kConstantWithWarmup;
-  if (name == "linear") return ScheduleKind::kLinear;
-  if (name == "cosine") return ScheduleKind::kCosine;
-  throw std::invalid_argument("unknown learning-rate schedule `" + name + "`");
-}
-
 llvm::Error Fail(const std::string& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
@@ -108,7 +100,7 @@ const T& Require(const plan::Plan& plan, const char* op) {
 checkpoint::CheckpointStore OpenStore(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {
   checkpoint::ProjectOptions options;
   options.project_dir = spec.project_dir.empty() ? output_dir.string() : spec.project_dir;
-  options.automatic_checkpoint_naming = spec.automatic_naming;
+  options.automatic_checkpoint_naming = spec.automatic_checkpoint_naming;
   if (spec.total_limit > 0) options.total_limit = static_cast<uint64_t>(spec.total_limit);
   options.iteration = static_cast<uint64_t>(spec.iteration);
   llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open(std::move(options));
@@ -129,13 +121,13 @@ std::optional<checkpoint::VerifiedCheckpoint> FindResumePoint(checkpoint::Checkp
                                                               const std::filesystem::path& output_dir,
                                                               const std::string& resume, bool report) {
   if (resume == "auto") {
-    bool any = spec.automatic_naming ? !checkpoint::ListCheckpoints(store.checkpoints_dir()).empty()
+    bool any = spec.automatic_checkpoint_naming ? !checkpoint::ListCheckpoints(store.checkpoints_dir()).empty()
                                      : std::filesystem::exists(ManualCheckpointDir(spec, output_dir));
     if (!any) return std::nullopt;
   }
   llvm::Expected<checkpoint::VerifiedCheckpoint> loaded =
       resume != "auto"        ? store.Load(resume)
-      : spec.automatic_naming ? store.LoadLatest()
+      : spec.automatic_checkpoint_naming ? store.LoadLatest()
                               : store.Load(ManualCheckpointDir(spec, output_dir));
   if (!loaded) throw std::runtime_error("cannot resume: " + llvm::toString(loaded.takeError()));
   if (report) {
@@ -188,7 +180,7 @@ void SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& 
         EncodeTrainingState(trainer, progress, rng_states, data_seed);
     if (!files) throw std::runtime_error(llvm::toString(files.takeError()));
     llvm::Expected<checkpoint::SaveResult> saved =
-        spec.automatic_naming ? store.Save((*files)->files())
+        spec.automatic_checkpoint_naming ? store.Save((*files)->files())
                               : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
     if (!saved) throw std::runtime_error(llvm::toString(saved.takeError()));
     for (const std::string& warning : saved->warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
@@ -222,7 +214,7 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   }
   std::optional<checkpoint::CheckpointStore> store;
   if (checkpointing != nullptr) store.emplace(OpenStore(*checkpointing, dir));
-  if (store && context.resume.empty() && checkpointing->automatic_naming) {
+  if (store && context.resume.empty() && checkpointing->automatic_checkpoint_naming) {
     // The store would refuse the first save anyway (it never overwrites a checkpoint): say so
     // before any step is spent.
     for (const auto& [number, path] : checkpoint::ListCheckpoints(store->checkpoints_dir())) {
@@ -238,9 +230,9 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   // The plan's backend, not always Gloo: a spec asking for NCCL on a build without it must
   // fail saying so rather than train on something else.
   group = context.world_size > 1
-              ? dist::Connect(init.backend,
+              ? dist::Connect(std::string(plan::EnumName(init.backend)),
                               {context.rank, context.world_size, context.master_addr, context.master_port,
-                               std::chrono::milliseconds(init.timeout_ms)},
+                               std::chrono::milliseconds(init.timeout)},
                               context.local_rank)
               : dist::MakeSingleProcess();
   dist::Collectives* collectives = group.get();
@@ -269,7 +261,7 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   const int64_t data_identity = DataIdentitySeed(data_spec);
   std::vector<at::Tensor> buffers;
   for (const auto& [name, tensor] : trainer->NamedBuffers()) buffers.push_back(tensor);
-  Reducer reducer(named, {loop.bucket_cap_mb << 20, loop.comm_hook, loop.find_unused_parameters},
+  Reducer reducer(named, {loop.ddp.bucket_cap_mb << 20, loop.ddp.comm_hook, loop.ddp.find_unused_parameters},
                   *collectives);
   if (loop.find_executable_batch_size) {
     BatchSizeSearch found =
@@ -287,23 +279,24 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   }
   data::DataLoader& data = loaders.train;
   GradientAccumulation accumulation(
-      {loop.accumulation_steps, loop.sync_with_dataloader, loop.sync_each_batch});
+      {loop.gradient_accumulation.num_steps, loop.gradient_accumulation.sync_with_dataloader,
+       loop.gradient_accumulation.sync_each_batch});
   // The schedule counts scheduler steps as Accelerate drives them: per process per optimizer
   // step unless batches are split, or per micro-batch when it is not stepped with the optimizer.
-  const int64_t scheduler_steps_per_step = !loop.step_scheduler_with_optimizer ? loop.accumulation_steps
+  const int64_t scheduler_steps_per_step = !loop.step_scheduler_with_optimizer ? loop.gradient_accumulation.num_steps
                                            : data_spec.split_batches           ? 1
                                                                                : context.world_size;
-  const double base_lr = loop.optimizer.lr;
-  LrScheduler scheduler({ParseSchedule(loop.lr_schedule), loop.warmup_steps * scheduler_steps_per_step,
+  const double base_lr = std::visit([](const auto& optimizer) { return optimizer.lr; }, loop.optimizer);
+  LrScheduler scheduler({loop.lr_schedule, loop.warmup_steps * scheduler_steps_per_step,
                          loop.steps * scheduler_steps_per_step, loop.num_cycles},
                         {base_lr});
-  const SchedulerStepPolicy step_policy{data_spec.split_batches, context.world_size, loop.adjust_scheduler};
+  const SchedulerStepPolicy step_policy{data_spec.split_batches, context.world_size, loop.gradient_accumulation.adjust_scheduler};
   at::Tensor loss_sum = at::zeros({1}, at::kFloat);
 
   // load_state: the model, optimizer, this rank's RNG, the scheduler and the data position, so
   // that the run continues exactly where the checkpoint was taken, with its step numbering.
   Progress progress;
-  progress.schedule = loop.lr_schedule;
+  progress.schedule = plan::EnumName(loop.lr_schedule);
   progress.base_lr = base_lr;
   // The schedule's rate at step 0 (0 with warmup); a loaded checkpoint replaces it with the
   // rate its next step uses.
@@ -316,7 +309,7 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
           RestoreTrainingState(*from, *trainer, context.rank, context.world_size, data_identity);
       if (!restored) throw std::runtime_error(llvm::toString(restored.takeError()));
       progress = *restored;
-      progress.schedule = loop.lr_schedule;
+      progress.schedule = plan::EnumName(loop.lr_schedule);
       progress.base_lr = base_lr;
       if (llvm::Error error = data.Restore(std::max<int64_t>(progress.data_epoch, 0), progress.data_position))
         throw std::runtime_error("cannot resume: " + llvm::toString(std::move(error)));
@@ -335,7 +328,7 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
         checkpointing->save_on_each_node ? context.rank % init.processes_per_machine == 0 : main_process;
     // Only once every rank is done reading the checkpoints.
     collectives->Barrier();
-    if (from && writer && context.resume == "auto" && checkpointing->automatic_naming)
+    if (from && writer && context.resume == "auto" && checkpointing->automatic_checkpoint_naming)
       SetAsideRejected(*store);
     if (main_process) {
       if (from) {
@@ -358,13 +351,13 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   // DDP's require_forward_param_sync: rank 0's buffers are broadcast before a forward pass
   // only when the previous one was a synced training forward (not under no_sync, not an
   // evaluation), and before the very first.
-  bool sync_buffers = loop.broadcast_buffers && !buffers.empty() && context.world_size > 1;
+  bool sync_buffers = loop.ddp.broadcast_buffers && !buffers.empty() && context.world_size > 1;
   auto broadcast_buffers_if_due = [&](bool next) {
     if (sync_buffers) {
       at::NoGradGuard no_grad;
       collectives->Broadcast(buffers, 0);
     }
-    sync_buffers = next && loop.broadcast_buffers && !buffers.empty() && context.world_size > 1;
+    sync_buffers = next && loop.ddp.broadcast_buffers && !buffers.empty() && context.world_size > 1;
   };
   for (int64_t step = first_step; step <= loop.steps; ++step) {
     // One optimizer step: micro-batches until the accumulation cycle syncs (num_steps of them,
@@ -381,7 +374,7 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
       reducer.PrepareForBackward(accumulation.all_reduce_gradients());
       // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
       loss_total += trainer->ForwardBackward(batch.features, batch.targets,
-                                             1.0 / static_cast<double>(loop.accumulation_steps));
+                                             1.0 / static_cast<double>(loop.gradient_accumulation.num_steps));
       if (accumulation.all_reduce_gradients()) reducer.Finalize();
       ++micro_batches;
       samples_since_report += batch.features.size(0) * context.world_size;
@@ -407,8 +400,8 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
     progress.data_position = data.position();
     progress.scheduler_steps = scheduler.last_step();
     if (checkpointing != nullptr &&
-        ((checkpointing->every_steps > 0 && step % checkpointing->every_steps == 0) ||
-         (checkpointing->every_epoch && epoch_ended) || step == loop.steps)) {
+        ((checkpointing->checkpoint_every > 0 && step % checkpointing->checkpoint_every == 0) ||
+         (checkpointing->checkpoint_every_epoch && epoch_ended) || step == loop.steps)) {
       SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_identity, context,
                      *collectives);
     }
@@ -452,7 +445,7 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   summary.parameter_digest = Digest(named);
 
-  summary.model_path = (dir / save.file).string();
+  summary.model_path = (dir / save.model_file).string();
   if (main_process) {
     std::vector<at::Tensor> keep;  // contiguous copies must outlive the write
     std::vector<checkpoint::TensorRef> tensors;

@@ -154,7 +154,7 @@ TEST_P(ReducerRanks, AveragesGradientsForEveryBucketCap) {
   RunRanks(world, [&](int rank, dist::Collectives& group) {
     for (auto [cap, buckets] : caps) {
       Net net;
-      Reducer reducer(NamedParameters(net), {cap, "none", false}, group);
+      Reducer reducer(NamedParameters(net), {cap, plan::DDPCommunicationHookType::no, false}, group);
       EXPECT_EQ(reducer.bucket_count(), buckets);
       reducer.PrepareForBackward(true);
       Loss(net, rank, 0).backward();
@@ -170,7 +170,7 @@ TEST_P(ReducerRanks, StartsEveryBucketBeforeBackwardReturns) {
     Net net;
     std::vector<bool> first_layer_done;
     Recording recording(group, [&] { first_layer_done.push_back(net->fc1->weight.grad().defined()); });
-    Reducer reducer(NamedParameters(net), {64, "none", false}, recording);
+    Reducer reducer(NamedParameters(net), {64, plan::DDPCommunicationHookType::no, false}, recording);
     reducer.PrepareForBackward(true);
     Loss(net, rank, 0).backward();
     // All six all-reduces were started from the hooks, and the first before backward had
@@ -207,7 +207,7 @@ TEST_P(ReducerRanks, Fp16HookEqualsManualCompression) {
   std::vector<at::Tensor> exact = MeanGradients(world, {0});
   RunRanks(world, [&](int rank, dist::Collectives& group) {
     Net net;
-    Reducer reducer(NamedParameters(net), {300, "fp16", false}, group);
+    Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::fp16, false}, group);
     reducer.PrepareForBackward(true);
     Loss(net, rank, 0).backward();
     reducer.Finalize();
@@ -250,7 +250,7 @@ TEST_P(ReducerRanks, Bf16HookRoundsInputsAndSumToBfloat16) {
   for (at::Tensor& g : expected) g = g.to(at::kBFloat16).to(at::kFloat);
   RunRanks(world, [&](int rank, dist::Collectives& group) {
     Net net;
-    Reducer reducer(NamedParameters(net), {300, "bf16", false}, group);
+    Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::bf16, false}, group);
     reducer.PrepareForBackward(true);
     Loss(net, rank, 0).backward();
     reducer.Finalize();
@@ -265,7 +265,7 @@ TEST_P(ReducerRanks, NoSyncAccumulatesThenAveragesTheSum) {
   RunRanks(world, [&](int rank, dist::Collectives& group) {
     Net net;
     Recording recording(group, [] {});
-    Reducer reducer(NamedParameters(net), {300, "none", false}, recording);
+    Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::no, false}, recording);
     for (int step = 0; step < 3; ++step) {
       reducer.PrepareForBackward(false);
       Loss(net, rank, step).backward();
@@ -285,7 +285,7 @@ TEST_P(ReducerRanks, UnusedParameterIsAnErrorThatNamesItAndTheFix) {
   int world = GetParam();
   RunRanks(world, [&](int rank, dist::Collectives& group) {
     Net net;
-    Reducer reducer(NamedParameters(net), {64, "none", false}, group);
+    Reducer reducer(NamedParameters(net), {64, plan::DDPCommunicationHookType::no, false}, group);
     reducer.PrepareForBackward(true);
     Loss(net, rank, 0, /*use_extra=*/false).backward();
     try {
@@ -312,7 +312,7 @@ TEST_P(ReducerRanks, ParameterUnusedOnOneRankFailsWithinTheTimeoutInsteadOfHangi
       world,
       [&](int rank, dist::Collectives& group) {
         Net net;
-        Reducer reducer(NamedParameters(net), {1 << 20, "none", false}, group);
+        Reducer reducer(NamedParameters(net), {1 << 20, plan::DDPCommunicationHookType::no, false}, group);
         reducer.PrepareForBackward(true);
         Loss(net, rank, 0, /*use_extra=*/rank == 0).backward();
         if (rank == 0) {
@@ -343,7 +343,7 @@ TEST_P(ReducerRanks, FindUnusedParametersReducesZerosAndLeavesGloballyUnusedAlon
     stale.mutable_grad() = torch::full({2}, float(rank));
     named.emplace_back("never", never);
     named.emplace_back("stale", stale);
-    Reducer reducer(named, {64, "none", true}, group);
+    Reducer reducer(named, {64, plan::DDPCommunicationHookType::no, true}, group);
     reducer.PrepareForBackward(true);
     Loss(net, rank, 0, /*use_extra=*/rank == 0).backward();
     reducer.Finalize();
@@ -406,7 +406,7 @@ TEST(Reducer, MatchesAveragingAfterBackwardAndReportsTheTimeOfBothOnALargerModel
     }
     for (torch::Tensor& p : net->parameters()) reference.push_back(p.grad().clone());
 
-    Reducer reducer(named, {cap, "none", false}, group);
+    Reducer reducer(named, {cap, plan::DDPCommunicationHookType::no, false}, group);
     for (int step = 0; step <= kSteps; ++step) {
       clear();
       torch::Tensor l = loss();
@@ -434,7 +434,7 @@ TEST(Reducer, WorldSizeOneLeavesGradientsAsBackwardMadeThem) {
   RunRanks(1, [&](int rank, dist::Collectives& group) {
     Net net;
     Recording recording(group, [] {});
-    Reducer reducer(NamedParameters(net), {300, "fp16", false}, recording);
+    Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::fp16, false}, recording);
     reducer.PrepareForBackward(true);
     Loss(net, rank, 0).backward();
     reducer.Finalize();
@@ -443,10 +443,11 @@ TEST(Reducer, WorldSizeOneLeavesGradientsAsBackwardMadeThem) {
   });
 }
 
-TEST(Reducer, RejectsAnUnknownCommHook) {
+TEST(Reducer, RejectsABucketCapBelowOneByte) {
   std::unique_ptr<dist::Collectives> single = dist::MakeSingleProcess();
   Net net;
-  EXPECT_THROW(Reducer(NamedParameters(net), {300, "power_sgd", false}, *single), std::invalid_argument);
+  EXPECT_THROW(Reducer(NamedParameters(net), {0, plan::DDPCommunicationHookType::no, false}, *single),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace accel::rt::train {
 namespace {
 
 TEST(LearningRateFactor, LinearWarmsUpThenDecaysToZero) {
-  ScheduleSpec linear{ScheduleKind::kLinear, 10, 110};
+  ScheduleSpec linear{ScheduleKind::linear, 10, 110};
   EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 0), 0.0);
   EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 5), 0.5);
   EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 10), 1.0);
@@ -21,26 +21,26 @@ TEST(LearningRateFactor, LinearWarmsUpThenDecaysToZero) {
 }
 
 TEST(LearningRateFactor, CosineFollowsHalfAWaveByDefault) {
-  ScheduleSpec cosine{ScheduleKind::kCosine, 0, 100};
+  ScheduleSpec cosine{ScheduleKind::cosine, 0, 100};
   EXPECT_DOUBLE_EQ(LearningRateFactor(cosine, 0), 1.0);
   EXPECT_NEAR(LearningRateFactor(cosine, 50), 0.5, 1e-15);
   EXPECT_NEAR(LearningRateFactor(cosine, 100), 0.0, 1e-15);
-  ScheduleSpec full_wave{ScheduleKind::kCosine, 0, 100, 1.0};
+  ScheduleSpec full_wave{ScheduleKind::cosine, 0, 100, 1.0};
   EXPECT_NEAR(LearningRateFactor(full_wave, 50), 0.0, 1e-15);
   EXPECT_NEAR(LearningRateFactor(full_wave, 100), 1.0, 1e-15);
-  ScheduleSpec warm{ScheduleKind::kCosine, 20, 120};
+  ScheduleSpec warm{ScheduleKind::cosine, 20, 120};
   EXPECT_DOUBLE_EQ(LearningRateFactor(warm, 10), 0.5);
   EXPECT_NEAR(LearningRateFactor(warm, 70), 0.5, 1e-15);
 }
 
 TEST(LearningRateFactor, ConstantSchedulesWithAndWithoutWarmup) {
-  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::kConstant, 4, 0}, 0), 1.0);  // warmup ignored
-  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::kConstantWithWarmup, 4, 0}, 2), 0.5);
-  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::kConstantWithWarmup, 4, 0}, 9), 1.0);
+  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::constant, 4, 0}, 0), 1.0);  // warmup ignored
+  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::constant_with_warmup, 4, 0}, 2), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRateFactor({ScheduleKind::constant_with_warmup, 4, 0}, 9), 1.0);
 }
 
 TEST(LrScheduler, StartsAtStepZeroAndScalesEveryGroup) {
-  LrScheduler scheduler({ScheduleKind::kLinear, 2, 4}, {0.1, 0.01});
+  LrScheduler scheduler({ScheduleKind::linear, 2, 4}, {0.1, 0.01});
   EXPECT_EQ(scheduler.learning_rates(), (std::vector<double>{0.0, 0.0}));
   EXPECT_EQ(scheduler.Step(), (std::vector<double>{0.05, 0.005}));
   scheduler.Step();
@@ -49,7 +49,7 @@ TEST(LrScheduler, StartsAtStepZeroAndScalesEveryGroup) {
 }
 
 TEST(StepLikeAccelerate, StepsOncePerProcessOnlyWhenTheOptimizerStepped) {
-  LrScheduler scheduler({ScheduleKind::kLinear, 0, 100}, {1.0});
+  LrScheduler scheduler({ScheduleKind::linear, 0, 100}, {1.0});
   SchedulerStepPolicy per_process{false, 4, false};
   EXPECT_EQ(StepLikeAccelerate(scheduler, per_process, /*sync_gradients=*/true, false), 4);
   EXPECT_EQ(scheduler.last_step(), 4);  // each of the 4 processes consumed a batch
@@ -62,7 +62,7 @@ TEST(StepLikeAccelerate, StepsOncePerProcessOnlyWhenTheOptimizerStepped) {
 }
 
 TEST(StepLikeAccelerate, AdjustSchedulerBumpsTheCountWithoutANewRate) {
-  LrScheduler scheduler({ScheduleKind::kLinear, 0, 10}, {1.0});
+  LrScheduler scheduler({ScheduleKind::linear, 0, 10}, {1.0});
   StepLikeAccelerate(scheduler, {true, 1, /*adjust_scheduler=*/true}, /*sync_gradients=*/false, false);
   EXPECT_EQ(scheduler.last_step(), 1);
   EXPECT_DOUBLE_EQ(scheduler.learning_rates()[0], 1.0);  // recomputed only at the next real step

@@ -9,22 +9,18 @@
 #include "runtime/train/data_source.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
+#include "tests/support/plan_builders.h"
 #include "tests/unit/scratch_dir.h"
 
 namespace accel::rt::train {
 namespace {
 
-plan::BuildModel Model() { return plan::BuildModel::Mlp(4, {8, 6}, 2); }
+plan::BuildModel Model() { return testing::Mlp(4, {8, 6}, 2); }
 
 plan::BuildDataloader Data() {
   plan::BuildDataloader data;
-  data.kind = "synthetic_regression";
-  data.samples = 40;
-  data.features = 4;
-  data.outputs = 2;
-  data.noise = 0.01;
-  data.seed = 3;
-  data.targets = "regression";
+  data.dataset = plan::SyntheticRegression{/*samples=*/40, /*features=*/4, /*outputs=*/2, /*noise=*/0.01,
+                                           /*seed=*/3};
   data.batch_size = 8;
   data.shuffle = true;
   data.data_seed = 5;
@@ -41,9 +37,8 @@ plan::TrainLoop Loop(const std::string& optimizer) {
   plan::TrainLoop loop;
   loop.steps = 10;
   loop.log_every = 1;
-  loop.mixed_precision = "no";
-  loop.bucket_cap_mb = 1;
-  loop.optimizer = {optimizer, 0.05, 0.9, 0.9, 0.99, 1e-8, 0.01};
+  loop.ddp.bucket_cap_mb = 1;
+  loop.optimizer = testing::OptimizerNamed(optimizer, 0.05, /*weight_decay=*/0.01);
   return loop;
 }
 
@@ -114,7 +109,7 @@ void RoundTrip(const std::string& optimizer) {
   progress.scheduler_steps = 3;
   {
     llvm::Expected<std::unique_ptr<StateFiles>> files =
-        EncodeTrainingState(*original, progress, {rng}, Data().seed);
+        EncodeTrainingState(*original, progress, {rng}, DataIdentitySeed(Data()));
     ASSERT_TRUE(static_cast<bool>(files)) << llvm::toString(files.takeError());
     checkpoint::CheckpointStore store = Store(dir);
     llvm::Expected<checkpoint::SaveResult> saved = store.Save((*files)->files());
@@ -129,7 +124,7 @@ void RoundTrip(const std::string& optimizer) {
   llvm::Expected<checkpoint::VerifiedCheckpoint> loaded = store.LoadLatest();
   ASSERT_TRUE(static_cast<bool>(loaded)) << llvm::toString(loaded.takeError());
   EXPECT_EQ(store.iteration(), 1u);
-  llvm::Expected<Progress> restored = RestoreTrainingState(*loaded, *resumed, 0, 1, Data().seed);
+  llvm::Expected<Progress> restored = RestoreTrainingState(*loaded, *resumed, 0, 1, DataIdentitySeed(Data()));
   ASSERT_TRUE(static_cast<bool>(restored)) << llvm::toString(restored.takeError());
   EXPECT_EQ(restored->step, 3);
   EXPECT_EQ(restored->samples_seen, 24);
@@ -209,7 +204,7 @@ TEST(TrainState, RefusesAnotherWorldSizeOptimizerOrModel) {
 
   at::manual_seed(1);
   plan::BuildModel wider = Model();
-  wider.hidden = {9, 6};
+  std::get<plan::MLP>(wider.model).hidden = {9, 6};
   std::unique_ptr<Trainer> other = MakeTrainer(wider, Loop("sgd"));
   llvm::Expected<Progress> wrong_model = RestoreTrainingState(one_rank, *other, 0, 1, 3);
   ASSERT_FALSE(static_cast<bool>(wrong_model));

@@ -14,6 +14,7 @@
 #include "runtime/dist/collectives.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/worker.h"
+#include "tests/support/plan_builders.h"
 
 namespace accel::rt::train {
 namespace {
@@ -22,10 +23,7 @@ plan::TrainLoop Loop(const std::string& optimizer, double lr) {
   plan::TrainLoop loop;
   loop.steps = 50;
   loop.log_every = 10;
-  loop.loss = "mse";
-  loop.mixed_precision = "no";
-  loop.bucket_cap_mb = 25;
-  loop.optimizer = {optimizer, lr, 0.9, 0.9, 0.999, 1e-8, 0};
+  loop.optimizer = testing::OptimizerNamed(optimizer, lr);
   return loop;
 }
 
@@ -49,7 +47,7 @@ TEST(Trainer, LossFallsWithEveryOptimizer) {
   data::Dataset data = Regression(256);
   for (auto [name, lr] : {std::pair{"sgd", 0.05}, {"adam", 0.01}, {"adamw", 0.01}}) {
     at::manual_seed(0);
-    std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), Loop(name, lr));
+    std::unique_ptr<Trainer> trainer = MakeTrainer(testing::Mlp(4, {16}, 1), Loop(name, lr));
     EXPECT_EQ(trainer->NamedParameters().size(), 4u);
     EXPECT_EQ(trainer->NamedParameters()[0].first, "0.weight");
     float first = 0;
@@ -60,14 +58,8 @@ TEST(Trainer, LossFallsWithEveryOptimizer) {
 }
 
 TEST(Trainer, TheBuiltInTransformerLearnsAndNamesItsParametersLikeTorch) {
-  plan::BuildModel model;
-  model.kind = "transformer";
-  model.inputs = 4;
-  model.outputs = 1;
-  model.d_model = 16;
-  model.heads = 4;
-  model.layers = 2;
-  model.feedforward = 32;
+  plan::BuildModel model{plan::Transformer{/*inputs=*/4, /*d_model=*/16, /*heads=*/4, /*layers=*/2,
+                                           /*feedforward=*/32, /*outputs=*/1}};
   at::manual_seed(4);
   std::unique_ptr<Trainer> trainer = MakeTrainer(model, Loop("adamw", 0.01));
   std::vector<std::string> names;
@@ -86,7 +78,7 @@ TEST(Trainer, TheBuiltInTransformerLearnsAndNamesItsParametersLikeTorch) {
 
 TEST(Trainer, GradientsAccumulateUntilTheOptimizerStepClearsThem) {
   at::manual_seed(1);
-  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 1), Loop("sgd", 0.1));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(testing::Mlp(4, {8}, 1), Loop("sgd", 0.1));
   data::Dataset data = Regression(32);
   at::Tensor x = data.features.narrow(0, 0, 8), y = data.targets.narrow(0, 0, 8);
   trainer->ForwardBackward(x, y);
@@ -101,7 +93,7 @@ TEST(Trainer, GradientsAccumulateUntilTheOptimizerStepClearsThem) {
 
 TEST(Trainer, ClipsTheGlobalGradientNorm) {
   at::manual_seed(2);
-  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 1), Loop("sgd", 0.1));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(testing::Mlp(4, {8}, 1), Loop("sgd", 0.1));
   data::Dataset data = Regression(32);
   trainer->ForwardBackward(data.features, data.targets * 100);
   double before = trainer->ClipGradNorm(0.5);
@@ -112,7 +104,7 @@ TEST(Trainer, ClipsTheGlobalGradientNorm) {
 }
 
 TEST(Trainer, TheSchedulerSetsTheLearningRate) {
-  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 1), Loop("adamw", 0.1));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(testing::Mlp(4, {8}, 1), Loop("adamw", 0.1));
   EXPECT_DOUBLE_EQ(trainer->learning_rate(), 0.1);
   trainer->SetLearningRate(0.025);
   EXPECT_DOUBLE_EQ(trainer->learning_rate(), 0.025);
@@ -123,13 +115,13 @@ TEST(Trainer, Bf16AutocastRunsTheForwardPassInBf16) {
   plan::TrainLoop loop = Loop("sgd", 0.05);
   data::Dataset data = Regression(64);
   at::manual_seed(3);
-  std::unique_ptr<Trainer> fp32 = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), loop);
-  loop.mixed_precision = "bf16";
+  std::unique_ptr<Trainer> fp32 = MakeTrainer(testing::Mlp(4, {16}, 1), loop);
+  loop.mixed_precision = plan::MixedPrecision::bf16;
   at::manual_seed(3);
-  std::unique_ptr<Trainer> bf16 = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), loop);
-  loop.autocast_enabled = false;  // AutocastKwargs(enabled=False): full precision again
+  std::unique_ptr<Trainer> bf16 = MakeTrainer(testing::Mlp(4, {16}, 1), loop);
+  loop.autocast.enabled = false;  // AutocastKwargs(enabled=False): full precision again
   at::manual_seed(3);
-  std::unique_ptr<Trainer> disabled = MakeTrainer(plan::BuildModel::Mlp(4, {16}, 1), loop);
+  std::unique_ptr<Trainer> disabled = MakeTrainer(testing::Mlp(4, {16}, 1), loop);
   float a = fp32->ForwardBackward(data.features, data.targets);
   float b = bf16->ForwardBackward(data.features, data.targets);
   float c = disabled->ForwardBackward(data.features, data.targets);
@@ -143,8 +135,8 @@ TEST(Trainer, Bf16AutocastRunsTheForwardPassInBf16) {
 
 TEST(Trainer, CrossEntropyNeedsClassIndicesInRange) {
   plan::TrainLoop loop = Loop("sgd", 0.05);
-  loop.loss = "cross_entropy";
-  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 3), loop);
+  loop.loss = plan::Loss::cross_entropy;
+  std::unique_ptr<Trainer> trainer = MakeTrainer(testing::Mlp(4, {8}, 3), loop);
   at::Tensor x = at::randn({6, 4});
   float loss = trainer->ForwardBackward(x, at::tensor({0, 1, 2, 0, 1, 2}, at::kLong));
   EXPECT_GT(loss, 0.5f);  // about log(3) for an untrained model
@@ -157,16 +149,14 @@ TEST(Trainer, CrossEntropyNeedsClassIndicesInRange) {
 }
 
 TEST(Trainer, MismatchedTargetsAreAnErrorNotABroadcast) {
-  std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel::Mlp(4, {8}, 2), Loop("sgd", 0.05));
+  std::unique_ptr<Trainer> trainer = MakeTrainer(testing::Mlp(4, {8}, 2), Loop("sgd", 0.05));
   EXPECT_THROW(trainer->ForwardBackward(at::randn({5, 4}), at::randn({5, 1})), std::invalid_argument);
 }
 
 TEST(Trainer, LoadsATorchScriptModelWithPythonsParameterNames) {
-  plan::BuildModel model;
-  model.kind = "torchscript";
-  model.path = std::string(ACCEL_SOURCE_DIR) + "/specs/models/classifier.pt";
+  plan::BuildModel model{plan::TorchScript{std::string(ACCEL_SOURCE_DIR) + "/specs/models/classifier.pt"}};
   plan::TrainLoop loop = Loop("adam", 0.01);
-  loop.loss = "cross_entropy";
+  loop.loss = plan::Loss::cross_entropy;
   std::unique_ptr<Trainer> trainer = MakeTrainer(model, loop);
   std::vector<std::string> names, buffers;
   for (const auto& [name, tensor] : trainer->NamedParameters()) names.push_back(name);
@@ -185,9 +175,7 @@ TEST(Trainer, LoadsATorchScriptModelWithPythonsParameterNames) {
 TEST(Trainer, ABadTorchScriptFileIsAClearError) {
   std::string path = ::testing::TempDir() + "/not-a-model.pt";
   std::ofstream(path) << "not a zip archive";
-  plan::BuildModel model;
-  model.kind = "torchscript";
-  model.path = path;
+  plan::BuildModel model{plan::TorchScript{path}};
   try {
     MakeTrainer(model, Loop("sgd", 0.1));
     FAIL() << "a text file loaded as a model";
@@ -196,10 +184,6 @@ TEST(Trainer, ABadTorchScriptFileIsAClearError) {
     EXPECT_NE(text.find("cannot load the TorchScript model " + path), std::string::npos) << text;
     EXPECT_NE(text.find("torch.jit.save"), std::string::npos) << text;
   }
-}
-
-TEST(Trainer, UnknownOptimizerIsRejected) {
-  EXPECT_THROW(MakeTrainer(plan::BuildModel::Mlp(2, {}, 1), Loop("lion", 0.1)), std::invalid_argument);
 }
 
 plan::Plan QuickstartPlan() {
@@ -261,10 +245,10 @@ TEST(RunWorker, HeldOutRowsWithoutEvalEveryAreEvaluatedOnceAtTheEnd) {
 
 TEST(RunWorker, ResumeAutoWithoutACheckpointTrainsLikeAFreshRun) {
   plan::Plan plan = OneProcess(4);
-  LoopOf(plan).lr_schedule = "linear";
+  LoopOf(plan).lr_schedule = plan::LrScheduleType::linear;
   LoopOf(plan).warmup_steps = 2;
   plan::Checkpoint checkpoint;
-  checkpoint.every_steps = 100;
+  checkpoint.checkpoint_every = 100;
   plan.steps.insert(plan.steps.end() - 1, checkpoint);
   std::string fresh = RunOne(plan, "fresh_run").parameter_digest;
   // The first step trains at the warmup's rate 0 either way (it used the base rate).
@@ -287,13 +271,13 @@ TEST(RunWorker, ResumeWithoutCheckpointingNamesBothTriggers) {
 TEST(RunWorker, ASchedulerNotSteppedWithTheOptimizerStepsEveryMicroBatch) {
   plan::Plan plan = OneProcess(4);
   plan::TrainLoop& loop = LoopOf(plan);
-  loop.accumulation_steps = 2;
+  loop.gradient_accumulation.num_steps = 2;
   loop.step_scheduler_with_optimizer = false;
-  loop.lr_schedule = "linear";
+  loop.lr_schedule = plan::LrScheduleType::linear;
   loop.warmup_steps = 4;  // 8 scheduler steps of warmup at 2 micro-batches per step
   RunOne(plan, "scheduler_per_micro_batch");
   // Optimizer step s runs after 2s - 1 scheduler steps (one per earlier micro-batch).
-  double base = loop.optimizer.lr;
+  double base = std::get<plan::AdamW>(loop.optimizer).lr;
   std::vector<double> expected{base * 1 / 8, base * 3 / 8, base * 5 / 8, base * 7 / 8};
   std::vector<double> logged = LoggedRates("scheduler_per_micro_batch");
   ASSERT_EQ(logged.size(), expected.size());
@@ -303,7 +287,7 @@ TEST(RunWorker, ASchedulerNotSteppedWithTheOptimizerStepsEveryMicroBatch) {
 TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {
   std::optional<plan::Plan> plan = QuickstartPlan();
   for (plan::Step& step : plan->steps) {
-    if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->backend = "nccl";
+    if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->backend = plan::Backend::nccl;
   }
   if (dist::IsNcclCompiledIn()) GTEST_SKIP() << "this build has NCCL; the CPU-only case does not apply";
   WorkerContext context;

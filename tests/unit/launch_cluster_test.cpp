@@ -347,13 +347,14 @@ TEST(RankEnvironment, TorchrunAndAccelNames) {
                                                      {"WORLD_SIZE", "8"}}));
 }
 
-plan::Plan PlanWith(llvm::json::Object config, std::string precision, std::string backend = "gloo") {
+plan::Plan PlanWith(llvm::json::Object config, plan::MixedPrecision precision,
+                    plan::Backend backend = plan::Backend::gloo) {
   plan::Plan plan;
   plan.config = std::move(config);
   plan::InitProcessGroup init;
-  init.backend = std::move(backend);
+  init.backend = backend;
   plan::TrainLoop loop;
-  loop.mixed_precision = std::move(precision);
+  loop.mixed_precision = precision;
   plan.steps = {init, loop};
   return plan;
 }
@@ -363,7 +364,7 @@ llvm::json::Object Leaf(llvm::json::Value value) {
 }
 
 TEST(PlanEnvironment, DefaultsLikeAccelerate) {
-  std::map<std::string, std::string> env = AccelerateEnvironment(PlanWith({}, "no"));
+  std::map<std::string, std::string> env = AccelerateEnvironment(PlanWith({}, plan::MixedPrecision::no));
   EXPECT_EQ(env, (std::map<std::string, std::string>{{"ACCELERATE_MIXED_PRECISION", "no"},
                                                      {"ACCELERATE_USE_CPU", "False"}}));
 }
@@ -372,19 +373,19 @@ TEST(PlanEnvironment, FlagsFromTheConfiguration) {
   llvm::json::Object config{
       {"compute", llvm::json::Object{
                       {"use_cpu", Leaf(true)}, {"debug", Leaf(true)}, {"enable_cpu_affinity", Leaf(true)}}}};
-  std::map<std::string, std::string> env = AccelerateEnvironment(PlanWith(std::move(config), "bf16"));
+  std::map<std::string, std::string> env = AccelerateEnvironment(PlanWith(std::move(config), plan::MixedPrecision::bf16));
   EXPECT_EQ(env, (std::map<std::string, std::string>{{"ACCELERATE_CPU_AFFINITY", "1"},
                                                      {"ACCELERATE_DEBUG_MODE", "true"},
                                                      {"ACCELERATE_MIXED_PRECISION", "bf16"},
                                                      {"ACCELERATE_USE_CPU", "True"}}));
   llvm::json::Object accelerator_cpu{{"accelerator", llvm::json::Object{{"cpu", Leaf(true)}}}};
-  EXPECT_EQ(AccelerateEnvironment(PlanWith(std::move(accelerator_cpu), "no")).at("ACCELERATE_USE_CPU"),
+  EXPECT_EQ(AccelerateEnvironment(PlanWith(std::move(accelerator_cpu), plan::MixedPrecision::no)).at("ACCELERATE_USE_CPU"),
             "True");
 }
 
 TEST(PlanEnvironment, CpuRun) {
-  EXPECT_TRUE(IsCpuRun(PlanWith({}, "no", "gloo")));
-  EXPECT_FALSE(IsCpuRun(PlanWith({}, "no", "nccl")));
+  EXPECT_TRUE(IsCpuRun(PlanWith({}, plan::MixedPrecision::no, plan::Backend::gloo)));
+  EXPECT_FALSE(IsCpuRun(PlanWith({}, plan::MixedPrecision::no, plan::Backend::nccl)));
 }
 
 TEST(PlanEnvironment, OmpThreadsFollowLch013) {

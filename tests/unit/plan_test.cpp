@@ -10,15 +10,12 @@ Plan SamplePlan() {
   plan.job = "sample";
   plan.source = "specs/sample.accel";
   plan.config = llvm::json::Object{{"seed", llvm::json::Object{{"value", 42}, {"from", "default"}}}};
-  plan.steps.push_back(InitProcessGroup{"gloo", 60000, 1, 2, "127.0.0.1", 29500});
+  plan.steps.push_back(InitProcessGroup{Backend::gloo, 60000, 1, 2, "127.0.0.1", 29500});
   plan.steps.push_back(Seed{42});
-  plan.steps.push_back(BuildModel::Mlp(16, {64, 32}, 1));
+  plan.steps.push_back(BuildModel{MLP{16, {64, 32}, 1}});
   BuildDataloader data;
-  data.kind = "csv";
-  data.path = "data/train.csv";
-  data.feature_columns = {"x0", "x1"};
-  data.target_columns = {"label"};
-  data.targets = "class_labels";
+  data.dataset = CsvDataset{"data/train.csv", {"x0", "x1"}, {"label"}};
+  data.targets = TargetKind::class_labels;
   data.batch_size = 32;
   data.split_batches = true;
   data.use_seedable_sampler = true;
@@ -27,19 +24,28 @@ Plan SamplePlan() {
   TrainLoop loop;
   loop.steps = 200;
   loop.log_every = 20;
-  loop.loss = "cross_entropy";
-  loop.mixed_precision = "bf16";
-  loop.optimizer = Optimizer{"adam", 0.003, 0, 0.9, 0.999, 1e-8, 0};
-  loop.lr_schedule = "cosine";
+  loop.loss = Loss::cross_entropy;
+  loop.mixed_precision = MixedPrecision::bf16;
+  loop.optimizer = Adam{0.003, 0.9, 0.999, 1e-8, 0};
+  loop.lr_schedule = LrScheduleType::cosine;
   loop.warmup_steps = 10;
-  loop.accumulation_steps = 4;
-  loop.bucket_cap_mb = 25;
-  loop.comm_hook = "fp16";
-  loop.trackers = {"tensorboard"};
+  loop.gradient_accumulation.num_steps = 4;
+  loop.ddp.bucket_cap_mb = 25;
+  loop.ddp.comm_hook = DDPCommunicationHookType::fp16;
+  loop.trackers = {Tracker::tensorboard};
   plan.steps.push_back(loop);
   plan.steps.push_back(SaveModel{"runs/x", "model.safetensors"});
   plan.hash = ComputeHash(plan);
   return plan;
+}
+
+// The plan's JSON after `edit`, with the hash recomputed as a careful hand edit would.
+std::string Edited(const std::string& json, const std::string& from, const std::string& to) {
+  std::string text = json;
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
 }
 
 TEST(PlanJson, RoundTripsEveryStepAndIsByteStable) {
@@ -51,11 +57,13 @@ TEST(PlanJson, RoundTripsEveryStepAndIsByteStable) {
   ASSERT_EQ(read->steps.size(), 6u);
   const BuildModel* model = read->Find<BuildModel>();
   ASSERT_NE(model, nullptr);
-  EXPECT_EQ(model->hidden, (std::vector<int64_t>{64, 32}));
-  EXPECT_DOUBLE_EQ(read->Find<TrainLoop>()->optimizer.eps, 1e-8);
-  EXPECT_EQ(read->Find<TrainLoop>()->accumulation_steps, 4);
-  EXPECT_EQ(read->Find<TrainLoop>()->trackers, (std::vector<std::string>{"tensorboard"}));
-  EXPECT_EQ(read->Find<BuildDataloader>()->target_columns, (std::vector<std::string>{"label"}));
+  EXPECT_EQ(std::get<MLP>(model->model).hidden, (std::vector<int64_t>{64, 32}));
+  EXPECT_DOUBLE_EQ(std::get<Adam>(read->Find<TrainLoop>()->optimizer).eps, 1e-8);
+  EXPECT_EQ(read->Find<TrainLoop>()->gradient_accumulation.num_steps, 4);
+  EXPECT_EQ(read->Find<TrainLoop>()->ddp.comm_hook, DDPCommunicationHookType::fp16);
+  EXPECT_EQ(read->Find<TrainLoop>()->trackers, (std::vector<Tracker>{Tracker::tensorboard}));
+  EXPECT_EQ(std::get<CsvDataset>(read->Find<BuildDataloader>()->dataset).target_columns,
+            (std::vector<std::string>{"label"}));
   EXPECT_TRUE(read->Find<BuildDataloader>()->split_batches);
   EXPECT_EQ(OpName(read->steps[4]), "train");
 }
@@ -70,8 +78,8 @@ TEST(PlanJson, CheckpointStepRoundTripsAndRejectsNegativeLimits) {
   EXPECT_EQ(ToJson(*read), json);
   const Checkpoint* checkpoint = read->Find<Checkpoint>();
   ASSERT_NE(checkpoint, nullptr);
-  EXPECT_EQ(checkpoint->every_steps, 50);
-  EXPECT_TRUE(checkpoint->every_epoch);
+  EXPECT_EQ(checkpoint->checkpoint_every, 50);
+  EXPECT_TRUE(checkpoint->checkpoint_every_epoch);
   EXPECT_EQ(checkpoint->total_limit, 3);
   EXPECT_TRUE(checkpoint->save_on_each_node);
   EXPECT_EQ(OpName(read->steps[5]), "checkpoint");
@@ -80,7 +88,7 @@ TEST(PlanJson, CheckpointStepRoundTripsAndRejectsNegativeLimits) {
   plan.hash = ComputeHash(plan);
   llvm::Expected<Plan> bad = FromJson(ToJson(plan), "p.json");
   ASSERT_FALSE(static_cast<bool>(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("invalid value -1 at steps[5].total_limit"),
+  EXPECT_NE(llvm::toString(bad.takeError()).find("invalid value -1 at steps[5].total_limit: must not be negative"),
             std::string::npos);
 }
 
@@ -105,12 +113,9 @@ TEST(PlanJson, RejectsUnknownVersionWithPath) {
 
 TEST(PlanJson, IllTypedFieldNamesItsJsonPath) {
   std::string json = ToJson(SamplePlan());
-  std::string needle = "\"inputs\": 16";
-  json.replace(json.find(needle), needle.size(), "\"inputs\": \"sixteen\"");
-  llvm::Expected<Plan> read = FromJson(json, "p.json");
+  llvm::Expected<Plan> read = FromJson(Edited(json, "\"inputs\": 16", "\"inputs\": \"sixteen\""), "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
-  std::string message = llvm::toString(read.takeError());
-  EXPECT_NE(message.find("steps[2].inputs"), std::string::npos) << message;
+  EXPECT_EQ(llvm::toString(read.takeError()), "p.json: expected integer at steps[2].model.inputs");
 }
 
 TEST(PlanJson, EditedContentFailsTheHashCheck) {
@@ -133,11 +138,19 @@ TEST(PlanJson, NonPositiveCountsAndTimeoutsAreRejectedEvenWithAValidHash) {
   EXPECT_EQ(llvm::toString(read.takeError()),
             "p.json: invalid value 0 at steps[4].log_every: must be positive");
   plan = SamplePlan();
-  std::get<InitProcessGroup>(plan.steps[0]).timeout_ms = 0;
+  std::get<InitProcessGroup>(plan.steps[0]).timeout = 0;
   plan.hash = ComputeHash(plan);
   read = FromJson(ToJson(plan), "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
-  EXPECT_NE(llvm::toString(read.takeError()).find("steps[0].timeout_ms"), std::string::npos);
+  EXPECT_EQ(llvm::toString(read.takeError()), "p.json: invalid value 0 at steps[0].timeout: must be positive");
+  // Ranges hold inside lists and nested records too.
+  plan = SamplePlan();
+  std::get<MLP>(std::get<BuildModel>(plan.steps[2]).model).hidden = {64, -1};
+  plan.hash = ComputeHash(plan);
+  read = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: invalid value -1 at steps[2].model.hidden[1]: must be positive");
 }
 
 TEST(PlanJson, UnknownOpAndMalformedJsonAreErrors) {
@@ -145,10 +158,86 @@ TEST(PlanJson, UnknownOpAndMalformedJsonAreErrors) {
   json.replace(json.find("\"save_model\""), 12, "\"launch_rocket\"");
   llvm::Expected<Plan> read = FromJson(json, "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
-  EXPECT_NE(llvm::toString(read.takeError()).find("steps[5].op"), std::string::npos);
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: unknown Step op `launch_rocket` at steps[5].op: expected one of init_process_group, seed, "
+            "build_model, build_dataloader, train, save_model, checkpoint");
   llvm::Expected<Plan> broken = FromJson("{\"format\": ", "p.json");
   ASSERT_FALSE(static_cast<bool>(broken));
   EXPECT_NE(llvm::toString(broken.takeError()).find("invalid JSON"), std::string::npos);
+}
+
+// A hand-edited plan names a model, an optimizer or an enum member that does not exist: the
+// reader says where, before anything runs (and before the hash check, which would only say
+// "edited").
+TEST(PlanJson, UnknownVariantOrEnumMemberNamesTheFileAndTheJsonPath) {
+  std::string json = ToJson(SamplePlan());
+  struct Case {
+    std::string from, to, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"\"type\": \"MLP\"", "\"type\": \"ResNet\"",
+            "plan.json: unknown Model type `ResNet` at steps[2].model.type: expected one of MLP, Transformer, "
+            "TorchScript"},
+           {"\"type\": \"Adam\"", "\"type\": \"Lion\"",
+            "plan.json: unknown Optimizer type `Lion` at steps[4].optimizer.type: expected one of SGD, Adam, "
+            "AdamW"},
+           {"\"type\": \"CsvDataset\"", "\"type\": \"Parquet\"",
+            "plan.json: unknown Dataset type `Parquet` at steps[3].dataset.type: expected one of "
+            "SyntheticRegression, CsvDataset, NpyDataset, SafetensorsDataset"},
+           {"\"lr_schedule\": \"cosine\"", "\"lr_schedule\": \"cosin\"",
+            "plan.json: unknown LrScheduleType `cosin` at steps[4].lr_schedule: expected one of constant, "
+            "constant_with_warmup, linear, cosine"},
+           {"\"comm_hook\": \"fp16\"", "\"comm_hook\": \"none\"",
+            "plan.json: unknown DDPCommunicationHookType `none` at steps[4].ddp.comm_hook: expected one of no, "
+            "fp16, bf16"},
+       }) {
+    llvm::Expected<Plan> read = FromJson(Edited(json, c.from, c.to), "plan.json");
+    ASSERT_FALSE(static_cast<bool>(read)) << c.to;
+    EXPECT_EQ(llvm::toString(read.takeError()), c.message);
+  }
+}
+
+TEST(PlanJson, UnknownAndMissingFieldsAreErrorsWithTheirPath) {
+  std::string json = ToJson(SamplePlan());
+  llvm::Expected<Plan> extra = FromJson(Edited(json, "\"warmup_steps\": 10", "\"warmup_step\": 10"), "p.json");
+  ASSERT_FALSE(static_cast<bool>(extra));
+  // The missing field is reported first: the table's order is the reader's.
+  EXPECT_EQ(llvm::toString(extra.takeError()), "p.json: missing field at steps[4].warmup_steps");
+  llvm::Expected<Plan> unknown =
+      FromJson(Edited(json, "\"bucket_cap_mb\": 25", "\"bucket_cap_mb\": 25, \"bucket_cap\": 1"), "p.json");
+  ASSERT_FALSE(static_cast<bool>(unknown));
+  EXPECT_NE(llvm::toString(unknown.takeError())
+                .find("p.json: unknown field `bucket_cap` of `DistributedDataParallelKwargs` at steps[4].ddp.bucket_cap"),
+            std::string::npos);
+}
+
+TEST(PlanJson, AnOlderFormatIsRefusedWithRecompile) {
+  Plan plan = SamplePlan();
+  plan.format = "accel-plan/2";
+  llvm::Expected<Plan> read = FromJson(ToJson(plan), "old.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  std::string message = llvm::toString(read.takeError());
+  EXPECT_NE(message.find("unsupported plan format `accel-plan/2`"), std::string::npos) << message;
+  EXPECT_NE(message.find("recompile"), std::string::npos) << message;
+}
+
+// docs/reference/plan.schema.json is what JsonSchema() writes (scripts/gen-docs.sh), and it
+// requires exactly the fields the reader requires.
+TEST(PlanSchema, EveryRecordRequiresTheFieldsOfTheTable) {
+  llvm::Expected<llvm::json::Value> schema = llvm::json::parse(JsonSchema());
+  ASSERT_TRUE(static_cast<bool>(schema)) << llvm::toString(schema.takeError());
+  const llvm::json::Object* defs = schema->getAsObject()->getObject("$defs");
+  ASSERT_NE(defs, nullptr);
+  const llvm::json::Object* ddp = defs->getObject("DistributedDataParallelKwargs");
+  ASSERT_NE(ddp, nullptr);
+  std::vector<std::string> required;
+  for (const llvm::json::Value& name : *ddp->getArray("required")) required.push_back(name.getAsString()->str());
+  EXPECT_EQ(required, (std::vector<std::string>{"bucket_cap_mb", "comm_hook", "find_unused_parameters",
+                                                "broadcast_buffers"}));
+  EXPECT_EQ(ddp->getBoolean("additionalProperties"), false);
+  const llvm::json::Object* hook = defs->getObject("DDPCommunicationHookType");
+  ASSERT_NE(hook, nullptr);
+  EXPECT_EQ(hook->getArray("enum")->size(), 3u);
 }
 
 }  // namespace
