@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "compiler/scalars/bool_words.h"
+
 namespace accel::config {
 namespace {
 
@@ -24,12 +26,7 @@ bool EndsWith(const std::string& text, std::string_view suffix) {
 }
 
 // PyYAML's YAML 1.1 resolvers for plain scalars (yaml/resolver.py), minus sexagesimal numbers,
-// which no config uses.
-const std::regex& Yaml11Bool() {
-  static const std::regex pattern(
-      "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF");
-  return pattern;
-}
+// which no config uses; its bool resolver is scalars::Yaml11Bool.
 const std::regex& Yaml11Int() {
   static const std::regex pattern("[-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)");
   return pattern;
@@ -42,11 +39,6 @@ const std::regex& Yaml11Float() {
 const std::regex& JsonNumber() {
   static const std::regex pattern(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
   return pattern;
-}
-
-bool IsYamlTrue(const std::string& text) {
-  return text == "yes" || text == "Yes" || text == "YES" || text == "true" || text == "True" ||
-         text == "TRUE" || text == "on" || text == "On" || text == "ON";
 }
 
 class Reader {
@@ -210,9 +202,9 @@ class Reader {
       expr.int_value = *amount;  // Quantity set the kind: a duration or a byte size
       return;
     }
-    if (std::regex_match(text, Yaml11Bool())) {
+    if (std::optional<bool> b = scalars::Yaml11Bool(text)) {
       expr.kind = ast::ExprKind::Bool;
-      expr.bool_value = IsYamlTrue(text);
+      expr.bool_value = *b;
     } else if (std::regex_match(text, Yaml11Int())) {
       Number(text, true, expr);
     } else if (std::regex_match(text, Yaml11Float())) {

@@ -4,12 +4,15 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "compiler/docs/describe.h"
 #include "compiler/docs/docs.h"
+#include "compiler/scalars/bool_words.h"
 #include "compiler/sema/evaluate.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -20,27 +23,15 @@ namespace {
 namespace json = llvm::json;
 using Kind = sema::Type::Kind;
 
-// The strings the checker takes for a bool in a config file (sema's ParseBool, case-insensitive):
-// Accelerate's own files write `downcast_bf16: 'no'`.
-constexpr std::string_view kBoolWords[] = {"y", "yes", "t", "true",  "on",  "1",
-                                           "n", "no",  "f", "false", "off", "0"};
-
-// Plain scalars PyYAML (YAML 1.1) reads as booleans (compiler/config/reader.cpp).
-bool IsYaml11Bool(std::string_view word, bool* value) {
-  static const std::set<std::string_view> kTrue = {"yes",  "Yes", "YES", "true", "True",
-                                                   "TRUE", "on",  "On",  "ON"};
-  static const std::set<std::string_view> kFalse = {"no",    "No",  "NO",  "false", "False",
-                                                    "FALSE", "off", "Off", "OFF"};
-  *value = kTrue.count(word) > 0;
-  return *value || kFalse.count(word) > 0;
-}
-
-// JSON Schema regexes have no case-insensitive flag: each letter becomes `[yY]`.
+// The strings the checker takes for a bool in a config file (scalars::StrToBool, which is
+// case-insensitive): Accelerate's own files write `downcast_bf16: 'no'`. JSON Schema regexes
+// have no case-insensitive flag: each letter becomes `[yY]`.
 std::string BoolWordPattern() {
   std::string pattern = "^(?:";
-  for (size_t i = 0; i < std::size(kBoolWords); ++i) {
+  const std::vector<scalars::BoolWord>& words = scalars::BoolWords();
+  for (size_t i = 0; i < words.size(); ++i) {
     if (i > 0) pattern += '|';
-    for (char c : kBoolWords[i]) {
+    for (char c : words[i].word) {
       if (std::isalpha(static_cast<unsigned char>(c))) {
         pattern += fmt::format("[{}{}]", c, static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
       } else {
@@ -201,8 +192,9 @@ class Writer {
       descriptions.push_back(OneLine(member.doc));
       // An unquoted `NO` reaches the checker as a YAML 1.1 bool, which it takes as the member
       // `NO` with warning A2016; the schema accepts the same files.
-      bool value = false;
-      if (IsYaml11Bool(member.name, &value) || IsYaml11Bool(member.value, &value)) bools.insert(value);
+      std::optional<bool> value = scalars::Yaml11Bool(member.name);
+      if (!value) value = scalars::Yaml11Bool(member.value);
+      if (value) bools.insert(*value);
     }
     for (bool b : bools) {
       values.push_back(b);

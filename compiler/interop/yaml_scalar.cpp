@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/interop/values.h"
+#include "compiler/scalars/bool_words.h"
 
 namespace accel::interop {
 namespace {
@@ -17,9 +18,10 @@ namespace {
 // schema (yaml-cpp, ruamel, Go): a plain scalar matching one of them is not read as a string.
 // 1.2 is included although Accelerate reads 1.1, so `1e5` is quoted for every reader.
 bool ReadsAsNonString(const std::string& text) {
+  // 1.1 bool; 1.2's are a subset.
+  if (scalars::Yaml11Bool(text).has_value()) return true;
   static const std::regex kPatterns[] = {
-      // 1.1 bool and null; 1.2's are a subset.
-      std::regex("yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"),
+      // 1.1 null; 1.2's is a subset.
       std::regex("~|null|Null|NULL"),
       // 1.1 int, with binary, octal, hex and sexagesimal (`1:30`) forms.
       std::regex("[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|"

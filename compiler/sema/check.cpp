@@ -1,12 +1,12 @@
 #include "compiler/sema/check.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "compiler/scalars/bool_words.h"
 #include "compiler/sema/evaluate.h"
 
 namespace accel::sema {
@@ -64,18 +64,6 @@ std::string DescribeFound(const ast::Expr& e) {
       return fmt::format("an expression `{}`", ExprText(e));
   }
   return "a value";
-}
-
-// Python's str_to_bool, which Accelerate uses for every boolean environment variable.
-std::optional<bool> ParseBool(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const char* yes : {"y", "yes", "t", "true", "on", "1"}) {
-    if (text == yes) return true;
-  }
-  for (const char* no : {"n", "no", "f", "false", "off", "0"}) {
-    if (text == no) return false;
-  }
-  return std::nullopt;
 }
 
 // The first path segment of every name `expr` reads: the fields of the record in scope.
@@ -441,7 +429,7 @@ class Checker {
         }
         return std::nullopt;
       case Type::Kind::Bool: {
-        std::optional<bool> b = ParseBool(text);
+        std::optional<bool> b = scalars::StrToBool(text);
         if (!b) return std::nullopt;
         value.kind = Value::Kind::Bool;
         value.bool_value = *b;
@@ -532,7 +520,7 @@ class Checker {
         }
         // Accelerate's own files write booleans as 'no' or "true"; its loader keeps the string.
         if (options_.yaml_scalars && expr.kind == ast::ExprKind::String) {
-          if (std::optional<bool> b = ParseBool(expr.text)) {
+          if (std::optional<bool> b = scalars::StrToBool(expr.text)) {
             value.bool_value = *b;
             return value;
           }
