@@ -1,6 +1,5 @@
 #include "compiler/driver/compile.h"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "compiler/config/reader.h"
@@ -33,14 +32,11 @@ const sema::Value* LaunchConfig(const sema::Value& root) {
   return nullptr;
 }
 
-const sema::Value* IntField(const sema::Value& record, std::string_view name) {
-  const sema::Value* v = record.Field(name);
-  return v != nullptr && v->kind == sema::Value::Kind::Int ? v : nullptr;
-}
-
 // A launch config that names a DeepSpeed JSON (`deepspeed_config_file`) is checked with it:
-// the JSON against its schema, and the batch arithmetic DeepSpeed asserts at start-up, which
-// needs both files (world size from one, batch sizes from the other).
+// the JSON against its schema, and the batch arithmetic DeepSpeed asserts at start-up
+// (sema::CheckDeepSpeedBatch), which needs both files (world size from one, batch sizes from
+// the other). Finding and reading the second file is the driver's part: sema sees no file
+// system, and the JSON is a compilation of its own, kept in `referenced`.
 void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
                               const sema::Environment& environment) {
   const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
@@ -84,32 +80,7 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   options.lower = false;
   auto nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
   for (const diag::Diagnostic& d : nested->diagnostics.diagnostics()) compilation.diagnostics.Add(d);
-  if (nested->spec && nested->spec->root.type_name == "DeepSpeedConfig") {
-    const sema::Value& ds = nested->spec->root;
-    const sema::Value* total = IntField(ds, "train_batch_size");
-    const sema::Value* micro = IntField(ds, "train_micro_batch_size_per_gpu");
-    const sema::Value* steps = IntField(ds, "gradient_accumulation_steps");
-    const sema::Value* processes = IntField(*launch, "num_processes");
-    const sema::Value* sp = IntField(ds, "sequence_parallel_size");
-    int64_t parallel = sp ? std::max<int64_t>(sp->int_value, 1) : 1;
-    if (total && micro && steps && processes && processes->int_value >= 1 &&
-        processes->int_value % parallel == 0) {
-      int64_t replicas = processes->int_value / parallel;
-      int64_t expected = 0;
-      if (!__builtin_mul_overflow(micro->int_value * steps->int_value, replicas, &expected) &&
-          total->int_value != expected) {
-        const source::SourceFile* at = total->provenance.file ? total->provenance.file : nested->source.get();
-        diag::Diagnostic& d = compilation.diagnostics.Emit(
-            diag::Kind::DeepSpeedBatchMismatch, at, total->provenance.span, total->int_value, found->string(),
-            micro->int_value, steps->int_value, replicas, replicas == 1 ? "" : "es", expected, expected);
-        if (processes->provenance.kind == sema::Provenance::Kind::Spec) {
-          d.notes.push_back(diag::DiagnosticEngine::Note(
-              diag::Kind::NoteRuleInput, processes->provenance.file, processes->provenance.span,
-              "num_processes", processes->int_value));
-        }
-      }
-    }
-  }
+  if (nested->spec) sema::CheckDeepSpeedBatch(*launch, *nested->spec, compilation.diagnostics);
   compilation.referenced.push_back(std::move(nested));
 }
 

@@ -253,5 +253,62 @@ TEST(Stdlib, EveryFieldIsDocumented) {
   EXPECT_GT(fields, 400);
 }
 
+// The values of A3006's two files, built by hand: the rule needs no file system.
+Value IntAt(int64_t v, const source::SourceFile* file, uint32_t offset) {
+  Value value;
+  value.kind = Value::Kind::Int;
+  value.int_value = v;
+  value.provenance = {Provenance::Kind::Spec, file, {offset, offset + 2}, ""};
+  return value;
+}
+
+Value RecordOf(std::string type, std::vector<std::pair<std::string, Value>> fields) {
+  Value record;
+  record.kind = Value::Kind::Record;
+  record.type_name = std::move(type);
+  for (auto& [key, value] : fields) {
+    record.keys.push_back(key);
+    record.items.push_back(std::move(value));
+  }
+  return record;
+}
+
+TEST(DeepSpeedBatch, ReportsSizesThatDoNotMultiplyOutOverTheDataParallelProcesses) {
+  source::SourceFile json("ds.json", R"({"train_batch_size": 64})");
+  source::SourceFile yaml("cfg.yaml", "num_processes: 4\n");
+  Value auto_size;
+  auto_size.kind = Value::Kind::String;
+  auto_size.text = "auto";
+  auto make = [&](Value total, int64_t sp) {
+    std::vector<std::pair<std::string, Value>> fields = {
+        {"train_batch_size", std::move(total)},
+        {"train_micro_batch_size_per_gpu", IntAt(4, &json, 0)},
+        {"gradient_accumulation_steps", IntAt(2, &json, 0)}};
+    if (sp > 0) fields.push_back({"sequence_parallel_size", IntAt(sp, &json, 0)});
+    return Spec{"ds.json", &json, {}, RecordOf("DeepSpeedConfig", std::move(fields))};
+  };
+  Value launch = RecordOf("ClusterConfig", {{"num_processes", IntAt(4, &yaml, 15)}});
+
+  diag::DiagnosticEngine mismatch;
+  CheckDeepSpeedBatch(launch, make(IntAt(64, &json, 22), 0), mismatch);
+  ASSERT_EQ(mismatch.diagnostics().size(), 1u);
+  const diag::Diagnostic& d = mismatch.diagnostics()[0];
+  EXPECT_EQ(d.code, "A3006");
+  EXPECT_EQ(d.file, &json);
+  EXPECT_NE(d.message.find("64 in `ds.json`"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("x 4 data-parallel processes (= 32)"), std::string::npos) << d.message;
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].file, &yaml);
+
+  // 4 x 2 x (4 / 2 sequence-parallel ranks) = 16; `auto` and other root records are skipped.
+  diag::DiagnosticEngine clean;
+  CheckDeepSpeedBatch(launch, make(IntAt(16, &json, 22), 2), clean);
+  CheckDeepSpeedBatch(launch, make(auto_size, 0), clean);
+  Spec other = make(IntAt(64, &json, 22), 0);
+  other.root.type_name = "ClusterConfig";
+  CheckDeepSpeedBatch(launch, other, clean);
+  EXPECT_TRUE(clean.diagnostics().empty());
+}
+
 }  // namespace
 }  // namespace accel::sema
