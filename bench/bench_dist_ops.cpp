@@ -21,10 +21,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "runtime/dist/operations.h"
+#include "runtime/distributed/operations.h"
 #include "runtime/launch/launcher.h"
 
-namespace dist = accel::rt::dist;
+namespace distributed = accel::rt::distributed;
 
 namespace {
 
@@ -51,11 +51,11 @@ std::vector<at::Tensor> Leaves(const std::string& shape) {
   return leaves;
 }
 
-dist::Value AsValue(const std::vector<at::Tensor>& leaves) {
-  if (leaves.size() == 1) return dist::Value::Tensor(leaves[0]);
-  std::vector<dist::Value> items;
-  for (const at::Tensor& leaf : leaves) items.push_back(dist::Value::Tensor(leaf));
-  return dist::Value::List(std::move(items));
+distributed::Value AsValue(const std::vector<at::Tensor>& leaves) {
+  if (leaves.size() == 1) return distributed::Value::Tensor(leaves[0]);
+  std::vector<distributed::Value> items;
+  for (const at::Tensor& leaf : leaves) items.push_back(distributed::Value::Tensor(leaf));
+  return distributed::Value::List(std::move(items));
 }
 
 // Accelerate's Gloo paths, one collective per leaf.
@@ -104,14 +104,14 @@ int main(int argc, char** argv) {
   std::barrier sync(kWorld);
 
   auto rank_main = [&](int rank) {
-    std::unique_ptr<dist::Collectives> ours =
-        dist::ConnectGloo({rank, kWorld, "127.0.0.1", ours_port, std::chrono::milliseconds(30000)});
+    std::unique_ptr<distributed::Collectives> ours =
+        distributed::ConnectGloo({rank, kWorld, "127.0.0.1", ours_port, std::chrono::milliseconds(30000)});
     auto raw = RawGroup(rank, raw_port);
-    dist::DataOps checked(*ours);
-    dist::DataOps unchecked(*ours, dist::DataOpsOptions{false});
+    distributed::DataOps checked(*ours);
+    distributed::DataOps unchecked(*ours, distributed::DataOpsOptions{false});
     for (const std::string& shape : shapes) {
       std::vector<at::Tensor> leaves = Leaves(shape);
-      dist::Value value = AsValue(leaves);
+      distributed::Value value = AsValue(leaves);
       int reps = repetitions > 0 ? repetitions : shape == "64MiB" ? 15 : 200;
       for (const std::string& op : ops) {
         std::map<std::string, std::function<void()>> variants = {

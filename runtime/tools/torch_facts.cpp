@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/dist/collectives.h"
-#include "runtime/dist/environment.h"
+#include "runtime/distributed/collectives.h"
+#include "runtime/distributed/environment.h"
 #include "runtime/tools/env_command.h"
 
 namespace accel::tools {
@@ -18,10 +18,10 @@ TorchFacts CollectTorchFacts() {
   facts.intra_op_threads = at::get_num_threads();
   facts.cuda_compiled = at::hasCUDA();
   if (facts.cuda_compiled) facts.cuda_devices = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
-  // runtime/dist builds its process groups on c10d's Gloo, which every LibTorch build has;
+  // runtime/distributed builds its process groups on c10d's Gloo, which every LibTorch build has;
   // its NCCL back end is compiled in only against a LibTorch with CUDA.
-  facts.gloo_compiled = rt::dist::IsGlooAvailable();
-  facts.nccl = rt::dist::IsNcclCompiledIn() ? "yes"
+  facts.gloo_compiled = rt::distributed::IsGlooAvailable();
+  facts.nccl = rt::distributed::IsNcclCompiledIn() ? "yes"
                : facts.cuda_compiled        ? "no: this build did not find LibTorch's CUDA targets"
                                             : "no: LibTorch without CUDA";
   return facts;

@@ -31,7 +31,7 @@ bool InjectedOutOfMemory(int rank, int64_t size) {
 
 BatchSizeSearch FindExecutableBatchSize(Trainer& trainer, Reducer& reducer, const data::Dataset& data,
                                         int64_t starting_batch_size, bool split_batches,
-                                        dist::Collectives& collectives) {
+                                        distributed::Collectives& collectives) {
   const int processes = collectives.world_size();
   auto reduce = [&](int64_t size) {
     int64_t next = memory::ExecutableBatchSize::DefaultReduce(size);
@@ -70,7 +70,7 @@ BatchSizeSearch FindExecutableBatchSize(Trainer& trainer, Reducer& reducer, cons
     restore();
     flag.fill_(what.empty() ? 0 : 1);
     std::vector<at::Tensor> flags{flag};
-    collectives.AllReduce(flags, dist::ReduceOp::kMax);
+    collectives.AllReduce(flags, distributed::ReduceOp::kMax);
     if (flag.item<int>() != 0) {
       result.tried += (result.tried.empty() ? "" : ", ") + std::to_string(size);
       // Every rank retries, whichever ran out.

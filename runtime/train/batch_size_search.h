@@ -5,7 +5,7 @@
 #include <string>
 
 #include "runtime/data/dataset.h"
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/train/reducer.h"
 #include "runtime/train/trainer.h"
 
@@ -29,7 +29,7 @@ struct BatchSizeSearch {
 };
 BatchSizeSearch FindExecutableBatchSize(Trainer& trainer, Reducer& reducer, const data::Dataset& data,
                                         int64_t starting_batch_size, bool split_batches,
-                                        dist::Collectives& collectives);
+                                        distributed::Collectives& collectives);
 
 }  // namespace accel::rt::train
 

@@ -24,7 +24,7 @@ struct Reducer::Hook final : torch::autograd::FunctionPostHook {
 };
 
 Reducer::Reducer(std::vector<std::pair<std::string, at::Tensor>> named_parameters, ReducerOptions options,
-                 dist::Collectives& collectives)
+                 distributed::Collectives& collectives)
     : options_(std::move(options)), collectives_(collectives) {
   if (options_.bucket_cap_bytes < 1) {
     throw std::invalid_argument(
@@ -159,7 +159,7 @@ void Reducer::Launch(Bucket& bucket) {
   }
   try {
     std::vector<at::Tensor> tensors{bucket.wire};
-    bucket.work = collectives_.AllReduceAsync(tensors, dist::ReduceOp::kSum);
+    bucket.work = collectives_.AllReduceAsync(tensors, distributed::ReduceOp::kSum);
   } catch (...) {
     launch_error_ = std::current_exception();
   }
@@ -196,7 +196,7 @@ void Reducer::Finalize() {
     // Drain what peers are reducing with us before reporting; their failures matter less.
     try {
       WaitAll();
-    } catch (const dist::CollectiveError&) {
+    } catch (const distributed::CollectiveError&) {
     }
     next_bucket_ = 0;
     if (!marked_twice_.empty()) {
@@ -217,13 +217,13 @@ void Reducer::Finalize() {
   next_bucket_ = 0;
   // Launched after every bucket, so all ranks start it in the same place.
   at::Tensor used_anywhere;
-  std::unique_ptr<dist::PendingWork> used_work;
+  std::unique_ptr<distributed::PendingWork> used_work;
   if (options_.find_unused_parameters && !launch_error_) {
     used_anywhere = at::zeros({static_cast<int64_t>(parameters_.size())}, at::kInt);
     for (size_t i = 0; i < used.size(); ++i) used_anywhere.data_ptr<int>()[i] = used[i] ? 1 : 0;
     std::vector<at::Tensor> tensors{used_anywhere};
     try {
-      used_work = collectives_.AllReduceAsync(tensors, dist::ReduceOp::kSum);
+      used_work = collectives_.AllReduceAsync(tensors, distributed::ReduceOp::kSum);
     } catch (...) {
       launch_error_ = std::current_exception();
     }

@@ -13,7 +13,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "compiler/plan/plan.h"
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 
 namespace torch::autograd {
 struct Node;
@@ -65,7 +65,7 @@ class Reducer {
   // Installs the hooks. `named_parameters` in the model's order; `collectives` must outlive the
   // reducer. Throws std::invalid_argument for a cap below 1 byte.
   Reducer(std::vector<std::pair<std::string, at::Tensor>> named_parameters, ReducerOptions options,
-          dist::Collectives& collectives);
+          distributed::Collectives& collectives);
   // Removes the hooks; waits (ignoring failures) for all-reduces still in flight.
   ~Reducer();
   Reducer(const Reducer&) = delete;
@@ -103,7 +103,7 @@ class Reducer {
     size_t pending = 0;
     // What travels: `flat`, or its fp16 compression; set while the all-reduce runs.
     at::Tensor wire;
-    std::unique_ptr<dist::PendingWork> work;
+    std::unique_ptr<distributed::PendingWork> work;
   };
   struct Slot {
     size_t bucket;
@@ -125,7 +125,7 @@ class Reducer {
   std::vector<std::string> names_;
   std::vector<at::Tensor> parameters_;
   ReducerOptions options_;
-  dist::Collectives& collectives_;
+  distributed::Collectives& collectives_;
   std::vector<Bucket> buckets_;
   std::vector<Slot> slots_;
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;

@@ -14,7 +14,7 @@
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/safetensors.h"
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/support/blas.h"
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/data_source.h"
@@ -38,7 +38,7 @@ struct EvalResult {
 // is the loader's order), and the duplicates even_batches appended at the end are dropped, so
 // every held-out sample counts exactly once. Collective; every rank gets the same result.
 EvalResult Evaluate(Trainer& trainer, data::DataLoader& loader, int64_t samples,
-                    dist::Collectives& collectives) {
+                    distributed::Collectives& collectives) {
   if (llvm::Error error = loader.Restore(0, 0)) throw std::runtime_error(llvm::toString(std::move(error)));
   std::vector<at::Tensor> gathered;
   bool classes = false;
@@ -163,7 +163,7 @@ void SetAsideRejected(const checkpoint::CheckpointStore& store) {
 void SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& spec,
                     const plan::InitProcessGroup& init, const std::filesystem::path& output_dir,
                     const Trainer& trainer, const Progress& progress, int64_t data_seed,
-                    const WorkerContext& context, dist::Collectives& collectives) {
+                    const WorkerContext& context, distributed::Collectives& collectives) {
   at::Tensor mine = CaptureRngState();
   // One int32 row per rank, zeros elsewhere: the sum is every rank's bytes, exactly.
   at::Tensor rows = at::zeros({context.world_size, mine.numel()}, at::kInt);
@@ -198,7 +198,7 @@ void SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& 
 // `group` receives the process group as soon as it exists, so that RunWorker can keep it alive
 // past a failure (see there).
 RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
-               std::unique_ptr<dist::Collectives>& group) {
+               std::unique_ptr<distributed::Collectives>& group) {
   const auto& init = Require<plan::InitProcessGroup>(plan, "init_process_group");
   const auto& model_spec = Require<plan::BuildModel>(plan, "build_model");
   const auto& data_spec = Require<plan::BuildDataloader>(plan, "build_dataloader");
@@ -230,12 +230,12 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
   // The plan's backend, not always Gloo: a spec asking for NCCL on a build without it must
   // fail saying so rather than train on something else.
   group = context.world_size > 1
-              ? dist::Connect(std::string(plan::EnumName(init.backend)),
+              ? distributed::Connect(std::string(plan::EnumName(init.backend)),
                               {context.rank, context.world_size, context.master_addr, context.master_port,
                                std::chrono::milliseconds(init.timeout)},
                               context.local_rank)
-              : dist::MakeSingleProcess();
-  dist::Collectives* collectives = group.get();
+              : distributed::MakeSingleProcess();
+  distributed::Collectives* collectives = group.get();
 
   if (const plan::Seed* seed = plan.Find<plan::Seed>()) at::manual_seed(static_cast<uint64_t>(seed->seed));
   std::unique_ptr<Trainer> trainer = MakeTrainer(model_spec, loop);
@@ -491,10 +491,10 @@ RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
 
 llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context) {
   // The runtime's exception boundary: LibTorch and c10d throw; callers get an llvm::Error.
-  std::unique_ptr<dist::Collectives> group;
+  std::unique_ptr<distributed::Collectives> group;
   try {
     return Run(plan, context, group);
-  } catch (const dist::CollectiveError& error) {
+  } catch (const distributed::CollectiveError& error) {
     // A peer's death or a timeout: the launcher tells this echo from a root cause by its type.
     (void)group.release();
     std::string text = error.what();

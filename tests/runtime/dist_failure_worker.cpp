@@ -17,10 +17,10 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include "runtime/dist/fault_injection.h"
-#include "runtime/dist/operations.h"
+#include "runtime/distributed/fault_injection.h"
+#include "runtime/distributed/operations.h"
 
-namespace dist = accel::rt::dist;
+namespace distributed = accel::rt::distributed;
 
 namespace {
 
@@ -64,15 +64,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    std::unique_ptr<dist::Collectives> group =
-        dist::ConnectGloo({rank, world, addr ? addr : "127.0.0.1", EnvInt("MASTER_PORT"),
+    std::unique_ptr<distributed::Collectives> group =
+        distributed::ConnectGloo({rank, world, addr ? addr : "127.0.0.1", EnvInt("MASTER_PORT"),
                            std::chrono::milliseconds(timeout_ms)});
-    dist::FaultInjectingCollectives faulty(
-        std::move(group), rank == fault_rank ? dist::ParseFaults(faults) : std::vector<dist::Fault>{});
-    dist::DataOps ops(faulty);
+    distributed::FaultInjectingCollectives faulty(
+        std::move(group), rank == fault_rank ? distributed::ParseFaults(faults) : std::vector<distributed::Fault>{});
+    distributed::DataOps ops(faulty);
     for (int i = 0; i < iterations; ++i) {
-      dist::Value batch = dist::Value::Dict({{"x", dist::Value::Tensor(at::full({64, 8}, float(rank)))},
-                                             {"y", dist::Value::Tensor(at::full({64}, int64_t(i)))}});
+      distributed::Value batch = distributed::Value::Dict({{"x", distributed::Value::Tensor(at::full({64, 8}, float(rank)))},
+                                             {"y", distributed::Value::Tensor(at::full({64}, int64_t(i)))}});
       ops.Gather(batch);
       ops.Reduce(batch.Find("x") ? *batch.Find("x") : batch, "mean");
       ops.Broadcast(batch, 0);
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     (void)faulty;
     std::fflush(stderr);
     _exit(0);
-  } catch (const dist::CollectiveError& error) {
+  } catch (const distributed::CollectiveError& error) {
     fmt::print(stderr, "rank {}: error after {} ms: {}\n", rank, elapsed_ms(), error.what());
     std::fflush(stderr);
     _exit(3);

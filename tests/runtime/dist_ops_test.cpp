@@ -9,13 +9,13 @@
 
 #include <fmt/format.h>
 
-#include "runtime/dist/environment.h"
-#include "runtime/dist/fault_injection.h"
-#include "runtime/dist/operations.h"
-#include "runtime/dist/random.h"
+#include "runtime/distributed/environment.h"
+#include "runtime/distributed/fault_injection.h"
+#include "runtime/distributed/operations.h"
+#include "runtime/distributed/random.h"
 #include "runtime/launch/launcher.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 Value T(at::Tensor tensor) { return Value::Tensor(std::move(tensor)); }
@@ -416,9 +416,9 @@ TEST(FaultInjection, AnInjectedFailureSurfacesAsACollectiveError) {
 }
 
 }  // namespace
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 // A CPU group of two identical ranks (its all-gather plays both, for the agreement exchange)
@@ -463,11 +463,11 @@ TEST(Connect, ChoosesTheBackendByNameAndExplainsAMissingOne) {
 }
 
 }  // namespace
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
 // Edge cases found in review: results must not alias reused buffers, a bad argument on one
 // rank must fail every rank, empty and 0-dim tensors, arguments that differ across ranks.
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 class Edges : public testing::TestWithParam<int> {};
@@ -603,4 +603,4 @@ TEST(Environment, LocalVersionPartsCompareSegmentBySegment) {
 }
 
 }  // namespace
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

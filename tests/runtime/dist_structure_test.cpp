@@ -3,10 +3,10 @@
 
 #include <ATen/ATen.h>
 
-#include "runtime/dist/object_codec.h"
-#include "runtime/dist/structure.h"
+#include "runtime/distributed/object_codec.h"
+#include "runtime/distributed/structure.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 Value T(at::Tensor tensor) { return Value::Tensor(std::move(tensor)); }
@@ -158,4 +158,4 @@ TEST(ObjectCodec, EveryTruncationIsAnErrorNotACrash) {
 }
 
 }  // namespace
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -8,10 +8,10 @@
 #include <future>
 #include <thread>
 
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 RendezvousOptions Options(int rank, int world, int port, int timeout_ms) {
@@ -92,4 +92,4 @@ TEST(SingleProcess, OperationsAreTheIdentity) {
 }
 
 }  // namespace
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

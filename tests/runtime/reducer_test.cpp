@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/train/reducer.h"
 
@@ -92,19 +92,19 @@ void ExpectGradients(Net& net, const std::vector<at::Tensor>& expected, double r
 }
 
 // Forwards to a real group and calls `on_launch` before each asynchronous all-reduce starts.
-class Recording final : public dist::Collectives {
+class Recording final : public distributed::Collectives {
  public:
-  Recording(dist::Collectives& inner, std::function<void()> on_launch)
+  Recording(distributed::Collectives& inner, std::function<void()> on_launch)
       : inner_(inner), on_launch_(std::move(on_launch)) {}
   int rank() const override { return inner_.rank(); }
   int world_size() const override { return inner_.world_size(); }
   bool distributed() const override { return inner_.distributed(); }
-  void AllReduce(std::vector<at::Tensor>& tensors, dist::ReduceOp op) override {
+  void AllReduce(std::vector<at::Tensor>& tensors, distributed::ReduceOp op) override {
     ++calls;
     inner_.AllReduce(tensors, op);
   }
-  std::unique_ptr<dist::PendingWork> AllReduceAsync(std::vector<at::Tensor>& tensors,
-                                                    dist::ReduceOp op) override {
+  std::unique_ptr<distributed::PendingWork> AllReduceAsync(std::vector<at::Tensor>& tensors,
+                                                    distributed::ReduceOp op) override {
     ++calls;
     on_launch_();
     return inner_.AllReduceAsync(tensors, op);
@@ -115,7 +115,7 @@ class Recording final : public dist::Collectives {
   int calls = 0;
 
  private:
-  dist::Collectives& inner_;
+  distributed::Collectives& inner_;
   std::function<void()> on_launch_;
 };
 
@@ -124,7 +124,7 @@ class Recording final : public dist::Collectives {
 template <typename Body>
 void RunRanks(int world, Body body, int timeout_ms = 10000) {
   if (world == 1) {
-    std::unique_ptr<dist::Collectives> single = dist::MakeSingleProcess();
+    std::unique_ptr<distributed::Collectives> single = distributed::MakeSingleProcess();
     body(0, *single);
     return;
   }
@@ -132,8 +132,8 @@ void RunRanks(int world, Body body, int timeout_ms = 10000) {
   std::vector<std::future<void>> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<dist::Collectives> group =
-          dist::ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)});
+      std::unique_ptr<distributed::Collectives> group =
+          distributed::ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)});
       body(rank, *group);
     }));
   }
@@ -151,7 +151,7 @@ TEST_P(ReducerRanks, AveragesGradientsForEveryBucketCap) {
   std::vector<at::Tensor> expected = MeanGradients(world, {0});
   // One bucket; four with fc1.weight over the cap; six, every parameter alone.
   std::vector<std::pair<int64_t, size_t>> caps{{1 << 20, 1}, {300, 4}, {64, 6}};
-  RunRanks(world, [&](int rank, dist::Collectives& group) {
+  RunRanks(world, [&](int rank, distributed::Collectives& group) {
     for (auto [cap, buckets] : caps) {
       Net net;
       Reducer reducer(NamedParameters(net), {cap, plan::DDPCommunicationHookType::no, false}, group);
@@ -166,7 +166,7 @@ TEST_P(ReducerRanks, AveragesGradientsForEveryBucketCap) {
 
 TEST_P(ReducerRanks, StartsEveryBucketBeforeBackwardReturns) {
   int world = GetParam();
-  RunRanks(world, [&](int rank, dist::Collectives& group) {
+  RunRanks(world, [&](int rank, distributed::Collectives& group) {
     Net net;
     std::vector<bool> first_layer_done;
     Recording recording(group, [&] { first_layer_done.push_back(net->fc1->weight.grad().defined()); });
@@ -205,7 +205,7 @@ TEST_P(ReducerRanks, Fp16HookEqualsManualCompression) {
   }
   for (at::Tensor& g : expected) g = g.to(at::kFloat);
   std::vector<at::Tensor> exact = MeanGradients(world, {0});
-  RunRanks(world, [&](int rank, dist::Collectives& group) {
+  RunRanks(world, [&](int rank, distributed::Collectives& group) {
     Net net;
     Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::fp16, false}, group);
     reducer.PrepareForBackward(true);
@@ -248,7 +248,7 @@ TEST_P(ReducerRanks, Bf16HookRoundsInputsAndSumToBfloat16) {
     }
   }
   for (at::Tensor& g : expected) g = g.to(at::kBFloat16).to(at::kFloat);
-  RunRanks(world, [&](int rank, dist::Collectives& group) {
+  RunRanks(world, [&](int rank, distributed::Collectives& group) {
     Net net;
     Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::bf16, false}, group);
     reducer.PrepareForBackward(true);
@@ -262,7 +262,7 @@ TEST_P(ReducerRanks, Bf16HookRoundsInputsAndSumToBfloat16) {
 TEST_P(ReducerRanks, NoSyncAccumulatesThenAveragesTheSum) {
   int world = GetParam();
   std::vector<at::Tensor> expected = MeanGradients(world, {0, 1, 2, 3});
-  RunRanks(world, [&](int rank, dist::Collectives& group) {
+  RunRanks(world, [&](int rank, distributed::Collectives& group) {
     Net net;
     Recording recording(group, [] {});
     Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::no, false}, recording);
@@ -283,7 +283,7 @@ TEST_P(ReducerRanks, NoSyncAccumulatesThenAveragesTheSum) {
 
 TEST_P(ReducerRanks, UnusedParameterIsAnErrorThatNamesItAndTheFix) {
   int world = GetParam();
-  RunRanks(world, [&](int rank, dist::Collectives& group) {
+  RunRanks(world, [&](int rank, distributed::Collectives& group) {
     Net net;
     Reducer reducer(NamedParameters(net), {64, plan::DDPCommunicationHookType::no, false}, group);
     reducer.PrepareForBackward(true);
@@ -310,13 +310,13 @@ TEST_P(ReducerRanks, ParameterUnusedOnOneRankFailsWithinTheTimeoutInsteadOfHangi
   auto start = std::chrono::steady_clock::now();
   RunRanks(
       world,
-      [&](int rank, dist::Collectives& group) {
+      [&](int rank, distributed::Collectives& group) {
         Net net;
         Reducer reducer(NamedParameters(net), {1 << 20, plan::DDPCommunicationHookType::no, false}, group);
         reducer.PrepareForBackward(true);
         Loss(net, rank, 0, /*use_extra=*/rank == 0).backward();
         if (rank == 0) {
-          EXPECT_THROW(reducer.Finalize(), dist::CollectiveError);
+          EXPECT_THROW(reducer.Finalize(), distributed::CollectiveError);
         } else {
           EXPECT_THROW(reducer.Finalize(), UnusedParametersError);
         }
@@ -334,7 +334,7 @@ TEST_P(ReducerRanks, FindUnusedParametersReducesZerosAndLeavesGloballyUnusedAlon
     for (size_t i = 0; i < grads.size(); ++i) expected[i] += grads[i];
   }
   for (at::Tensor& g : expected) g /= world;
-  RunRanks(world, [&](int rank, dist::Collectives& group) {
+  RunRanks(world, [&](int rank, distributed::Collectives& group) {
     Net net;
     std::vector<std::pair<std::string, at::Tensor>> named = NamedParameters(net);
     // Unused on every rank: one without a gradient, one whose gradient is rank-specific.
@@ -361,7 +361,7 @@ TEST(Reducer, MatchesAveragingAfterBackwardAndReportsTheTimeOfBothOnALargerModel
   constexpr int kWorld = 2;
   constexpr int kSteps = 5;
   std::vector<double> overlapped_ms(kWorld), after_ms(kWorld);
-  RunRanks(kWorld, [&](int rank, dist::Collectives& group) {
+  RunRanks(kWorld, [&](int rank, distributed::Collectives& group) {
     torch::nn::Sequential net;
     for (int i = 0; i < 4; ++i) net->push_back(torch::nn::Linear(768, 768));
     {
@@ -431,7 +431,7 @@ TEST(Reducer, MatchesAveragingAfterBackwardAndReportsTheTimeOfBothOnALargerModel
 
 TEST(Reducer, WorldSizeOneLeavesGradientsAsBackwardMadeThem) {
   std::vector<at::Tensor> expected = LocalGradients(0, {0});
-  RunRanks(1, [&](int rank, dist::Collectives& group) {
+  RunRanks(1, [&](int rank, distributed::Collectives& group) {
     Net net;
     Recording recording(group, [] {});
     Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::fp16, false}, recording);
@@ -444,7 +444,7 @@ TEST(Reducer, WorldSizeOneLeavesGradientsAsBackwardMadeThem) {
 }
 
 TEST(Reducer, RejectsABucketCapBelowOneByte) {
-  std::unique_ptr<dist::Collectives> single = dist::MakeSingleProcess();
+  std::unique_ptr<distributed::Collectives> single = distributed::MakeSingleProcess();
   Net net;
   EXPECT_THROW(Reducer(NamedParameters(net), {0, plan::DDPCommunicationHookType::no, false}, *single),
                std::invalid_argument);

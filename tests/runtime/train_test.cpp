@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "runtime/data/dataset.h"
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/worker.h"
 #include "tests/support/plan_builders.h"
@@ -289,7 +289,7 @@ TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {
   for (plan::Step& step : plan->steps) {
     if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->backend = plan::Backend::nccl;
   }
-  if (dist::IsNcclCompiledIn()) GTEST_SKIP() << "this build has NCCL; the CPU-only case does not apply";
+  if (distributed::IsNcclCompiledIn()) GTEST_SKIP() << "this build has NCCL; the CPU-only case does not apply";
   WorkerContext context;
   context.world_size = 2;
   context.output_dir = ::testing::TempDir() + "/run_worker_backend";

@@ -1,8 +1,8 @@
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 
 #include <ATen/ATen.h>
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 std::unique_ptr<PendingWork> Collectives::AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) {
   AllReduce(tensors, op);
@@ -26,4 +26,4 @@ class SingleProcess final : public Collectives {
 
 std::unique_ptr<Collectives> MakeSingleProcess() { return std::make_unique<SingleProcess>(); }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_STRUCTURE_H_
-#define ACCEL_RUNTIME_DIST_STRUCTURE_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_STRUCTURE_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_STRUCTURE_H_
 
 #include <cstdint>
 #include <functional>
@@ -8,12 +8,12 @@
 
 #include <c10/core/Device.h>
 
-#include "runtime/dist/value.h"
+#include "runtime/distributed/value.h"
 
 // The local (non-collective) operations on nested data of catalog §5.1, with Accelerate's
 // semantics. Containers are rebuilt with their own kind, keys and type name; leaves an
 // operation does not handle come back unchanged unless the operation says otherwise.
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 struct ApplyOptions {
   // Which leaves `func` applies to (Accelerate's `test_type`); tensors by default.
@@ -54,6 +54,6 @@ Value Listify(const Value& data);
 // first dimension. An empty container or a non-tensor leaf is an error.
 int64_t FindBatchSize(const Value& data);
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DIST_STRUCTURE_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_STRUCTURE_H_

@@ -1,4 +1,4 @@
-#include "runtime/dist/object_codec.h"
+#include "runtime/distributed/object_codec.h"
 
 #include <ATen/ATen.h>
 
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 // Format version in the first byte, so a rank built from another version fails clearly.
@@ -221,4 +221,4 @@ Value DecodeValue(std::string_view bytes) {
   return value;
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_OPERATIONS_H_
-#define ACCEL_RUNTIME_DIST_OPERATIONS_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_OPERATIONS_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_OPERATIONS_H_
 
 #include <cstdint>
 #include <functional>
@@ -10,10 +10,10 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
 
-#include "runtime/dist/collectives.h"
-#include "runtime/dist/value.h"
+#include "runtime/distributed/collectives.h"
+#include "runtime/distributed/value.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 struct DataOpsOptions {
   // Before each operation, every rank compares the layout of its data (kinds, keys, dtypes,
@@ -95,6 +95,6 @@ class DataOps {
   std::vector<at::Tensor> staging_;
 };
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DIST_OPERATIONS_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_OPERATIONS_H_

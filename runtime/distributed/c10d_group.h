@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_C10D_GROUP_H_
-#define ACCEL_RUNTIME_DIST_C10D_GROUP_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_C10D_GROUP_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_C10D_GROUP_H_
 
 // Internal to runtime/dist: what the Gloo and NCCL back ends share — the TCPStore rendezvous
 // and the Collectives implementation over any c10d process group. Every c10d exception is
@@ -11,9 +11,9 @@
 
 #include <string>
 
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 
-namespace accel::rt::dist::internal {
+namespace accel::rt::distributed::internal {
 
 // The class process-group implementations derive from: ProcessGroup up to LibTorch 1.13,
 // Backend from 2.0 (where ProcessGroup became a dispatcher over backends).
@@ -56,6 +56,6 @@ class C10dCollectives final : public Collectives {
   c10::Device device_;
 };
 
-}  // namespace accel::rt::dist::internal
+}  // namespace accel::rt::distributed::internal
 
-#endif  // ACCEL_RUNTIME_DIST_C10D_GROUP_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_C10D_GROUP_H_

@@ -1,4 +1,4 @@
-#include "runtime/dist/fault_injection.h"
+#include "runtime/distributed/fault_injection.h"
 
 #include <signal.h>
 
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 FaultInjectingCollectives::FaultInjectingCollectives(std::unique_ptr<Collectives> inner,
                                                      std::vector<Fault> faults)
@@ -108,4 +108,4 @@ std::vector<Fault> ParseFaults(const std::string& text) {
   return faults;
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -1,6 +1,6 @@
-#include "runtime/dist/environment.h"
+#include "runtime/distributed/environment.h"
 
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 std::string Upper(std::string text) {
@@ -206,4 +206,4 @@ bool IsTorchVersion(std::string_view operation, std::string_view version) {
   return CompareVersionsWith(TorchVersion(), operation, version);
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -1,4 +1,4 @@
-#include "runtime/dist/operations.h"
+#include "runtime/distributed/operations.h"
 
 #include <ATen/ATen.h>
 
@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "runtime/dist/object_codec.h"
-#include "runtime/dist/structure.h"
+#include "runtime/distributed/object_codec.h"
+#include "runtime/distributed/structure.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 // Operation codes in the layout header, so that ranks calling different operations at the
@@ -531,4 +531,4 @@ Value DataOps::PadAcrossProcesses(const Value& data, int64_t dim, const c10::Sca
 
 void DataOps::WaitForEveryone() { collectives_.Barrier(); }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -1,4 +1,4 @@
-#include "runtime/dist/random.h"
+#include "runtime/distributed/random.h"
 
 #include <ATen/ATen.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "runtime/dist/value.h"
+#include "runtime/distributed/value.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 enum class RngType { kTorch, kCuda, kGenerator };
@@ -89,4 +89,4 @@ void SynchronizeRngStates(Collectives& collectives, const std::vector<std::strin
   }
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -1,11 +1,11 @@
-#include "runtime/dist/c10d_group.h"
+#include "runtime/distributed/c10d_group.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <fmt/format.h>
 
-namespace accel::rt::dist::internal {
+namespace accel::rt::distributed::internal {
 namespace {
 
 // c10 errors append a C++ backtrace; the first line is the message.
@@ -162,4 +162,4 @@ void C10dCollectives::Barrier() {
   Guard("barrier", [&] { group_->barrier()->wait(options_.timeout); });
 }
 
-}  // namespace accel::rt::dist::internal
+}  // namespace accel::rt::distributed::internal

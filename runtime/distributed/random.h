@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_RANDOM_H_
-#define ACCEL_RUNTIME_DIST_RANDOM_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_RANDOM_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_RANDOM_H_
 
 #include <cstdint>
 #include <string>
@@ -7,10 +7,10 @@
 
 #include <ATen/core/Generator.h>
 
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 
 // Seeding and random-state synchronization (catalog §6.6).
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 // `set_seed`: seeds torch's CPU generator and every CUDA device's (when there are devices) with
 // `seed`, plus `process_index` when `device_specific`; `deterministic` turns on torch's
@@ -28,6 +28,6 @@ uint64_t SetSeed(uint64_t seed, bool device_specific = false, int process_index 
 void SynchronizeRngStates(Collectives& collectives, const std::vector<std::string>& rng_types,
                           at::Generator* generator = nullptr);
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DIST_RANDOM_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_RANDOM_H_

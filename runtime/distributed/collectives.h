@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_COLLECTIVES_H_
-#define ACCEL_RUNTIME_DIST_COLLECTIVES_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_COLLECTIVES_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_COLLECTIVES_H_
 
 #include <chrono>
 #include <memory>
@@ -10,7 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 // A collective failed: a peer died, or the operation ran past its timeout. The process group
 // is unusable afterwards (Gloo closes its pairs); the worker must stop.
@@ -103,6 +103,6 @@ std::unique_ptr<Collectives> Connect(const std::string& backend, const Rendezvou
 // Whether this build has the NCCL back end (a LibTorch with CUDA and NCCL).
 bool IsNcclCompiledIn();
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DIST_COLLECTIVES_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_COLLECTIVES_H_

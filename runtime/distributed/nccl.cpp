@@ -5,16 +5,16 @@
 
 #include <fmt/format.h>
 
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 
 #ifdef ACCEL_HAVE_NCCL
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
-#include "runtime/dist/c10d_group.h"
+#include "runtime/distributed/c10d_group.h"
 #endif
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank) {
 #ifdef ACCEL_HAVE_NCCL
@@ -65,4 +65,4 @@ bool IsNcclCompiledIn() {
 #endif
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

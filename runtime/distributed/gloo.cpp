@@ -3,10 +3,10 @@
 
 #include <cstdlib>
 
-#include "runtime/dist/c10d_group.h"
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/c10d_group.h"
+#include "runtime/distributed/collectives.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 bool IsLoopback(const std::string& address) {
@@ -35,4 +35,4 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
   }
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_ENVIRONMENT_H_
-#define ACCEL_RUNTIME_DIST_ENVIRONMENT_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_ENVIRONMENT_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_ENVIRONMENT_H_
 
 #include <map>
 #include <optional>
@@ -9,7 +9,7 @@
 #include <vector>
 
 // Environment manipulation and checks (catalog §6.1–6.2).
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 // `patch_environment`: sets each variable (names upper-cased) for the object's lifetime; on
 // destruction every patched variable gets back its previous value, or is removed if it had
@@ -70,6 +70,6 @@ bool IsTorchVersion(std::string_view operation, std::string_view version);
 // The same comparison for any version text (for tests and other libraries).
 bool CompareVersionsWith(std::string_view installed, std::string_view operation, std::string_view version);
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DIST_ENVIRONMENT_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_ENVIRONMENT_H_

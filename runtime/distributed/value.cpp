@@ -1,4 +1,4 @@
-#include "runtime/dist/value.h"
+#include "runtime/distributed/value.h"
 
 #include <ATen/ATen.h>
 
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 std::string DtypeName(const at::Tensor& tensor) {
@@ -298,4 +298,4 @@ bool Identical(const Value& a, const Value& b) {
   return true;
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed

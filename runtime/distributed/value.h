@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_VALUE_H_
-#define ACCEL_RUNTIME_DIST_VALUE_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_VALUE_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_VALUE_H_
 
 #include <cstdint>
 #include <functional>
@@ -11,7 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 // A data operation was given something it cannot handle: a leaf of the wrong kind, a missing
 // key, an empty container, structures that differ across ranks. The message says which leaf
@@ -116,6 +116,6 @@ std::string Layout(const Value& value, bool dims_only = false);
 // Same structure, same scalars and strings, and tensors with equal dtype, shape and elements.
 bool Identical(const Value& a, const Value& b);
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DIST_VALUE_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_VALUE_H_

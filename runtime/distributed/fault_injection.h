@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DIST_FAULT_INJECTION_H_
-#define ACCEL_RUNTIME_DIST_FAULT_INJECTION_H_
+#ifndef ACCEL_RUNTIME_DISTRIBUTED_FAULT_INJECTION_H_
+#define ACCEL_RUNTIME_DISTRIBUTED_FAULT_INJECTION_H_
 
 #include <chrono>
 #include <map>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/dist/collectives.h"
+#include "runtime/distributed/collectives.h"
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 
 // What to do to one call of one primitive.
 struct Fault {
@@ -62,6 +62,6 @@ class FaultInjectingCollectives final : public Collectives {
 // workers that take faults on the command line). Throws std::invalid_argument on bad text.
 std::vector<Fault> ParseFaults(const std::string& text);
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DIST_FAULT_INJECTION_H_
+#endif  // ACCEL_RUNTIME_DISTRIBUTED_FAULT_INJECTION_H_

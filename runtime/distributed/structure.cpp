@@ -1,4 +1,4 @@
-#include "runtime/dist/structure.h"
+#include "runtime/distributed/structure.h"
 
 #include <ATen/ATen.h>
 
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace accel::rt::dist {
+namespace accel::rt::distributed {
 namespace {
 
 Value Apply(const Value& data, const std::function<Value(const Value&)>& func, const ApplyOptions& options,
@@ -185,4 +185,4 @@ int64_t FindBatchSize(const Value& data) {
   return current->tensor().size(0);
 }
 
-}  // namespace accel::rt::dist
+}  // namespace accel::rt::distributed
