@@ -8,19 +8,17 @@
 
 #include <fmt/format.h>
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/SHA256.h"
-#include "runtime/checkpoint/atomic_file.h"
-#include "runtime/checkpoint/checkpoint_store.h"
-#include "runtime/checkpoint/safetensors.h"
 #include "runtime/distributed/collectives.h"
-#include "runtime/support/blas.h"
+#include "runtime/distributed/operations.h"
+#include "runtime/distributed/random.h"
 #include "runtime/train/batch_size_search.h"
+#include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
+#include "runtime/train/evaluation.h"
 #include "runtime/train/gradient_accumulation.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/reducer.h"
+#include "runtime/train/run_outputs.h"
 #include "runtime/train/run_report.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
@@ -28,484 +26,381 @@
 namespace accel::rt::train {
 namespace {
 
-struct EvalResult {
-  double loss = 0;
-  double accuracy = -1;  // -1 without class labels
-};
-
-// Accelerate's evaluation loop with gather_for_metrics: every rank evaluates its batches of the
-// held-out rows, the per-sample results are gathered batch by batch (rank order within a batch
-// is the loader's order), and the duplicates even_batches appended at the end are dropped, so
-// every held-out sample counts exactly once. Collective; every rank gets the same result.
-EvalResult Evaluate(Trainer& trainer, data::DataLoader& loader, int64_t samples,
-                    distributed::Collectives& collectives) {
-  if (llvm::Error error = loader.Restore(0, 0)) throw std::runtime_error(llvm::toString(std::move(error)));
-  std::vector<at::Tensor> gathered;
-  bool classes = false;
-  for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
-    data::Batch batch = loader.Next();
-    Evaluation local = trainer.Evaluate(batch.features, batch.targets);
-    classes = local.correct.defined();
-    // One all-gather per batch carries both columns: [loss, correct] per sample.
-    at::Tensor both =
-        at::stack({local.losses, classes ? local.correct : at::zeros_like(local.losses)}, 1).contiguous();
-    gathered.push_back(at::empty({collectives.world_size() * both.size(0), 2}, both.options()));
-    collectives.AllGather(both, gathered.back());
-  }
-  at::Tensor all = at::cat(gathered).narrow(0, 0, samples).to(at::kDouble);
-  EvalResult result;
-  result.loss = all.select(1, 0).mean().item<double>();
-  if (classes) result.accuracy = all.select(1, 1).mean().item<double>();
-  return result;
-}
-
 llvm::Error Fail(const std::string& message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
-std::string_view TensorBytes(const at::Tensor& tensor) {
-  return std::string_view(static_cast<const char*>(tensor.data_ptr()),
-                          tensor.numel() * tensor.element_size());
-}
+// The plan's steps the worker executes, each found once; `seed` and `checkpoint` may be absent.
+struct Steps {
+  const plan::InitProcessGroup& init;
+  const plan::Seed* seed;
+  const plan::BuildModel& model;
+  const plan::BuildDataloader& data;
+  const plan::TrainLoop& loop;
+  const plan::SaveModel& save;
+  const plan::Checkpoint* checkpoint;
+};
 
-std::string Digest(const std::vector<std::pair<std::string, at::Tensor>>& named) {
-  std::vector<std::pair<std::string, at::Tensor>> sorted = named;
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  llvm::SHA256 sha;
-  for (const auto& [name, tensor] : sorted) {
-    sha.update(llvm::StringRef(name));
-    at::Tensor contiguous = tensor.contiguous();
-    std::string_view bytes = TensorBytes(contiguous);
-    sha.update(llvm::StringRef(bytes.data(), bytes.size()));
+llvm::Expected<Steps> FindSteps(const plan::Plan& plan) {
+  const auto* init = plan.Find<plan::InitProcessGroup>();
+  const auto* model = plan.Find<plan::BuildModel>();
+  const auto* data = plan.Find<plan::BuildDataloader>();
+  const auto* loop = plan.Find<plan::TrainLoop>();
+  const auto* save = plan.Find<plan::SaveModel>();
+  for (auto [found, op] : {std::pair<const void*, std::string_view>{init, plan::InitProcessGroup::kTag},
+                           {model, plan::BuildModel::kTag},
+                           {data, plan::BuildDataloader::kTag},
+                           {loop, plan::TrainLoop::kTag},
+                           {save, plan::SaveModel::kTag}}) {
+    if (found == nullptr) return Fail(fmt::format("the plan has no `{}` step", op));
   }
-  return "sha256:" + llvm::toHex(sha.final(), /*LowerCase=*/true);
+  return Steps{*init, plan.Find<plan::Seed>(), *model, *data, *loop, *save, plan.Find<plan::Checkpoint>()};
 }
 
-llvm::Error WriteJson(const std::string& path, llvm::json::Value value) {
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  stream << llvm::formatv("{0:2}", value) << "\n";
-  stream.flush();
-  return checkpoint::WriteFileAtomically(path, {text});
-}
+// One rank's run of a plan, as a few phases: Connect, Build, Restore, then per optimizer step
+// Step, Checkpoint, Evaluate and Report, and Finish. Every phase but Step returns an
+// llvm::Error; LibTorch's exceptions pass through to RunWorker, the one boundary.
+class TrainingRun {
+ public:
+  TrainingRun(const plan::Plan& plan, const Steps& steps, const WorkerContext& context)
+      : plan_(plan),
+        steps_(steps),
+        loop_(steps.loop),
+        context_(context),
+        main_process_(context.rank == 0),
+        dir_(context.output_dir.empty() ? steps.save.dir : context.output_dir) {}
 
-template <typename T>
-const T& Require(const plan::Plan& plan, const char* op) {
-  const T* step = plan.Find<T>();
-  if (step == nullptr) throw std::invalid_argument(fmt::format("the plan has no `{}` step", op));
-  return *step;
-}
-
-// The checkpoint store of a `checkpoint` step: its project dir, or else the run's output dir.
-checkpoint::CheckpointStore OpenStore(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {
-  checkpoint::ProjectOptions options;
-  options.project_dir = spec.project_dir.empty() ? output_dir.string() : spec.project_dir;
-  options.automatic_checkpoint_naming = spec.automatic_checkpoint_naming;
-  if (spec.total_limit > 0) options.total_limit = static_cast<uint64_t>(spec.total_limit);
-  options.iteration = static_cast<uint64_t>(spec.iteration);
-  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open(std::move(options));
-  if (!store) throw std::runtime_error(llvm::toString(store.takeError()));
-  return std::move(*store);
-}
-
-// Without automatic naming every save replaces this one folder.
-std::string ManualCheckpointDir(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {
-  return ((spec.project_dir.empty() ? output_dir : std::filesystem::path(spec.project_dir)) / "checkpoint")
-      .string();
-}
-
-// The checkpoint `--resume` asks for, verified; nullopt when `auto` finds none (a fresh run).
-// A checkpoint that exists but does not verify is an error, never a silent fresh start.
-std::optional<checkpoint::VerifiedCheckpoint> FindResumePoint(checkpoint::CheckpointStore& store,
-                                                              const plan::Checkpoint& spec,
-                                                              const std::filesystem::path& output_dir,
-                                                              const std::string& resume, bool report) {
-  if (resume == "auto") {
-    bool any = spec.automatic_checkpoint_naming ? !checkpoint::ListCheckpoints(store.checkpoints_dir()).empty()
-                                     : std::filesystem::exists(ManualCheckpointDir(spec, output_dir));
-    if (!any) return std::nullopt;
-  }
-  llvm::Expected<checkpoint::VerifiedCheckpoint> loaded =
-      resume != "auto"        ? store.Load(resume)
-      : spec.automatic_checkpoint_naming ? store.LoadLatest()
-                              : store.Load(ManualCheckpointDir(spec, output_dir));
-  if (!loaded) throw std::runtime_error("cannot resume: " + llvm::toString(loaded.takeError()));
-  if (report) {
-    for (const std::string& warning : loaded->warnings)
-      fmt::print(stderr, "accelrun: warning: {}\n", warning);
-  }
-  return std::move(*loaded);
-}
-
-// After an automatic resume fell back past newer checkpoints that did not verify, their
-// numbers would collide with the resumed run's next saves (the store never overwrites a
-// checkpoint): they are renamed `checkpoint_N.rejected`, kept for inspection, no longer loaded.
-void SetAsideRejected(const checkpoint::CheckpointStore& store) {
-  for (const auto& [number, path] : checkpoint::ListCheckpoints(store.checkpoints_dir())) {
-    if (number < store.iteration()) continue;
-    // A number can be rejected more than once (the run died again before replacing it).
-    std::string aside = path + ".rejected";
-    for (int copy = 1; std::filesystem::exists(aside); ++copy)
-      aside = fmt::format("{}.rejected.{}", path, copy);
-    std::error_code ec;
-    std::filesystem::rename(path, aside, ec);
-    if (ec) {
-      throw std::runtime_error(
-          fmt::format("cannot set aside {}, which did not verify: {}", path, ec.message()));
-    }
-    fmt::print(stderr, "accelrun: warning: renamed {} to {}: it did not verify\n", path, aside);
-  }
-}
-
-// save_state at a trigger point. Collective: every rank's RNG state travels to the writers
-// (rank 0, or each machine's local rank 0 with save_on_each_node), which save while the others
-// wait at a barrier.
-void SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& spec,
-                    const plan::InitProcessGroup& init, const std::filesystem::path& output_dir,
-                    const Trainer& trainer, const Progress& progress, int64_t data_seed,
-                    const WorkerContext& context, distributed::Collectives& collectives) {
-  at::Tensor mine = CaptureRngState();
-  // One int32 row per rank, zeros elsewhere: the sum is every rank's bytes, exactly.
-  at::Tensor rows = at::zeros({context.world_size, mine.numel()}, at::kInt);
-  rows[context.rank].copy_(mine);
-  std::vector<at::Tensor> gathered{rows};
-  collectives.AllReduceSum(gathered);
-  bool writer = spec.save_on_each_node ? context.rank % init.processes_per_machine == 0 : context.rank == 0;
-  if (writer) {
+  llvm::Expected<RunSummary> Run(std::unique_ptr<distributed::Collectives>& group) {
+    if (llvm::Error error = OpenStore()) return error;
+    Connect(group);
+    if (llvm::Error error = Build()) return error;
+    if (llvm::Error error = Restore()) return error;
+    const int64_t first_step = progress_.step + 1;
+    if (main_process_) report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0);
+    summary_.steps = loop_.steps;
     auto started = std::chrono::steady_clock::now();
-    std::vector<at::Tensor> rng_states;
-    for (int rank = 0; rank < context.world_size; ++rank)
-      rng_states.push_back(rows[rank].to(at::kByte).contiguous());
-    llvm::Expected<std::unique_ptr<StateFiles>> files =
-        EncodeTrainingState(trainer, progress, rng_states, data_seed);
-    if (!files) throw std::runtime_error(llvm::toString(files.takeError()));
-    llvm::Expected<checkpoint::SaveResult> saved =
-        spec.automatic_checkpoint_naming ? store.Save((*files)->files())
-                              : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
-    if (!saved) throw std::runtime_error(llvm::toString(saved.takeError()));
-    for (const std::string& warning : saved->warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
-    if (context.rank == 0) {
-      double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-      fmt::print("checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
-                 saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
-      std::fflush(stdout);
+    last_report_ = started;
+    for (int64_t step = first_step; step <= loop_.steps; ++step) {
+      StepResult result = Step(step);
+      if (llvm::Error error = CheckpointIfDue(step, result.epoch_ended)) return error;
+      if (llvm::Error error = EvaluateIfDue(step)) return error;
+      Report(step, first_step, result);
     }
+    if (report_) report_->Finish();
+    summary_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (llvm::Error error = Finish()) return error;
+    return summary_;
   }
-  collectives.Barrier();
-}
 
-// `group` receives the process group as soon as it exists, so that RunWorker can keep it alive
-// past a failure (see there).
-RunSummary Run(const plan::Plan& plan, const WorkerContext& context,
-               std::unique_ptr<distributed::Collectives>& group) {
-  const auto& init = Require<plan::InitProcessGroup>(plan, "init_process_group");
-  const auto& model_spec = Require<plan::BuildModel>(plan, "build_model");
-  const auto& data_spec = Require<plan::BuildDataloader>(plan, "build_dataloader");
-  const auto& loop = Require<plan::TrainLoop>(plan, "train");
-  const auto& save = Require<plan::SaveModel>(plan, "save_model");
-  const plan::Checkpoint* checkpointing = plan.Find<plan::Checkpoint>();
-  bool main_process = context.rank == 0;
-  std::filesystem::path dir = context.output_dir.empty() ? save.dir : context.output_dir;
-  if (!context.resume.empty() && checkpointing == nullptr) {
-    throw std::invalid_argument(
-        "`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every` or "
-        "`train.checkpoint_every_epoch`");
+ private:
+  struct StepResult {
+    double loss = 0;  // mean over this step's micro-batches, this rank
+    double lr = 0;    // the rate the optimizer step used
+    double grad_norm = 0;
+    bool epoch_ended = false;
+  };
+
+  // The checkpoint store, if the plan saves checkpoints; `--resume` needs one.
+  llvm::Error OpenStore() {
+    if (steps_.checkpoint == nullptr) {
+      if (context_.resume.empty()) return llvm::Error::success();
+      return Fail(
+          "`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every` or "
+          "`train.checkpoint_every_epoch`");
+    }
+    llvm::Expected<checkpoint::CheckpointStore> store =
+        OpenCheckpointStore(*steps_.checkpoint, dir_, context_.resume);
+    if (!store) return store.takeError();
+    store_.emplace(std::move(*store));
+    return llvm::Error::success();
   }
-  std::optional<checkpoint::CheckpointStore> store;
-  if (checkpointing != nullptr) store.emplace(OpenStore(*checkpointing, dir));
-  if (store && context.resume.empty() && checkpointing->automatic_checkpoint_naming) {
-    // The store would refuse the first save anyway (it never overwrites a checkpoint): say so
-    // before any step is spent.
-    for (const auto& [number, path] : checkpoint::ListCheckpoints(store->checkpoints_dir())) {
-      if (number >= store->iteration()) {
-        throw std::invalid_argument(fmt::format(
-            "{} exists from an earlier run; pass `--resume auto` to continue it, or choose another "
-            "`project_config.project_dir`",
-            path));
+
+  // The default process group, on the plan's backend: a spec asking for NCCL on a build without
+  // it fails saying so rather than train on something else. `group` outlives this run (see
+  // RunWorker).
+  void Connect(std::unique_ptr<distributed::Collectives>& group) {
+    const plan::InitProcessGroup& init = steps_.init;
+    group = context_.world_size > 1
+                ? distributed::Connect(std::string(plan::EnumName(init.backend)),
+                                       {context_.rank, context_.world_size, context_.master_addr,
+                                        context_.master_port, std::chrono::milliseconds(init.timeout)},
+                                       context_.local_rank)
+                : distributed::MakeSingleProcess();
+    collectives_ = group.get();
+    ops_.emplace(*collectives_);
+  }
+
+  // set_seed, the model and optimizer (from rank 0's weights, as DDP starts), the data loaders
+  // (after find_executable_batch_size), the reducer, accumulation and the wrapped scheduler.
+  llvm::Error Build() {
+    if (steps_.seed != nullptr) distributed::SetSeed(static_cast<uint64_t>(steps_.seed->seed));
+    trainer_ = MakeTrainer(steps_.model, loop_);
+    named_ = trainer_->NamedParameters();
+    std::vector<distributed::Value> weights;
+    for (const auto& [name, tensor] : named_) weights.push_back(distributed::Value::Tensor(tensor.detach()));
+    ops_->Broadcast(distributed::Value::List(std::move(weights)), 0);
+    for (const auto& [name, tensor] : trainer_->NamedBuffers()) buffers_.push_back(tensor);
+
+    data_ = steps_.data;  // the batch size may still be searched for
+    if (llvm::Error error = OpenData()) return error;
+    const plan::DistributedDataParallelKwargs& ddp = loop_.ddp;
+    reducer_ = std::make_unique<Reducer>(
+        named_, ReducerOptions{ddp.bucket_cap_mb << 20, ddp.comm_hook, ddp.find_unused_parameters}, *collectives_);
+    if (loop_.find_executable_batch_size) {
+      BatchSizeSearch found = FindExecutableBatchSize(*trainer_, *reducer_, loaders_->train.dataset(),
+                                                      data_.batch_size, data_.split_batches, *collectives_);
+      if (main_process_) {
+        fmt::print("accelrun: batch size {} fits on every process{}\n", found.batch_size,
+                   found.tried.empty() ? "" : fmt::format(" (out of memory at {})", found.tried));
+        std::fflush(stdout);
+      }
+      if (found.batch_size != data_.batch_size) {
+        data_.batch_size = found.batch_size;
+        if (llvm::Error error = OpenData()) return error;
       }
     }
+    const plan::GradientAccumulationPlugin& ga = loop_.gradient_accumulation;
+    accumulation_.emplace(GradientAccumulationSpec{ga.num_steps, ga.sync_with_dataloader, ga.sync_each_batch});
+    // The schedule counts scheduler steps as Accelerate drives them: per process per optimizer
+    // step unless batches are split, or per micro-batch when it is not stepped with the optimizer.
+    const int64_t per_step = !loop_.step_scheduler_with_optimizer ? ga.num_steps
+                             : data_.split_batches                ? 1
+                                                                  : context_.world_size;
+    base_lr_ = std::visit([](const auto& optimizer) { return optimizer.lr; }, loop_.optimizer);
+    scheduler_.emplace(
+        ScheduleSpec{loop_.lr_schedule, loop_.warmup_steps * per_step, loop_.steps * per_step, loop_.num_cycles},
+        std::vector<double>{base_lr_});
+    step_policy_ = SchedulerStepPolicy{data_.split_batches, context_.world_size, ga.adjust_scheduler};
+    progress_.schedule = plan::EnumName(loop_.lr_schedule);
+    progress_.base_lr = base_lr_;
+    // The schedule's rate at step 0 (0 with warmup); a loaded checkpoint replaces it.
+    trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
+    sync_buffers_ = loop_.ddp.broadcast_buffers && !buffers_.empty() && context_.world_size > 1;
+    return llvm::Error::success();
   }
 
-  // The plan's backend, not always Gloo: a spec asking for NCCL on a build without it must
-  // fail saying so rather than train on something else.
-  group = context.world_size > 1
-              ? distributed::Connect(std::string(plan::EnumName(init.backend)),
-                              {context.rank, context.world_size, context.master_addr, context.master_port,
-                               std::chrono::milliseconds(init.timeout)},
-                              context.local_rank)
-              : distributed::MakeSingleProcess();
-  distributed::Collectives* collectives = group.get();
-
-  if (const plan::Seed* seed = plan.Find<plan::Seed>()) at::manual_seed(static_cast<uint64_t>(seed->seed));
-  std::unique_ptr<Trainer> trainer = MakeTrainer(model_spec, loop);
-  std::vector<std::pair<std::string, at::Tensor>> named = trainer->NamedParameters();
-  std::vector<at::Tensor> parameters;
-  for (const auto& [name, tensor] : named) parameters.push_back(tensor);
-  {
-    // DDP starts from rank 0's weights, whatever each rank initialized.
-    at::NoGradGuard no_grad;
-    std::vector<at::Tensor> data;
-    for (const at::Tensor& p : parameters) data.push_back(p.detach());
-    collectives->Broadcast(data, 0);
-  }
-
-  plan::BuildDataloader data_run = data_spec;  // the batch size may still be searched for
-  auto open_data = [&] {
+  llvm::Error OpenData() {
     llvm::Expected<DataLoaders> opened =
-        OpenDataLoaders(data_run, loop.eval_samples, context.rank, context.world_size);
-    if (!opened) throw std::invalid_argument(llvm::toString(opened.takeError()));
-    return std::move(*opened);
-  };
-  DataLoaders loaders = open_data();
-  const int64_t data_identity = DataIdentitySeed(data_spec);
-  std::vector<at::Tensor> buffers;
-  for (const auto& [name, tensor] : trainer->NamedBuffers()) buffers.push_back(tensor);
-  Reducer reducer(named, {loop.ddp.bucket_cap_mb << 20, loop.ddp.comm_hook, loop.ddp.find_unused_parameters},
-                  *collectives);
-  if (loop.find_executable_batch_size) {
-    BatchSizeSearch found =
-        FindExecutableBatchSize(*trainer, reducer, loaders.train.dataset(), data_run.batch_size,
-                                data_run.split_batches, *collectives);
-    if (main_process) {
-      fmt::print("accelrun: batch size {} fits on every process{}\n", found.batch_size,
-                 found.tried.empty() ? "" : fmt::format(" (out of memory at {})", found.tried));
-      std::fflush(stdout);
-    }
-    if (found.batch_size != data_run.batch_size) {
-      data_run.batch_size = found.batch_size;
-      loaders = open_data();
-    }
+        OpenDataLoaders(data_, loop_.eval_samples, context_.rank, context_.world_size);
+    if (!opened) return opened.takeError();
+    loaders_.emplace(std::move(*opened));
+    return llvm::Error::success();
   }
-  data::DataLoader& data = loaders.train;
-  GradientAccumulation accumulation(
-      {loop.gradient_accumulation.num_steps, loop.gradient_accumulation.sync_with_dataloader,
-       loop.gradient_accumulation.sync_each_batch});
-  // The schedule counts scheduler steps as Accelerate drives them: per process per optimizer
-  // step unless batches are split, or per micro-batch when it is not stepped with the optimizer.
-  const int64_t scheduler_steps_per_step = !loop.step_scheduler_with_optimizer ? loop.gradient_accumulation.num_steps
-                                           : data_spec.split_batches           ? 1
-                                                                               : context.world_size;
-  const double base_lr = std::visit([](const auto& optimizer) { return optimizer.lr; }, loop.optimizer);
-  LrScheduler scheduler({loop.lr_schedule, loop.warmup_steps * scheduler_steps_per_step,
-                         loop.steps * scheduler_steps_per_step, loop.num_cycles},
-                        {base_lr});
-  const SchedulerStepPolicy step_policy{data_spec.split_batches, context.world_size, loop.gradient_accumulation.adjust_scheduler};
-  at::Tensor loss_sum = at::zeros({1}, at::kFloat);
 
-  // load_state: the model, optimizer, this rank's RNG, the scheduler and the data position, so
-  // that the run continues exactly where the checkpoint was taken, with its step numbering.
-  Progress progress;
-  progress.schedule = plan::EnumName(loop.lr_schedule);
-  progress.base_lr = base_lr;
-  // The schedule's rate at step 0 (0 with warmup); a loaded checkpoint replaces it with the
-  // rate its next step uses.
-  trainer->SetLearningRate(scheduler.learning_rates()[0]);
-  if (!context.resume.empty()) {
-    std::optional<checkpoint::VerifiedCheckpoint> from =
-        FindResumePoint(*store, *checkpointing, dir, context.resume, main_process);
-    if (from) {
-      llvm::Expected<Progress> restored =
-          RestoreTrainingState(*from, *trainer, context.rank, context.world_size, data_identity);
-      if (!restored) throw std::runtime_error(llvm::toString(restored.takeError()));
-      progress = *restored;
-      progress.schedule = plan::EnumName(loop.lr_schedule);
-      progress.base_lr = base_lr;
-      if (llvm::Error error = data.Restore(std::max<int64_t>(progress.data_epoch, 0), progress.data_position))
-        throw std::runtime_error("cannot resume: " + llvm::toString(std::move(error)));
-      scheduler.set_last_step(progress.scheduler_steps);
+  // load_state for `--resume`: the model, optimizer, this rank's RNG, the scheduler and the
+  // data position, so the run continues exactly where the checkpoint was taken. Collective.
+  llvm::Error Restore() {
+    if (context_.resume.empty()) return llvm::Error::success();
+    const plan::Checkpoint& spec = *steps_.checkpoint;
+    llvm::Expected<std::optional<checkpoint::VerifiedCheckpoint>> from =
+        FindResumePoint(*store_, spec, dir_, context_.resume, main_process_);
+    if (!from) return from.takeError();
+    if (*from) {
+      llvm::Expected<Progress> restored = RestoreTrainingState(**from, *trainer_, context_.rank,
+                                                               context_.world_size, DataIdentitySeed(steps_.data));
+      if (!restored) return restored.takeError();
+      progress_ = *restored;
+      progress_.schedule = plan::EnumName(loop_.lr_schedule);
+      progress_.base_lr = base_lr_;
+      if (llvm::Error error =
+              loaders_->train.Restore(std::max<int64_t>(progress_.data_epoch, 0), progress_.data_position)) {
+        return Fail("cannot resume: " + llvm::toString(std::move(error)));
+      }
+      scheduler_->set_last_step(progress_.scheduler_steps);
     }
     // Each rank loaded on its own (with save_on_each_node, from its own machine's copy): all
-    // must continue from the same step.
-    at::Tensor agreed = at::full({1}, progress.step, at::kLong);
-    std::vector<at::Tensor> broadcast{agreed};
-    collectives->Broadcast(broadcast, 0);
-    if (agreed.item<int64_t>() != progress.step) {
-      throw std::runtime_error(fmt::format("resumed at step {} but rank 0 resumed at step {}", progress.step,
-                                           agreed.item<int64_t>()));
+    // must continue from rank 0's step.
+    at::Tensor step = at::full({1}, progress_.step, at::kLong);
+    int64_t agreed = ops_->Broadcast(distributed::Value::Tensor(step), 0).tensor().item<int64_t>();
+    if (agreed != progress_.step) {
+      return Fail(fmt::format("resumed at step {} but rank 0 resumed at step {}", progress_.step, agreed));
     }
-    bool writer =
-        checkpointing->save_on_each_node ? context.rank % init.processes_per_machine == 0 : main_process;
     // Only once every rank is done reading the checkpoints.
-    collectives->Barrier();
-    if (from && writer && context.resume == "auto" && checkpointing->automatic_checkpoint_naming)
-      SetAsideRejected(*store);
-    if (main_process) {
-      if (from) {
-        fmt::print("resumed from {} at step {}\n", from->path, progress.step);
-      } else {
-        fmt::print("no checkpoint to resume from; starting at step 1\n");
-      }
+    ops_->WaitForEveryone();
+    if (*from && WritesCheckpoints(spec, steps_.init, context_.rank) && context_.resume == "auto" &&
+        spec.automatic_checkpoint_naming) {
+      if (llvm::Error error = SetAsideRejected(*store_)) return error;
+    }
+    if (main_process_) {
+      fmt::print("{}\n", *from ? fmt::format("resumed from {} at step {}", (*from)->path, progress_.step)
+                               : std::string("no checkpoint to resume from; starting at step 1"));
       std::fflush(stdout);
     }
+    return llvm::Error::success();
   }
 
-  RunSummary summary;
-  summary.steps = loop.steps;
-  const int64_t first_step = progress.step + 1;
-  std::optional<RunReport> report;
-  if (main_process) report.emplace(plan, loop, dir, first_step, /*resumed=*/progress.step > 0);
-  auto started = std::chrono::steady_clock::now();
-  auto last_report = started;
-  int64_t samples_since_report = 0;
-  // DDP's require_forward_param_sync: rank 0's buffers are broadcast before a forward pass
-  // only when the previous one was a synced training forward (not under no_sync, not an
-  // evaluation), and before the very first.
-  bool sync_buffers = loop.ddp.broadcast_buffers && !buffers.empty() && context.world_size > 1;
-  auto broadcast_buffers_if_due = [&](bool next) {
-    if (sync_buffers) {
+  // DDP's require_forward_param_sync: rank 0's buffers are broadcast before a forward pass only
+  // when the previous one was a synced training forward (not under no_sync, not an evaluation),
+  // and before the very first. The reducer's own collective, as inside DDP.
+  void BroadcastBuffersIfDue(bool next) {
+    if (sync_buffers_) {
       at::NoGradGuard no_grad;
-      collectives->Broadcast(buffers, 0);
+      collectives_->Broadcast(buffers_, 0);
     }
-    sync_buffers = next && loop.ddp.broadcast_buffers && !buffers.empty() && context.world_size > 1;
-  };
-  for (int64_t step = first_step; step <= loop.steps; ++step) {
-    // One optimizer step: micro-batches until the accumulation cycle syncs (num_steps of them,
-    // fewer when the data runs out and sync_with_dataloader ends the cycle early).
+    sync_buffers_ = next && loop_.ddp.broadcast_buffers && !buffers_.empty() && context_.world_size > 1;
+  }
+
+  // One optimizer step: micro-batches until the accumulation cycle syncs (num_steps of them,
+  // fewer when the data runs out and sync_with_dataloader ends the cycle early), clipping, the
+  // optimizer and the wrapped scheduler.
+  StepResult Step(int64_t step) {
+    StepResult result;
+    data::DataLoader& data = loaders_->train;
     double loss_total = 0;
     int64_t micro_batches = 0;
-    bool epoch_ended = false;
-    bool sync = false;
-    while (!sync) {
+    for (bool sync = false; !sync; ++micro_batches) {
       data::Batch batch = data.Next();
-      sync = accumulation.Begin(batch.last_in_epoch);
-      epoch_ended = epoch_ended || batch.last_in_epoch;
-      broadcast_buffers_if_due(/*next=*/accumulation.all_reduce_gradients());
-      reducer.PrepareForBackward(accumulation.all_reduce_gradients());
+      sync = accumulation_->Begin(batch.last_in_epoch);
+      result.epoch_ended = result.epoch_ended || batch.last_in_epoch;
+      BroadcastBuffersIfDue(/*next=*/accumulation_->all_reduce_gradients());
+      reducer_->PrepareForBackward(accumulation_->all_reduce_gradients());
       // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
-      loss_total += trainer->ForwardBackward(batch.features, batch.targets,
-                                             1.0 / static_cast<double>(loop.gradient_accumulation.num_steps));
-      if (accumulation.all_reduce_gradients()) reducer.Finalize();
-      ++micro_batches;
-      samples_since_report += batch.features.size(0) * context.world_size;
-      progress.samples_seen += batch.features.size(0) * context.world_size;
+      loss_total += trainer_->ForwardBackward(batch.features, batch.targets,
+                                              1.0 / static_cast<double>(loop_.gradient_accumulation.num_steps));
+      if (accumulation_->all_reduce_gradients()) reducer_->Finalize();
+      samples_since_report_ += batch.features.size(0) * context_.world_size;
+      progress_.samples_seen += batch.features.size(0) * context_.world_size;
       // Not stepped with the optimizer: the loop's scheduler.step() after every micro-batch
       // reaches the scheduler itself; the sync micro-batch's comes after the optimizer step.
-      if (!loop.step_scheduler_with_optimizer && !sync) scheduler.Step();
+      if (!loop_.step_scheduler_with_optimizer && !sync) scheduler_->Step();
     }
-    if (!loop.step_scheduler_with_optimizer) trainer->SetLearningRate(scheduler.learning_rates()[0]);
-    double grad_norm = loop.max_grad_norm > 0 ? trainer->ClipGradNorm(loop.max_grad_norm) : 0.0;
-    trainer->OptimizerStep();
-    if (loop.step_scheduler_with_optimizer) {
-      StepLikeAccelerate(scheduler, step_policy, /*sync_gradients=*/true,
-                         /*optimizer_step_was_skipped=*/false);
+    if (!loop_.step_scheduler_with_optimizer) trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
+    result.grad_norm = loop_.max_grad_norm > 0 ? trainer_->ClipGradNorm(loop_.max_grad_norm) : 0.0;
+    trainer_->OptimizerStep();
+    if (loop_.step_scheduler_with_optimizer) {
+      StepLikeAccelerate(*scheduler_, step_policy_, /*sync_gradients=*/true, /*optimizer_step_was_skipped=*/false);
     } else {
-      scheduler.Step();
+      scheduler_->Step();
     }
-    double lr = trainer->learning_rate();
-    trainer->SetLearningRate(scheduler.learning_rates()[0]);
+    result.lr = trainer_->learning_rate();
+    trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
+    result.loss = loss_total / static_cast<double>(micro_batches);
+    progress_.step = step;
+    progress_.data_epoch = data.epoch();
+    progress_.data_position = data.position();
+    progress_.scheduler_steps = scheduler_->last_step();
+    return result;
+  }
 
-    progress.step = step;
-    progress.data_epoch = data.epoch();
-    progress.data_position = data.position();
-    progress.scheduler_steps = scheduler.last_step();
-    if (checkpointing != nullptr &&
-        ((checkpointing->checkpoint_every > 0 && step % checkpointing->checkpoint_every == 0) ||
-         (checkpointing->checkpoint_every_epoch && epoch_ended) || step == loop.steps)) {
-      SaveCheckpoint(*store, *checkpointing, init, dir, *trainer, progress, data_identity, context,
-                     *collectives);
-    }
-    // eval_every 0 with held-out rows: once, after the last step.
-    if (loaders.eval && ((loop.eval_every > 0 && step % loop.eval_every == 0) || step == loop.steps)) {
-      broadcast_buffers_if_due(/*next=*/false);  // DDP: an evaluation forward runs without grad
-      EvalResult eval = Evaluate(*trainer, *loaders.eval, loop.eval_samples, *collectives);
-      summary.eval_loss = eval.loss;
-      summary.eval_accuracy = eval.accuracy;
-      observe::Scalars scalars{{"eval_loss", eval.loss}};
-      if (eval.accuracy >= 0) scalars.emplace_back("eval_accuracy", eval.accuracy);
-      if (report) report->LogEval(step, scalars);
-    }
-    bool reported = step == first_step || step % loop.log_every == 0 || step == loop.steps;
-    if (reported) {
-      loss_sum.fill_(static_cast<float>(loss_total / static_cast<double>(micro_batches)));
-      std::vector<at::Tensor> reduce{loss_sum};
-      collectives->AllReduceSum(reduce);
-      double mean = loss_sum.item<float>() / context.world_size;
-      if (step == first_step) summary.first_loss = mean;
-      summary.final_loss = mean;
-      if (report) {
-        auto now = std::chrono::steady_clock::now();
-        double seconds = std::chrono::duration<double>(now - last_report).count();
-        double throughput = seconds > 0 ? samples_since_report / seconds : 0;
-        last_report = now;
-        samples_since_report = 0;
-        observe::Scalars scalars{{"loss", mean},
-                                 {"lr", lr},
-                                 {"epoch", static_cast<double>(data.epoch())},
-                                 {"samples_per_second", throughput}};
-        if (loop.max_grad_norm > 0) scalars.emplace_back("grad_norm", grad_norm);
-        report->Log(step, scalars, mean);
-        report->Update(step, lr, throughput);
-      }
-    } else if (report) {
-      report->Update(step, lr, 0);
-    }
+  // save_state every checkpoint_every steps, after an epoch with checkpoint_every_epoch, and
+  // after the last step.
+  llvm::Error CheckpointIfDue(int64_t step, bool epoch_ended) {
+    const plan::Checkpoint* spec = steps_.checkpoint;
+    if (spec == nullptr) return llvm::Error::success();
+    bool due = (spec->checkpoint_every > 0 && step % spec->checkpoint_every == 0) ||
+               (spec->checkpoint_every_epoch && epoch_ended) || step == loop_.steps;
+    if (!due) return llvm::Error::success();
+    return SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_, DataIdentitySeed(steps_.data),
+                          context_.rank, *collectives_);
   }
-  if (report) report->Finish();
-  summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  summary.parameter_digest = Digest(named);
 
-  summary.model_path = (dir / save.model_file).string();
-  if (main_process) {
-    std::vector<at::Tensor> keep;  // contiguous copies must outlive the write
-    std::vector<checkpoint::TensorRef> tensors;
-    // The state_dict, as Accelerate's save_model writes it: parameters and buffers.
-    for (const auto& [name, tensor] : ModelState(*trainer)) {
-      keep.push_back(tensor.detach().contiguous());
-      const char* dtype = SafetensorsDtype(keep.back().scalar_type());
-      if (dtype == nullptr)
-        throw std::runtime_error(fmt::format("cannot save `{}`: unsupported dtype", name));
-      tensors.push_back({name, dtype, keep.back().sizes().vec(), TensorBytes(keep.back())});
-    }
-    if (llvm::Error error = checkpoint::WriteSafetensors(summary.model_path, tensors)) {
-      throw std::runtime_error(llvm::toString(std::move(error)));
-    }
-    llvm::json::Object metrics{
-        {"job", plan.job},
-        {"plan_hash", plan.hash},
-        {"world_size", context.world_size},
-        {"steps", summary.steps},
-        {"first_loss", summary.first_loss},
-        {"final_loss", summary.final_loss},
-        {"wall_seconds", summary.wall_seconds},
-        {"eval_loss", summary.eval_loss >= 0 ? llvm::json::Value(summary.eval_loss) : nullptr},
-        {"eval_accuracy", summary.eval_accuracy >= 0 ? llvm::json::Value(summary.eval_accuracy) : nullptr},
-        {"blas", support::DetectLoadedBlas().Describe()},
-        {"model_file", summary.model_path},
-        {"parameter_digest", summary.parameter_digest}};
-    if (llvm::Error error = WriteJson((dir / "metrics.json").string(), std::move(metrics))) {
-      throw std::runtime_error(llvm::toString(std::move(error)));
-    }
+  // Every eval_every steps and after the last one (eval_every 0: after the last only).
+  llvm::Error EvaluateIfDue(int64_t step) {
+    if (!loaders_->eval || !((loop_.eval_every > 0 && step % loop_.eval_every == 0) || step == loop_.steps))
+      return llvm::Error::success();
+    BroadcastBuffersIfDue(/*next=*/false);  // DDP: an evaluation forward runs without grad
+    llvm::Expected<EvalResult> eval = Evaluate(*trainer_, *loaders_->eval, loop_.eval_samples, *ops_);
+    if (!eval) return eval.takeError();
+    summary_.eval_loss = eval->loss;
+    summary_.eval_accuracy = eval->accuracy;
+    observe::Scalars scalars{{"eval_loss", eval->loss}};
+    if (eval->accuracy >= 0) scalars.emplace_back("eval_accuracy", eval->accuracy);
+    if (report_) report_->LogEval(step, scalars);
+    return llvm::Error::success();
   }
-  llvm::json::Object rank_record{{"rank", context.rank}, {"parameter_digest", summary.parameter_digest}};
-  if (llvm::Error error = WriteJson((dir / "ranks" / fmt::format("rank-{}.json", context.rank)).string(),
-                                    std::move(rank_record))) {
-    throw std::runtime_error(llvm::toString(std::move(error)));
+
+  // At the first, every log_every-th and the last step: the loss averaged over the ranks
+  // (DataOps's Reduce, as accelerator.reduce), and on rank 0 the metrics and progress line.
+  void Report(int64_t step, int64_t first_step, const StepResult& result) {
+    bool reported = step == first_step || step % loop_.log_every == 0 || step == loop_.steps;
+    if (!reported) {
+      if (report_) report_->Update(step, result.lr, 0);
+      return;
+    }
+    at::Tensor loss = at::full({1}, static_cast<float>(result.loss), at::kFloat);
+    double mean = ops_->Reduce(distributed::Value::Tensor(loss), "mean").tensor().item<float>();
+    if (step == first_step) summary_.first_loss = mean;
+    summary_.final_loss = mean;
+    if (!report_) return;
+    auto now = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(now - last_report_).count();
+    double throughput = seconds > 0 ? samples_since_report_ / seconds : 0;
+    last_report_ = now;
+    samples_since_report_ = 0;
+    observe::Scalars scalars{{"loss", mean},
+                             {"lr", result.lr},
+                             {"epoch", static_cast<double>(loaders_->train.epoch())},
+                             {"samples_per_second", throughput}};
+    if (loop_.max_grad_norm > 0) scalars.emplace_back("grad_norm", result.grad_norm);
+    report_->Log(step, scalars, mean);
+    report_->Update(step, result.lr, throughput);
   }
-  // Rank 0 serves the store: nobody leaves while a peer may still need it.
-  collectives->Barrier();
-  return summary;
-}
+
+  // The weights, metrics.json and this rank's record; rank 0 serves the store, so nobody
+  // leaves while a peer may still need it.
+  llvm::Error Finish() {
+    summary_.parameter_digest = ParameterDigest(named_);
+    summary_.model_path = (dir_ / steps_.save.model_file).string();
+    if (llvm::Error error =
+            WriteRunOutputs(plan_, *trainer_, summary_, dir_, context_.rank, context_.world_size)) {
+      return error;
+    }
+    ops_->WaitForEveryone();
+    return llvm::Error::success();
+  }
+
+  const plan::Plan& plan_;
+  const Steps& steps_;
+  const plan::TrainLoop& loop_;
+  const WorkerContext& context_;
+  const bool main_process_;
+  const std::filesystem::path dir_;
+
+  std::optional<checkpoint::CheckpointStore> store_;
+  distributed::Collectives* collectives_ = nullptr;
+  std::optional<distributed::DataOps> ops_;
+  std::unique_ptr<Trainer> trainer_;
+  std::vector<std::pair<std::string, at::Tensor>> named_;
+  std::vector<at::Tensor> buffers_;
+  plan::BuildDataloader data_;
+  std::optional<DataLoaders> loaders_;
+  std::unique_ptr<Reducer> reducer_;
+  std::optional<GradientAccumulation> accumulation_;
+  std::optional<LrScheduler> scheduler_;
+  SchedulerStepPolicy step_policy_;
+  double base_lr_ = 0;
+  bool sync_buffers_ = false;
+  Progress progress_;
+
+  std::optional<RunReport> report_;
+  RunSummary summary_;
+  std::chrono::steady_clock::time_point last_report_;
+  int64_t samples_since_report_ = 0;
+};
 
 }  // namespace
 
 llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context) {
+  llvm::Expected<Steps> steps = FindSteps(plan);
+  if (!steps) return Fail(fmt::format("rank {}: {}", context.rank, llvm::toString(steps.takeError())));
   // The runtime's exception boundary: LibTorch and c10d throw; callers get an llvm::Error.
   std::unique_ptr<distributed::Collectives> group;
+  auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
   try {
-    return Run(plan, context, group);
+    llvm::Expected<RunSummary> summary = TrainingRun(plan, *steps, context).Run(group);
+    if (summary) return summary;
+    // After a failure the group may hold queued work that would only time out: leave it to the OS.
+    (void)group.release();
+    return Fail(fmt::format("rank {}: {}", context.rank, first_line(llvm::toString(summary.takeError()))));
   } catch (const distributed::CollectiveError& error) {
     // A peer's death or a timeout: the launcher tells this echo from a root cause by its type.
     (void)group.release();
-    std::string text = error.what();
-    return llvm::make_error<CollectiveFailure>(
-        fmt::format("rank {}: {}", context.rank, text.substr(0, text.find('\n'))));
+    return llvm::make_error<CollectiveFailure>(fmt::format("rank {}: {}", context.rank, first_line(error.what())));
   } catch (const std::exception& error) {
     // After a failed collective, destroying the Gloo group would wait for every queued bucket
     // to time out in turn. The worker is about to exit, so the group is left to the OS.
     (void)group.release();
-    std::string text = error.what();
-    return Fail(fmt::format("rank {}: {}", context.rank, text.substr(0, text.find('\n'))));
+    return Fail(fmt::format("rank {}: {}", context.rank, first_line(error.what())));
   }
 }
 

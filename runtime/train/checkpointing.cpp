@@ -1,0 +1,121 @@
+#include "runtime/train/checkpointing.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace accel::rt::train {
+namespace {
+
+llvm::Error Fail(const std::string& message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
+}
+
+// Without automatic naming every save replaces this one folder.
+std::string ManualCheckpointDir(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {
+  return ((spec.project_dir.empty() ? output_dir : std::filesystem::path(spec.project_dir)) / "checkpoint")
+      .string();
+}
+
+void PrintWarnings(const std::vector<std::string>& warnings) {
+  for (const std::string& warning : warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
+}
+
+}  // namespace
+
+llvm::Expected<checkpoint::CheckpointStore> OpenCheckpointStore(const plan::Checkpoint& spec,
+                                                                const std::filesystem::path& output_dir,
+                                                                const std::string& resume) {
+  checkpoint::ProjectOptions options;
+  options.project_dir = spec.project_dir.empty() ? output_dir.string() : spec.project_dir;
+  options.automatic_checkpoint_naming = spec.automatic_checkpoint_naming;
+  if (spec.total_limit > 0) options.total_limit = static_cast<uint64_t>(spec.total_limit);
+  options.iteration = static_cast<uint64_t>(spec.iteration);
+  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open(std::move(options));
+  if (!store || !resume.empty() || !spec.automatic_checkpoint_naming) return store;
+  for (const auto& [number, path] : checkpoint::ListCheckpoints(store->checkpoints_dir())) {
+    if (number >= store->iteration()) {
+      return Fail(fmt::format(
+          "{} exists from an earlier run; pass `--resume auto` to continue it, or choose another "
+          "`project_config.project_dir`",
+          path));
+    }
+  }
+  return store;
+}
+
+llvm::Expected<std::optional<checkpoint::VerifiedCheckpoint>> FindResumePoint(
+    checkpoint::CheckpointStore& store, const plan::Checkpoint& spec, const std::filesystem::path& output_dir,
+    const std::string& resume, bool report) {
+  if (resume == "auto") {
+    bool any = spec.automatic_checkpoint_naming ? !checkpoint::ListCheckpoints(store.checkpoints_dir()).empty()
+                                                : std::filesystem::exists(ManualCheckpointDir(spec, output_dir));
+    if (!any) return std::nullopt;
+  }
+  llvm::Expected<checkpoint::VerifiedCheckpoint> loaded =
+      resume != "auto"                   ? store.Load(resume)
+      : spec.automatic_checkpoint_naming ? store.LoadLatest()
+                                         : store.Load(ManualCheckpointDir(spec, output_dir));
+  if (!loaded) return Fail("cannot resume: " + llvm::toString(loaded.takeError()));
+  if (report) PrintWarnings(loaded->warnings);
+  return std::optional<checkpoint::VerifiedCheckpoint>(std::move(*loaded));
+}
+
+llvm::Error SetAsideRejected(const checkpoint::CheckpointStore& store) {
+  for (const auto& [number, path] : checkpoint::ListCheckpoints(store.checkpoints_dir())) {
+    if (number < store.iteration()) continue;
+    // A number can be rejected more than once (the run died again before replacing it).
+    std::string aside = path + ".rejected";
+    for (int copy = 1; std::filesystem::exists(aside); ++copy) aside = fmt::format("{}.rejected.{}", path, copy);
+    std::error_code ec;
+    std::filesystem::rename(path, aside, ec);
+    if (ec) return Fail(fmt::format("cannot set aside {}, which did not verify: {}", path, ec.message()));
+    fmt::print(stderr, "accelrun: warning: renamed {} to {}: it did not verify\n", path, aside);
+  }
+  return llvm::Error::success();
+}
+
+bool WritesCheckpoints(const plan::Checkpoint& spec, const plan::InitProcessGroup& init, int rank) {
+  return spec.save_on_each_node ? rank % init.processes_per_machine == 0 : rank == 0;
+}
+
+llvm::Error SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& spec,
+                           const plan::InitProcessGroup& init, const std::filesystem::path& output_dir,
+                           const Trainer& trainer, const Progress& progress, int64_t data_seed, int rank,
+                           distributed::Collectives& collectives) {
+  at::Tensor mine = CaptureRngState();
+  // One int32 row per rank, zeros elsewhere: the sum is every rank's bytes, exactly.
+  at::Tensor rows = at::zeros({collectives.world_size(), mine.numel()}, at::kInt);
+  rows[rank].copy_(mine);
+  std::vector<at::Tensor> gathered{rows};
+  collectives.AllReduceSum(gathered);
+  // A writer's failure is reported after the barrier, so the others are not left waiting.
+  llvm::Error failure = llvm::Error::success();
+  if (WritesCheckpoints(spec, init, rank)) {
+    auto started = std::chrono::steady_clock::now();
+    std::vector<at::Tensor> rng_states;
+    for (int r = 0; r < collectives.world_size(); ++r) rng_states.push_back(rows[r].to(at::kByte).contiguous());
+    llvm::Expected<std::unique_ptr<StateFiles>> files = EncodeTrainingState(trainer, progress, rng_states, data_seed);
+    llvm::Expected<checkpoint::SaveResult> saved =
+        !files                             ? llvm::Expected<checkpoint::SaveResult>(files.takeError())
+        : spec.automatic_checkpoint_naming ? store.Save((*files)->files())
+                                           : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
+    if (!saved) {
+      failure = saved.takeError();
+    } else {
+      PrintWarnings(saved->warnings);
+      if (rank == 0) {
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+        fmt::print("checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
+                   saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
+        std::fflush(stdout);
+      }
+    }
+  }
+  collectives.Barrier();
+  return failure;
+}
+
+}  // namespace accel::rt::train

@@ -1,0 +1,28 @@
+#include "runtime/train/evaluation.h"
+
+#include <ATen/ATen.h>
+
+namespace accel::rt::train {
+
+llvm::Expected<EvalResult> Evaluate(Trainer& trainer, data::DataLoader& loader, int64_t samples,
+                                    distributed::DataOps& ops) {
+  if (llvm::Error error = loader.Restore(0, 0)) return error;
+  std::vector<at::Tensor> gathered;
+  bool classes = false;
+  for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
+    data::Batch batch = loader.Next();
+    Evaluation local = trainer.Evaluate(batch.features, batch.targets);
+    classes = local.correct.defined();
+    // One gather per batch carries both columns: [loss, correct] per sample.
+    at::Tensor both =
+        at::stack({local.losses, classes ? local.correct : at::zeros_like(local.losses)}, 1).contiguous();
+    gathered.push_back(ops.Gather(distributed::Value::Tensor(both)).tensor());
+  }
+  at::Tensor all = at::cat(gathered).narrow(0, 0, samples).to(at::kDouble);
+  EvalResult result;
+  result.loss = all.select(1, 0).mean().item<double>();
+  if (classes) result.accuracy = all.select(1, 1).mean().item<double>();
+  return result;
+}
+
+}  // namespace accel::rt::train

@@ -1,0 +1,29 @@
+#ifndef ACCEL_RUNTIME_TRAIN_EVALUATION_H_
+#define ACCEL_RUNTIME_TRAIN_EVALUATION_H_
+
+#include <cstdint>
+
+#include "llvm/Support/Error.h"
+#include "runtime/data/loader.h"
+#include "runtime/distributed/operations.h"
+#include "runtime/train/trainer.h"
+
+// The worker's evaluation phase over the held-out rows (train.eval_samples).
+namespace accel::rt::train {
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = -1;  // -1 without class labels
+};
+
+// Accelerate's evaluation loop with gather_for_metrics: every rank evaluates its batches of the
+// held-out rows, the per-sample results are gathered batch by batch (distributed::DataOps's
+// Gather, rank order within a batch as the loader deals them), and the duplicates
+// even_batches appended at the end are dropped, so each of the `samples` held-out rows counts
+// exactly once. Collective; every rank gets the same result.
+llvm::Expected<EvalResult> Evaluate(Trainer& trainer, data::DataLoader& loader, int64_t samples,
+                                    distributed::DataOps& ops);
+
+}  // namespace accel::rt::train
+
+#endif  // ACCEL_RUNTIME_TRAIN_EVALUATION_H_
