@@ -14,15 +14,12 @@
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/parallel.h"
 #include "runtime/checkpoint/sha256.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-
-llvm::Error Fail(const std::string& where, const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", where.c_str(), message.c_str());
-}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/manifest.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::checkpoint {
 namespace {
@@ -17,10 +18,6 @@ namespace fs = std::filesystem;
 // Unfinished checkpoints and checkpoints being deleted carry this suffix; no complete
 // checkpoint ever does, so anything with it can be removed by the next save.
 constexpr std::string_view kTemporarySuffix = ".tmp";
-
-llvm::Error Fail(const std::string& where, const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", where.c_str(), message.c_str());
-}
 
 std::string Parent(const std::string& path) {
   fs::path parent = fs::path(path).parent_path();

@@ -6,13 +6,10 @@
 #include <fmt/format.h>
 
 #include "runtime/checkpoint/json.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::checkpoint {
 namespace {
-
-llvm::Error Fail(const std::string& path, const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", path.c_str(), message.c_str());
-}
 
 bool IsHexDigest(std::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {

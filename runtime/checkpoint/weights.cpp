@@ -7,15 +7,12 @@
 
 #include "runtime/checkpoint/file_bytes.h"
 #include "runtime/checkpoint/json.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-
-llvm::Error Fail(const std::string& where, const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", where.c_str(), message.c_str());
-}
 
 bool EndsWith(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;

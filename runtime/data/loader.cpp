@@ -5,12 +5,10 @@
 
 #include <string>
 
+#include "runtime/support/error.h"
+
 namespace accel::rt::data {
 namespace {
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 llvm::Error ValidateDataset(const Dataset& dataset) {
   if (!dataset.features.defined() || !dataset.targets.defined()) {

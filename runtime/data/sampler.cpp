@@ -8,13 +8,10 @@
 #include <string>
 
 #include "llvm/Support/ErrorHandling.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::data {
 namespace {
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 llvm::Error Validate(const ShardSpec& spec) {
   if (spec.dataset_size < 0) return Fail(fmt::format("dataset size {} is negative", spec.dataset_size));

@@ -5,16 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "runtime/support/error.h"
+
 extern char** environ;
 
 namespace accel::rt::launch {
 namespace {
 
 constexpr size_t kMaxHosts = 100000;
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 std::optional<long> ParseNumber(std::string_view text) {
   long value = 0;

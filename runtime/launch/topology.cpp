@@ -2,12 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/support/error.h"
+
 namespace accel::rt::launch {
 namespace {
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 std::string Plural(int count, const char* noun, const char* plural) {
   return fmt::format("{} {}", count, count == 1 ? noun : plural);

@@ -13,15 +13,12 @@
 
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::memory {
 namespace {
 
 namespace fs = std::filesystem;
-
-llvm::Error Fail(const std::string& name, const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", name.c_str(), message.c_str());
-}
 
 llvm::Expected<std::string> ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -7,12 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/support/error.h"
+
 namespace accel::rt::memory {
 namespace {
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 bool EndsWithUpper(std::string_view text, std::string_view suffix) {
   if (text.size() < suffix.size()) return false;

@@ -6,12 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/support/error.h"
+
 namespace accel::rt::memory {
 namespace {
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 std::vector<std::string_view> Split(std::string_view name) {
   std::vector<std::string_view> segments;

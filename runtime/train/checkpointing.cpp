@@ -6,12 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/support/error.h"
+
 namespace accel::rt::train {
 namespace {
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 // Without automatic naming every save replaces this one folder.
 std::string ManualCheckpointDir(const plan::Checkpoint& spec, const std::filesystem::path& output_dir) {

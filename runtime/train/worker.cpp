@@ -11,6 +11,7 @@
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
+#include "runtime/support/error.h"
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
@@ -25,10 +26,6 @@
 
 namespace accel::rt::train {
 namespace {
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 // The plan's steps the worker executes, each found once; `seed` and `checkpoint` may be absent.
 struct Steps {
