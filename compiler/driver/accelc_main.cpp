@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "compiler/ast/ast.h"
+#include "compiler/cli/arguments.h"
 #include "compiler/diagnostics/render.h"
 #include "compiler/docs/docs.h"
 #include "compiler/driver/compile.h"
@@ -37,56 +38,40 @@ constexpr int kExitDiagnostics = 1;
 constexpr int kExitUsage = 2;
 constexpr const char* kVersion = "0.1.0";
 
-constexpr const char* kUsage = R"(usage: accelc <command> [options] <input>...
+// The commands, as `accelc --help` lists them; `build` and `dump-ast` are other names for
+// `compile` and `parse --dump-ast`.
+struct Command {
+  const char* name;
+  const char* synopsis;
+  const char* help;
+};
+constexpr Command kCommands[] = {
+    {"check", "check <input>...",
+     "check job specs and Accelerate config files (YAML, DeepSpeed JSON);\n"
+     "print every problem found. Inputs are files, directories (every\n"
+     ".accel/.yaml/.yml below) or patterns (`configs/**/*.yaml`)"},
+    {"build", "build <file> [-o out]", "compile one spec to an execution plan (JSON, stdout by default)"},
+    {"compile", "compile <file> [-o out]", "the same as `build`"},
+    {"parse", "parse <file>...", "only parse: report syntax errors (with --dump-ast, print the tree)"},
+    {"dump-ast", "dump-ast <file>", "the same as `parse --dump-ast`"},
+    {"explain", "explain <spec|plan>",
+     "the plan for humans: its steps, then every value with where it came\n"
+     "from (spec line, default, environment variable, --set)"},
+    {"diff", "diff <a> <b>",
+     "what differs between two specs or plans, each change labelled with\n"
+     "what it affects (numerics, topology, checkpoint); exit 1 if any"},
+    {"import", "import <config> [-o out]", "an Accelerate config YAML as a readable `.accel` job spec"},
+    {"export", "export --to <f> <file>",
+     "what the Python stack reads: `accelerate-yaml` (a spec's `compute`,\n"
+     "or a config) or `deepspeed-json` (a DeepSpeed config)"},
+    {"explain-code", "explain-code <code>...", "what a diagnostic code (A2003) or a rule id (DS-019) means"},
+    {"docs", "docs --out <dir>",
+     "write the reference generated from the schemas: Markdown pages,\n"
+     "a searchable HTML page, JSON Schemas of the YAML and JSON surfaces"},
+};
 
-commands:
-  check <input>...        check job specs and Accelerate config files (YAML, DeepSpeed JSON);
-                          print every problem found. Inputs are files, directories (every
-                          .accel/.yaml/.yml below) or patterns (`configs/**/*.yaml`)
-  build <file> [-o out]   compile one spec to an execution plan (JSON, stdout by default)
-  compile <file> [-o out] the same as `build`
-  parse <file>...         only parse: report syntax errors (with --dump-ast, print the tree)
-  dump-ast <file>         the same as `parse --dump-ast`
-  explain <spec|plan>     the plan for humans: its steps, then every value with where it came
-                          from (spec line, default, environment variable, --set)
-  diff <a> <b>            what differs between two specs or plans, each change labelled with
-                          what it affects (numerics, topology, checkpoint); exit 1 if any
-  import <config> [-o out] an Accelerate config YAML as a readable `.accel` job spec
-  export --to <f> <file>  what the Python stack reads: `accelerate-yaml` (a spec's `compute`,
-                          or a config) or `deepspeed-json` (a DeepSpeed config)
-  explain-code <code>...  what a diagnostic code (A2003) or a rule id (DS-019) means
-  docs --out <dir>        write the reference generated from the schemas: Markdown pages,
-                          a searchable HTML page, JSON Schemas of the YAML and JSON surfaces
-
-options:
-  --format <f>            diagnostics format: text (default, stderr), json, sarif (SARIF 2.1.0
-                          for code scanning) or github (workflow annotations); all but text
-                          go to stdout
-  --target <t>            `native`: also refuse what accelrun cannot execute (DeepSpeed, FSDP,
-                          fp16, ...), as `build` always does; `accelerate` (check's default):
-                          any engine Accelerate runs
-  --werror                treat warnings as errors
-  --disable <code>        do not report <code> (a code, a rule id, a prefix like `FSDP-*`, or
-                          `all`); syntax errors cannot be disabled
-  --enable <code>         report <code> again (after --disable all, say); later flags win
-  --set PATH=VALUE        override a field (`train.steps=500`, `compute.num_processes=8`),
-                          over the spec and its bases (repeatable)
-  --env KEY=VALUE         set an environment variable for `from env` defaults and `${KEY}`
-                          in strings (repeatable)
-  --env-file <file>       read KEY=VALUE lines (`#` comments, optional `export`)
-  --process-env           also read this process's environment (explicit ones win)
-  -j, --jobs <n>          check files on n threads (default: one per core)
-  --dump-ast              with `parse`: print the syntax tree of each file
-  --verify                check that each file produces exactly the diagnostics its
-                          `expected-error {{...}}` comments state (as clang -verify)
-  --version               print the version
-  -h, --help              print this help
-
-In a file, `// accelc-ignore[CODE]: reason` (`#` in YAML) suppresses CODE on its line, or on the
-next line when the comment stands alone; `accelc-ignore-file[CODE]: reason` for the whole file.
-
-exit status: 0 clean (warnings allowed), 1 errors were reported, 2 usage or I/O failure
-)";
+// Where the help text of commands and options starts.
+constexpr size_t kHelpColumn = 26;
 
 struct Options {
   std::string command;
@@ -103,6 +88,8 @@ struct Options {
   std::string to;                            // export --to
   unsigned jobs = 0;                         // 0: one per core
   accel::driver::FilterOptions filter;
+  bool help = false;     // -h, --help
+  bool version = false;  // --version
 };
 
 // Reads an env file into `assignments`; returns an error message, or "".
@@ -129,91 +116,158 @@ std::string ReadEnvFile(const std::string& path, std::vector<std::string>& assig
   return "";
 }
 
-// Parses argv; returns an error message, or "" on success.
+// A switch that sets `target`.
+accel::cli::Apply Set(bool& target) {
+  return [&target](std::string_view, std::string_view) {
+    target = true;
+    return std::string();
+  };
+}
+
+// accelc's options, applied to `o`. The rows without help are shown in the command synopses.
+std::vector<accel::cli::Option> OptionTable(Options& o) {
+  using accel::cli::Option;
+  return {
+      Option{.names = {"-o", "--out"},
+             .value_name = "<path>",
+             .apply = [&o](std::string_view, std::string_view v) { return o.output = v, std::string(); },
+             .needs = "a path",
+             .allow_empty = false},
+      Option{.names = {"--format"},
+             .value_name = "<f>",
+             .help = "diagnostics format: text (default, stderr), json, sarif (SARIF 2.1.0\n"
+                     "for code scanning) or github (workflow annotations); all but text\n"
+                     "go to stdout",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               if (v != "text" && v != "json" && v != "sarif" && v != "github") {
+                 return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`", v);
+               }
+               o.format = v;
+               return "";
+             },
+             .needs = "`text`, `json`, `sarif` or `github`"},
+      Option{.names = {"--target"},
+             .value_name = "<t>",
+             .help = "`native`: also refuse what accelrun cannot execute (DeepSpeed, FSDP,\n"
+                     "fp16, ...), as `build` always does; `accelerate` (check's default):\n"
+                     "any engine Accelerate runs",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               if (v != "native" && v != "accelerate") {
+                 return fmt::format(
+                     "unknown target `{}`; expected `native` (what accelrun executes) or `accelerate`", v);
+               }
+               o.target = v;
+               return "";
+             },
+             .needs = "`native` or `accelerate`"},
+      Option{.names = {"--werror"}, .help = "treat warnings as errors", .apply = Set(o.filter.werror)},
+      Option{.names = {"--disable"},
+             .value_name = "<code>",
+             .help = "do not report <code> (a code, a rule id, a prefix like `FSDP-*`, or\n"
+                     "`all`); syntax errors cannot be disabled",
+             .apply = [&o](std::string_view, std::string_view v) {
+               o.filter.toggles.emplace_back(false, std::string(v));
+               return std::string();
+             },
+             .needs = "a code, e.g. `DS-019`",
+             .allow_empty = false},
+      Option{.names = {"--enable"},
+             .value_name = "<code>",
+             .help = "report <code> again (after --disable all, say); later flags win",
+             .apply = [&o](std::string_view, std::string_view v) {
+               o.filter.toggles.emplace_back(true, std::string(v));
+               return std::string();
+             },
+             .needs = "a code, e.g. `DS-019`",
+             .allow_empty = false},
+      Option{.names = {"--set"},
+             .value_name = "PATH=VALUE",
+             .help = "override a field (`train.steps=500`, `compute.num_processes=8`),\n"
+                     "over the spec and its bases (repeatable)",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               if (v.find('=') == std::string_view::npos) return fmt::format("`--set` takes PATH=VALUE, found `{}`", v);
+               o.overrides.emplace_back(v);
+               return "";
+             },
+             .needs = "PATH=VALUE"},
+      Option{.names = {"--env"},
+             .value_name = "KEY=VALUE",
+             .help = "set an environment variable for `from env` defaults and `${KEY}`\n"
+                     "in strings (repeatable)",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               if (v.find('=') == std::string_view::npos || v[0] == '=')
+                 return fmt::format("`--env` takes KEY=VALUE, found `{}`", v);
+               o.env_assignments.emplace_back(v);
+               return "";
+             },
+             .needs = "KEY=VALUE"},
+      Option{.names = {"--env-file"},
+             .value_name = "<file>",
+             .help = "read KEY=VALUE lines (`#` comments, optional `export`)",
+             .apply = [&o](std::string_view, std::string_view v) {
+               return ReadEnvFile(std::string(v), o.env_assignments);
+             },
+             .needs = "a file"},
+      Option{.names = {"--process-env"},
+             .help = "also read this process's environment (explicit ones win)",
+             .apply = Set(o.process_env)},
+      Option{.names = {"-j", "--jobs"},
+             .value_name = "<n>",
+             .help = "check files on n threads (default: one per core)",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               std::optional<long> n = accel::cli::ParseInteger(v, 1, 256);
+               if (!n) return fmt::format("`-j` takes 1 to 256, found `{}`", v);
+               o.jobs = static_cast<unsigned>(*n);
+               return "";
+             },
+             .needs = "a thread count from 1 to 256"},
+      Option{.names = {"--to"},
+             .value_name = "<f>",
+             .apply = [&o](std::string_view, std::string_view v) { return o.to = v, std::string(); },
+             .needs = "`accelerate-yaml` or `deepspeed-json`"},
+      Option{.names = {"--all"}, .apply = Set(o.all)},
+      Option{.names = {"--dump-ast"}, .help = "with `parse`: print the syntax tree of each file", .apply = Set(o.dump_ast)},
+      Option{.names = {"--verify"},
+             .help = "check that each file produces exactly the diagnostics its\n"
+                     "`expected-error {{...}}` comments state (as clang -verify)",
+             .apply = Set(o.verify)},
+      Option{.names = {"--version"}, .help = "print the version", .apply = Set(o.version), .exits = true},
+      Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(o.help), .exits = true},
+  };
+}
+
+std::string Usage() {
+  std::vector<accel::cli::HelpRow> commands;
+  for (const Command& command : kCommands) commands.push_back({command.synopsis, command.help});
+  Options unused;
+  return "usage: accelc <command> [options] <input>...\n\ncommands:\n" +
+         accel::cli::FormatHelp(commands, kHelpColumn) + "\noptions:\n" +
+         accel::cli::FormatOptions(OptionTable(unused), kHelpColumn) +
+         R"(
+In a file, `// accelc-ignore[CODE]: reason` (`#` in YAML) suppresses CODE on its line, or on the
+next line when the comment stands alone; `accelc-ignore-file[CODE]: reason` for the whole file.
+
+exit status: 0 clean (warnings allowed), 1 errors were reported, 2 usage or I/O failure
+)";
+}
+
+// Parses argv into `options`; returns an error message, or "" on success (or on --help or
+// --version, which `options` then says).
 std::string ParseArguments(int argc, char** argv, Options& options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) return "";
-      return argv[++i];
-    };
-    // `--flag=value` and `--flag value` both work.
-    auto flag_value = [&](const std::string& flag, std::string& out) {
-      if (arg == flag) {
-        out = value();
-        return true;
-      }
-      if (arg.rfind(flag + "=", 0) == 0) {
-        out = arg.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
-    std::string v;
-    if (arg == "-o" || arg == "--out") {
-      options.output = value();
-      if (options.output.empty()) return fmt::format("`{}` needs a path", arg);
-    } else if (flag_value("--format", v)) {
-      options.format = v;
-      if (options.format != "text" && options.format != "json" && options.format != "sarif" &&
-          options.format != "github") {
-        return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`",
-                           options.format);
-      }
-    } else if (flag_value("--disable", v) || (arg.rfind("--enable", 0) == 0 && flag_value("--enable", v))) {
-      if (v.empty()) return fmt::format("`{}` needs a code, e.g. `DS-019`", arg);
-      options.filter.toggles.emplace_back(arg.rfind("--enable", 0) == 0, v);
-    } else if (flag_value("--set", v)) {
-      if (v.find('=') == std::string::npos) return fmt::format("`--set` takes PATH=VALUE, found `{}`", v);
-      options.overrides.push_back(v);
-    } else if (flag_value("--env", v)) {
-      if (v.find('=') == std::string::npos || v[0] == '=')
-        return fmt::format("`--env` takes KEY=VALUE, found `{}`", v);
-      options.env_assignments.push_back(v);
-    } else if (flag_value("--env-file", v)) {
-      if (std::string error = ReadEnvFile(v, options.env_assignments); !error.empty()) return error;
-    } else if (flag_value("--jobs", v) || flag_value("-j", v) ||
-               (arg.rfind("-j", 0) == 0 && arg.size() > 2)) {
-      if (arg.rfind("-j", 0) == 0 && arg.size() > 2 && arg[2] != '=') v = arg.substr(2);  // -j4
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 256)
-        return fmt::format("`-j` takes 1 to 256, found `{}`", v);
-      options.jobs = static_cast<unsigned>(n);
-    } else if (flag_value("--target", v)) {
-      if (v != "native" && v != "accelerate") {
-        return fmt::format("unknown target `{}`; expected `native` (what accelrun executes) or `accelerate`",
-                           v);
-      }
-      options.target = v;
-    } else if (arg == "--process-env") {
-      options.process_env = true;
-    } else if (flag_value("--to", v)) {
-      options.to = v;
-    } else if (arg == "--all") {
-      options.all = true;
-    } else if (arg == "--werror") {
-      options.filter.werror = true;
-    } else if (arg == "--verify") {
-      options.verify = true;
-    } else if (arg == "--dump-ast") {
-      options.dump_ast = true;
-    } else if (arg.size() > 1 && arg[0] == '-') {  // a lone `-` is standard input
-      return fmt::format("unknown option `{}`", arg);
-    } else if (options.command.empty()) {
-      options.command = arg;
-    } else {
-      options.files.push_back(arg);
-    }
-  }
+  // The first argument that is not an option names the command; the rest are its inputs.
+  std::string error = accel::cli::Parse(std::vector<std::string>(argv + 1, argv + argc), OptionTable(options),
+                                        [&](const std::string& arg) {
+                                          (options.command.empty() ? options.command : options.files.emplace_back()) = arg;
+                                          return std::string();
+                                        });
+  if (!error.empty() || options.help || options.version) return error;
   if (options.command == "dump-ast") {
     options.command = "parse";
     options.dump_ast = true;
   }
   if (options.command == "build") options.command = "compile";
-  static const char* const kCommands[] = {"check", "compile", "parse",  "explain-code", "explain",
-                                          "diff",  "import",  "export", "docs"};
-  if (std::find(std::begin(kCommands), std::end(kCommands), options.command) == std::end(kCommands)) {
+  auto known = [&](const Command& command) { return command.name == options.command; };
+  if (std::none_of(std::begin(kCommands), std::end(kCommands), known)) {
     return options.command.empty() ? "missing command" : fmt::format("unknown command `{}`", options.command);
   }
   if (options.command == "docs") {
@@ -489,20 +543,18 @@ std::string CheckToggles(const Options& options, const accel::sema::Schema& sche
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      fmt::print("{}", kUsage);
-      return kExitClean;
-    }
-    if (arg == "--version") {
-      fmt::print("accelc {} (plan format {})\n", kVersion, accel::plan::kFormat);
-      return kExitClean;
-    }
-  }
   Options options;
-  if (std::string error = ParseArguments(argc, argv, options); !error.empty()) {
-    fmt::print(stderr, "accelc: error: {}\n\n{}", error, kUsage);
+  std::string error = ParseArguments(argc, argv, options);
+  if (options.help) {
+    fmt::print("{}", Usage());
+    return kExitClean;
+  }
+  if (options.version) {
+    fmt::print("accelc {} (plan format {})\n", kVersion, accel::plan::kFormat);
+    return kExitClean;
+  }
+  if (!error.empty()) {
+    fmt::print(stderr, "accelc: error: {}\n\n{}", error, Usage());
     return kExitUsage;
   }
   if (options.command == "parse") return ParseOnly(options);
