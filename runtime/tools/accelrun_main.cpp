@@ -22,15 +22,14 @@ int main(int argc, char** argv) {
   }
   if (!args.empty() && args[0] == "env")
     return accel::tools::RunEnvCommand(std::vector<std::string>(args.begin() + 1, args.end()));
-  for (const std::string& arg : args) {
-    if (arg == "-h" || arg == "--help") {
-      fmt::print("{}", accel::tools::kLaunchUsage);
-      return 0;
-    }
-  }
   accel::tools::LaunchCommandOptions options;
-  if (std::string error = accel::tools::ParseLaunchArguments(args, options); !error.empty()) {
-    fmt::print(stderr, "accelrun: error: {}\n\n{}", error, accel::tools::kLaunchUsage);
+  std::string error = accel::tools::ParseLaunchArguments(args, options);
+  if (options.help) {
+    fmt::print("{}", accel::tools::LaunchUsage());
+    return 0;
+  }
+  if (!error.empty()) {
+    fmt::print(stderr, "accelrun: error: {}\n\n{}", error, accel::tools::LaunchUsage());
     return 2;
   }
   if (options.worker)

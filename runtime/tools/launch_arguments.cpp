@@ -1,13 +1,109 @@
 // The command line of `accelrun [options] <spec | plan>`.
-#include <cstdlib>
-
 #include <fmt/format.h>
 
+#include "compiler/cli/arguments.h"
 #include "runtime/tools/launch_command.h"
 
 namespace accel::tools {
+namespace {
 
-const char* const kLaunchUsage = R"(usage: accelrun [options] <spec.accel | plan.json>
+// Where the help text of the options starts.
+constexpr size_t kHelpColumn = 27;
+
+// A switch that sets `target`.
+cli::Apply Set(bool& target) {
+  return [&target](std::string_view, std::string_view) {
+    target = true;
+    return std::string();
+  };
+}
+
+// An option whose value is non-empty text, stored in `out`.
+cli::Option Text(std::string name, std::string value_name, std::string help, std::string needs,
+                 std::function<void(std::string_view)> store) {
+  return cli::Option{.names = {std::move(name)},
+                     .value_name = std::move(value_name),
+                     .help = std::move(help),
+                     .apply =
+                         [store](std::string_view, std::string_view value) {
+                           store(value);
+                           return std::string();
+                         },
+                     .needs = std::move(needs),
+                     .allow_empty = false};
+}
+
+// An option whose value is an integer in [low, high], stored in `out`; a missing or bad value
+// is reported the same way.
+cli::Option Integer(std::string name, std::string help, std::optional<int>& out, long low, long high) {
+  std::string needs = high == 65535 ? "a port number (0-65535)" : fmt::format("an integer from {} to {}", low, high);
+  return cli::Option{.names = {std::move(name)},
+                     .value_name = high == 65535 ? "<port>" : "<n>",
+                     .help = std::move(help),
+                     .apply = [&out, low, high, needs](std::string_view flag, std::string_view text) -> std::string {
+                       std::optional<long> value = cli::ParseInteger(text, low, high);
+                       if (!value) return fmt::format("`{}` needs {}", flag, needs);
+                       out = static_cast<int>(*value);
+                       return "";
+                     },
+                     .needs = needs,
+                     .allow_empty = false};
+}
+
+// The launcher's options, applied to `o`, in the order the usage text lists them.
+std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
+  rt::launch::PlacementFlags& placement = o.placement;
+  return {
+      Text("--output-dir", "<dir>", "where the model, metrics.json and plan.json go (default: the plan's)",
+           "a directory", [&o](std::string_view v) { o.output_dir = v; }),
+      cli::Option{.names = {"--launcher"},
+                  .value_name = "<kind>",
+                  .help = "auto (default): detect Slurm (srun) or MPI (mpirun) from the\n"
+                          "environment; local: ignore them; slurm, mpi: require them",
+                  .apply = [&placement](std::string_view, std::string_view kind) -> std::string {
+                    std::optional<rt::launch::LauncherKind> parsed = rt::launch::ParseLauncherKind(std::string(kind));
+                    if (!parsed) return fmt::format("`--launcher {}` is unknown; expected auto, local, slurm or mpi", kind);
+                    placement.launcher = *parsed;
+                    return "";
+                  },
+                  .needs = "auto, local, slurm or mpi",
+                  .allow_empty = false},
+      Integer("--nnodes", "machines in the job (default: the plan's num_machines)", placement.nnodes, 1, 100000),
+      Integer("--node-rank", "this machine's rank in a multi-machine job (default 0)", placement.node_rank, 0,
+              99999),
+      Integer("--nproc-per-node", "workers on each machine (default: the plan's processes per machine)",
+              placement.nproc_per_node, 1, 4096),
+      Text("--master-addr", "<addr>",
+           "address of the rendezvous store (default: the scheduler's first\n"
+           "node, or the plan's)",
+           "an address", [&placement](std::string_view v) { placement.master_addr = std::string(v); }),
+      Integer("--master-port",
+              "port of the rendezvous store (default: a free port on one machine,\n"
+              "the plan's port across machines; 0 picks a free one)",
+              placement.master_port, 0, 65535),
+      Integer("--num-cpu-threads-per-process",
+              "OMP_NUM_THREADS of each worker (default: inherited, else physical\n"
+              "cores / workers on a CPU run)",
+              o.cpu_threads, 1, 4096),
+      Text("--resume", "auto|<dir>",
+           "continue from the newest complete checkpoint of the plan's\n"
+           "`checkpoint` step (auto: start fresh when there is none), or from\n"
+           "the checkpoint <dir>; steps, data order and RNG continue exactly",
+           "`auto` or a checkpoint directory", [&o](std::string_view v) { o.resume = v; }),
+      cli::Option{.names = {"--dry-run"},
+                  .help = "print every worker's command and added environment; start nothing",
+                  .apply = Set(o.dry_run)},
+      // Internal: how the launcher starts each rank.
+      cli::Option{.names = {"--worker"}, .apply = Set(o.worker)},
+      cli::Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(o.help), .exits = true},
+  };
+}
+
+}  // namespace
+
+std::string LaunchUsage() {
+  LaunchCommandOptions unused;
+  return R"(usage: accelrun [options] <spec.accel | plan.json>
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
 
@@ -17,96 +113,24 @@ relayed with a `[rank N]` prefix. If one worker fails, the others are stopped an
 failure is named with its last lines.
 
 options:
-  --output-dir <dir>       where the model, metrics.json and plan.json go (default: the plan's)
-  --launcher <kind>        auto (default): detect Slurm (srun) or MPI (mpirun) from the
-                           environment; local: ignore them; slurm, mpi: require them
-  --nnodes <n>             machines in the job (default: the plan's num_machines)
-  --node-rank <n>          this machine's rank in a multi-machine job (default 0)
-  --nproc-per-node <n>     workers on each machine (default: the plan's processes per machine)
-  --master-addr <addr>     address of the rendezvous store (default: the scheduler's first
-                           node, or the plan's)
-  --master-port <port>     port of the rendezvous store (default: a free port on one machine,
-                           the plan's port across machines; 0 picks a free one)
-  --num-cpu-threads-per-process <n>
-                           OMP_NUM_THREADS of each worker (default: inherited, else physical
-                           cores / workers on a CPU run)
-  --resume auto|<dir>      continue from the newest complete checkpoint of the plan's
-                           `checkpoint` step (auto: start fresh when there is none), or from
-                           the checkpoint <dir>; steps, data order and RNG continue exactly
-  --dry-run                print every worker's command and added environment; start nothing
-  -h, --help               print this help
-
+)" + cli::FormatOptions(OptionTable(unused), kHelpColumn) +
+         R"(
 environment:
   ACCEL_NO_HUGEPAGES=1     do not start workers with huge-page malloc
 
 exit codes: 0 success; 1 a worker failed; 2 usage or plan error; 128+N stopped by signal N.
 Workers exit 3 when a collective failed because of a peer (docs/launch.md).
 )";
+}
 
 std::string ParseLaunchArguments(const std::vector<std::string>& args, LaunchCommandOptions& options) {
-  rt::launch::PlacementFlags& placement = options.placement;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    auto next = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    // A flag's integer in [low, high], or an error message.
-    auto integer = [&](std::optional<int>& out, long low, long high) -> std::string {
-      const std::string* text = next();
-      char* end = nullptr;
-      long value = text ? std::strtol(text->c_str(), &end, 10) : 0;
-      if (text == nullptr || text->empty() || *end != '\0' || value < low || value > high) {
-        return high == 65535 ? fmt::format("`{}` needs a port number (0-65535)", arg)
-                             : fmt::format("`{}` needs an integer from {} to {}", arg, low, high);
-      }
-      out = static_cast<int>(value);
-      return "";
-    };
-    auto text = [&](std::string& out, const char* what) -> std::string {
-      const std::string* value = next();
-      if (value == nullptr || value->empty()) return fmt::format("`{}` needs {}", arg, what);
-      out = *value;
-      return "";
-    };
-    std::string error;
-    if (arg == "--worker") {
-      options.worker = true;
-    } else if (arg == "--dry-run") {
-      options.dry_run = true;
-    } else if (arg == "--output-dir") {
-      error = text(options.output_dir, "a directory");
-    } else if (arg == "--resume") {
-      error = text(options.resume, "`auto` or a checkpoint directory");
-    } else if (arg == "--launcher") {
-      std::string kind;
-      error = text(kind, "auto, local, slurm or mpi");
-      std::optional<rt::launch::LauncherKind> parsed = rt::launch::ParseLauncherKind(kind);
-      if (error.empty() && !parsed)
-        error = fmt::format("`--launcher {}` is unknown; expected auto, local, slurm or mpi", kind);
-      if (parsed) placement.launcher = *parsed;
-    } else if (arg == "--nnodes") {
-      error = integer(placement.nnodes, 1, 100000);
-    } else if (arg == "--node-rank") {
-      error = integer(placement.node_rank, 0, 99999);
-    } else if (arg == "--nproc-per-node") {
-      error = integer(placement.nproc_per_node, 1, 4096);
-    } else if (arg == "--master-addr") {
-      std::string addr;
-      error = text(addr, "an address");
-      if (error.empty()) placement.master_addr = addr;
-    } else if (arg == "--master-port") {
-      error = integer(placement.master_port, 0, 65535);
-    } else if (arg == "--num-cpu-threads-per-process") {
-      error = integer(options.cpu_threads, 1, 4096);
-    } else if (!arg.empty() && arg[0] == '-') {
-      error = fmt::format("unknown option `{}`", arg);
-    } else if (options.input.empty()) {
-      options.input = arg;
-    } else {
-      error = fmt::format("unexpected argument `{}`; accelrun runs one plan", arg);
-    }
-    if (!error.empty()) return error;
-  }
-  if (options.input.empty()) return "missing the spec or plan to run";
-  return "";
+  std::string error = cli::Parse(args, OptionTable(options), [&options](const std::string& arg) -> std::string {
+    if (!options.input.empty()) return fmt::format("unexpected argument `{}`; accelrun runs one plan", arg);
+    options.input = arg;
+    return "";
+  });
+  if (error.empty() && !options.help && options.input.empty()) return "missing the spec or plan to run";
+  return error;
 }
 
 }  // namespace accel::tools

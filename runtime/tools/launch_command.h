@@ -10,7 +10,7 @@
 namespace accel::tools {
 
 // The usage text of `accelrun` (launch and worker modes).
-extern const char* const kLaunchUsage;
+std::string LaunchUsage();
 
 // The command line of `accelrun [options] <spec | plan>`.
 struct LaunchCommandOptions {
@@ -22,9 +22,11 @@ struct LaunchCommandOptions {
   bool worker = false;  // --worker: run one rank (internal)
   // --resume: `auto` or a checkpoint directory; empty starts fresh (docs/checkpoints.md).
   std::string resume;
+  bool help = false;  // -h, --help: print the usage, start nothing
 };
 
-// Parses `args` (without the program name). Returns an error message for the user, or "".
+// Parses `args` (without the program name). Returns an error message for the user, or ""
+// (also when `--help` is anywhere, which sets `options.help` and nothing else).
 std::string ParseLaunchArguments(const std::vector<std::string>& args, LaunchCommandOptions& options);
 
 // Compiles or loads the plan, decides the placement, then starts and supervises the workers,
