@@ -7,40 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cli/arguments.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace accel::rt::memory {
 namespace {
-
-constexpr const char* kUsage = R"(usage: accelrun estimate-memory <checkpoint> [options]
-
-Prints the memory a checkpoint needs, from its safetensors headers alone (no tensor data is
-read): per-module sizes, the largest layer, and with --max-memory the device map Accelerate's
-infer_auto_device_map would build. <checkpoint> is a .safetensors file, a
-model.safetensors.index.json, or a directory holding either.
-
-options:
-  --max-memory <budget>   device budgets, e.g. `cpu=8GB,0=20GB` (GB/MB/KB decimal, GiB/MiB/KiB
-                          binary, a plain number is bytes); without `cpu`, 80% of available RAM
-  --dtype <dtype>         size floating tensors as this dtype (bf16, fp16, fp32, fp8, int8, int4,
-                          int2); integer and bool tensors keep their own
-  --no-split <patterns>   modules never split across devices (stand-ins for no_split_module_classes)
-  --buffers <patterns>    tensors that are buffers, not parameters (e.g. `**.running_mean`)
-  --tied <a=b[=c]>        tensors sharing one storage; repeat or separate groups with `,`
-  --special-dtype <p=dt>  size tensors matching pattern p as dtype dt; repeat or separate with `,`
-  --balanced              balance the GPUs first (get_balanced_memory)
-  --low-zero              with --balanced: keep GPU 0 as empty as possible
-  --offload-buffers       offload buffers with their modules
-  --fallback-allocation   let a device that fits nothing take any module that fits
-  --no-clean              do not merge device-map entries under a common prefix
-  --depth <n>             module rows down to depth n (default 1)
-  --format <text|json>    output format (default text)
-  -h, --help              print this help
-
-Patterns match dotted names segment by segment: `*` within a segment, `**` any number of
-segments (`model.layers.*`, `**.running_var`); several patterns are separated with `,`.
-)";
 
 constexpr int kExitUsage = 2;
 
@@ -80,137 +52,188 @@ std::vector<std::string> SplitList(std::string_view text) {
   return items;
 }
 
-llvm::Error AddPatterns(std::string_view flag, std::string_view text, std::vector<NamePattern>& out) {
+// Adds the `,`-separated patterns of `text` to `out`; returns an error message, or "".
+std::string AddPatterns(std::string_view flag, std::string_view text, std::vector<NamePattern>& out) {
   for (const std::string& item : SplitList(text)) {
     llvm::Expected<NamePattern> pattern = NamePattern::Parse(item);
-    if (!pattern) return Fail(fmt::format("`{} {}`: {}", flag, text, llvm::toString(pattern.takeError())));
+    if (!pattern) return fmt::format("`{} {}`: {}", flag, text, llvm::toString(pattern.takeError()));
     out.push_back(std::move(*pattern));
   }
-  return llvm::Error::success();
+  return "";
 }
 
-// Parses the command line into `options`; `format` receives `--format`, `help` whether to print
-// the usage.
-llvm::Error ParseArguments(const std::vector<std::string>& args, EstimateOptions& options,
-                           std::string& format, bool& help) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::optional<std::string> inline_value;
-    if (arg.rfind("--", 0) == 0) {
-      if (size_t equals = arg.find('='); equals != std::string::npos) {
-        inline_value = arg.substr(equals + 1);
-        arg = arg.substr(0, equals);
-      }
+// Adds the `,`-separated groups of `a=b[=c]` names of `text` to `tied`.
+std::string AddTiedGroups(std::string_view text, std::vector<std::vector<std::string>>& tied) {
+  for (const std::string& item : SplitList(text)) {
+    std::vector<std::string> group;
+    size_t start = 0;
+    while (start <= item.size()) {
+      size_t equals = item.find('=', start);
+      if (equals == std::string::npos) equals = item.size();
+      group.push_back(item.substr(start, equals - start));
+      start = equals + 1;
     }
-    auto value = [&]() -> llvm::Expected<std::string> {
-      if (inline_value) return *inline_value;
-      if (i + 1 < args.size()) return args[++i];
-      return Fail(fmt::format("`{}` needs a value", arg));
-    };
-    auto flag = [&](bool& target) -> llvm::Error {
-      if (inline_value) return Fail(fmt::format("`{}` takes no value", arg));
-      target = true;
-      return llvm::Error::success();
-    };
-    if (arg == "-h" || arg == "--help") {
-      help = true;
-      return llvm::Error::success();
+    bool empty = std::any_of(group.begin(), group.end(), [](const std::string& n) { return n.empty(); });
+    if (group.size() < 2 || empty) {
+      return fmt::format(
+          "`--tied {}`: expected tensor names joined by `=`, e.g. `lm_head.weight=model.embed_tokens.weight`",
+          item);
     }
-    llvm::Error error = llvm::Error::success();
-    if (arg == "--max-memory") {
-      llvm::Expected<std::string> text = value();
-      if (!text) return text.takeError();
-      llvm::Expected<MaxMemory> budget = ParseMaxMemory(*text);
-      if (!budget) return Fail("`--max-memory`: " + llvm::toString(budget.takeError()));
-      options.max_memory = std::move(*budget);
-    } else if (arg == "--dtype") {
-      llvm::Expected<std::string> text = value();
-      if (!text) return text.takeError();
-      llvm::Expected<Dtype> dtype = ParseDtype(*text);
-      if (!dtype) return Fail("`--dtype`: " + llvm::toString(dtype.takeError()));
-      options.dtype = std::move(*dtype);
-    } else if (arg == "--no-split" || arg == "--buffers") {
-      llvm::Expected<std::string> text = value();
-      if (!text) return text.takeError();
-      error = AddPatterns(arg, *text, arg == "--no-split" ? options.no_split : options.buffers);
-    } else if (arg == "--tied") {
-      llvm::Expected<std::string> text = value();
-      if (!text) return text.takeError();
-      for (const std::string& item : SplitList(*text)) {
-        std::vector<std::string> group;
-        size_t start = 0;
-        while (start <= item.size()) {
-          size_t equals = item.find('=', start);
-          if (equals == std::string::npos) equals = item.size();
-          group.push_back(item.substr(start, equals - start));
-          start = equals + 1;
-        }
-        bool empty = std::any_of(group.begin(), group.end(), [](const std::string& n) { return n.empty(); });
-        if (group.size() < 2 || empty) {
-          return Fail(
-              fmt::format("`--tied {}`: expected tensor names joined by `=`, e.g. `lm_head.weight="
-                          "model.embed_tokens.weight`",
-                          item));
-        }
-        options.tied.push_back(std::move(group));
-      }
-    } else if (arg == "--special-dtype") {
-      llvm::Expected<std::string> text = value();
-      if (!text) return text.takeError();
-      for (const std::string& item : SplitList(*text)) {
-        size_t equals = item.rfind('=');
-        if (equals == std::string::npos) {
-          return Fail(
-              fmt::format("`--special-dtype {}`: expected PATTERN=DTYPE, e.g. `**.weight=int4`", item));
-        }
-        llvm::Expected<NamePattern> pattern = NamePattern::Parse(item.substr(0, equals));
-        if (!pattern) return Fail("`--special-dtype`: " + llvm::toString(pattern.takeError()));
-        llvm::Expected<Dtype> dtype = ParseDtype(item.substr(equals + 1));
-        if (!dtype) return Fail("`--special-dtype`: " + llvm::toString(dtype.takeError()));
-        options.special_dtypes.emplace_back(std::move(*pattern), std::move(*dtype));
-      }
-    } else if (arg == "--balanced") {
-      error = flag(options.balanced);
-    } else if (arg == "--low-zero") {
-      error = flag(options.low_zero);
-    } else if (arg == "--offload-buffers") {
-      error = flag(options.offload_buffers);
-    } else if (arg == "--fallback-allocation") {
-      error = flag(options.fallback_allocation);
-    } else if (arg == "--no-clean") {
-      bool no_clean = false;
-      error = flag(no_clean);
-      options.clean_result = !no_clean;
-    } else if (arg == "--depth") {
-      llvm::Expected<std::string> text = value();
-      if (!text) return text.takeError();
-      char* end = nullptr;
-      long depth = std::strtol(text->c_str(), &end, 10);
-      if (text->empty() || *end != '\0' || depth < 1 || depth > 64) {
-        return Fail(fmt::format("`--depth` needs an integer from 1 to 64, not `{}`", *text));
-      }
-      options.depth = static_cast<int>(depth);
-    } else if (arg == "--format") {
-      llvm::Expected<std::string> text = value();
-      if (!text) return text.takeError();
-      if (*text != "text" && *text != "json") {
-        return Fail(fmt::format("`--format` is `text` or `json`, not `{}`", *text));
-      }
-      format = *text;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return Fail(fmt::format("unknown option `{}`", arg));
-    } else if (options.checkpoint.empty()) {
-      options.checkpoint = arg;
-    } else {
-      return Fail(fmt::format("unexpected argument `{}`; estimate-memory reads one checkpoint", arg));
-    }
-    if (error) return error;
+    tied.push_back(std::move(group));
   }
-  if (help) return llvm::Error::success();
-  if (options.checkpoint.empty()) return Fail("missing the checkpoint to estimate");
-  if (options.low_zero && !options.balanced) return Fail("`--low-zero` needs `--balanced`");
-  if (options.balanced && !options.max_memory) return Fail("`--balanced` needs `--max-memory`");
-  return llvm::Error::success();
+  return "";
+}
+
+// Adds the `,`-separated `PATTERN=DTYPE` items of `text` to `special`.
+std::string AddSpecialDtypes(std::string_view text, std::vector<std::pair<NamePattern, Dtype>>& special) {
+  for (const std::string& item : SplitList(text)) {
+    size_t equals = item.rfind('=');
+    if (equals == std::string::npos) {
+      return fmt::format("`--special-dtype {}`: expected PATTERN=DTYPE, e.g. `**.weight=int4`", item);
+    }
+    llvm::Expected<NamePattern> pattern = NamePattern::Parse(item.substr(0, equals));
+    if (!pattern) return "`--special-dtype`: " + llvm::toString(pattern.takeError());
+    llvm::Expected<Dtype> dtype = ParseDtype(item.substr(equals + 1));
+    if (!dtype) return "`--special-dtype`: " + llvm::toString(dtype.takeError());
+    special.emplace_back(std::move(*pattern), std::move(*dtype));
+  }
+  return "";
+}
+
+// What the command line asks for: the estimate's options and how to print it.
+struct CommandLine {
+  EstimateOptions options;
+  std::string format = "text";
+  bool help = false;
+};
+
+// Where the help text of the options starts.
+constexpr size_t kHelpColumn = 26;
+
+// A switch that sets `target` to `value`.
+cli::Apply Set(bool& target, bool value = true) {
+  return [&target, value](std::string_view, std::string_view) {
+    target = value;
+    return std::string();
+  };
+}
+
+// The options of `accelrun estimate-memory`, applied to `c`, in the order the usage lists them.
+std::vector<cli::Option> OptionTable(CommandLine& c) {
+  EstimateOptions& o = c.options;
+  return {
+      cli::Option{.names = {"--max-memory"},
+                  .value_name = "<budget>",
+                  .help = "device budgets, e.g. `cpu=8GB,0=20GB` (GB/MB/KB decimal, GiB/MiB/KiB\n"
+                          "binary, a plain number is bytes); without `cpu`, 80% of available RAM",
+                  .apply = [&o](std::string_view, std::string_view text) -> std::string {
+                    llvm::Expected<MaxMemory> budget = ParseMaxMemory(std::string(text));
+                    if (!budget) return "`--max-memory`: " + llvm::toString(budget.takeError());
+                    o.max_memory = std::move(*budget);
+                    return "";
+                  }},
+      cli::Option{.names = {"--dtype"},
+                  .value_name = "<dtype>",
+                  .help = "size floating tensors as this dtype (bf16, fp16, fp32, fp8, int8, int4,\n"
+                          "int2); integer and bool tensors keep their own",
+                  .apply = [&o](std::string_view, std::string_view text) -> std::string {
+                    llvm::Expected<Dtype> dtype = ParseDtype(std::string(text));
+                    if (!dtype) return "`--dtype`: " + llvm::toString(dtype.takeError());
+                    o.dtype = std::move(*dtype);
+                    return "";
+                  }},
+      cli::Option{.names = {"--no-split"},
+                  .value_name = "<patterns>",
+                  .help = "modules never split across devices (stand-ins for no_split_module_classes)",
+                  .apply = [&o](std::string_view flag, std::string_view text) {
+                    return AddPatterns(flag, text, o.no_split);
+                  }},
+      cli::Option{.names = {"--buffers"},
+                  .value_name = "<patterns>",
+                  .help = "tensors that are buffers, not parameters (e.g. `**.running_mean`)",
+                  .apply = [&o](std::string_view flag, std::string_view text) {
+                    return AddPatterns(flag, text, o.buffers);
+                  }},
+      cli::Option{.names = {"--tied"},
+                  .value_name = "<a=b[=c]>",
+                  .help = "tensors sharing one storage; repeat or separate groups with `,`",
+                  .apply = [&o](std::string_view, std::string_view text) { return AddTiedGroups(text, o.tied); }},
+      cli::Option{.names = {"--special-dtype"},
+                  .value_name = "<p=dt>",
+                  .help = "size tensors matching pattern p as dtype dt; repeat or separate with `,`",
+                  .apply = [&o](std::string_view, std::string_view text) {
+                    return AddSpecialDtypes(text, o.special_dtypes);
+                  }},
+      cli::Option{.names = {"--balanced"},
+                  .help = "balance the GPUs first (get_balanced_memory)",
+                  .apply = Set(o.balanced)},
+      cli::Option{.names = {"--low-zero"},
+                  .help = "with --balanced: keep GPU 0 as empty as possible",
+                  .apply = Set(o.low_zero)},
+      cli::Option{.names = {"--offload-buffers"},
+                  .help = "offload buffers with their modules",
+                  .apply = Set(o.offload_buffers)},
+      cli::Option{.names = {"--fallback-allocation"},
+                  .help = "let a device that fits nothing take any module that fits",
+                  .apply = Set(o.fallback_allocation)},
+      cli::Option{.names = {"--no-clean"},
+                  .help = "do not merge device-map entries under a common prefix",
+                  .apply = Set(o.clean_result, false)},
+      cli::Option{.names = {"--depth"},
+                  .value_name = "<n>",
+                  .help = "module rows down to depth n (default 1)",
+                  .apply = [&o](std::string_view, std::string_view text) -> std::string {
+                    std::optional<long> depth = cli::ParseInteger(text, 1, 64);
+                    if (!depth) return fmt::format("`--depth` needs an integer from 1 to 64, not `{}`", text);
+                    o.depth = static_cast<int>(*depth);
+                    return "";
+                  }},
+      cli::Option{.names = {"--format"},
+                  .value_name = "<text|json>",
+                  .help = "output format (default text)",
+                  .apply = [&c](std::string_view, std::string_view text) -> std::string {
+                    if (text != "text" && text != "json") {
+                      return fmt::format("`--format` is `text` or `json`, not `{}`", text);
+                    }
+                    c.format = text;
+                    return "";
+                  }},
+      cli::Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(c.help), .exits = true},
+  };
+}
+
+std::string Usage() {
+  CommandLine unused;
+  return R"(usage: accelrun estimate-memory <checkpoint> [options]
+
+Prints the memory a checkpoint needs, from its safetensors headers alone (no tensor data is
+read): per-module sizes, the largest layer, and with --max-memory the device map Accelerate's
+infer_auto_device_map would build. <checkpoint> is a .safetensors file, a
+model.safetensors.index.json, or a directory holding either.
+
+options:
+)" + cli::FormatOptions(OptionTable(unused), kHelpColumn) +
+         R"(
+Patterns match dotted names segment by segment: `*` within a segment, `**` any number of
+segments (`model.layers.*`, `**.running_var`); several patterns are separated with `,`.
+)";
+}
+
+// Parses the command line into `c`; returns an error message, or "" (also for --help).
+std::string ParseArguments(const std::vector<std::string>& args, CommandLine& c) {
+  std::string error = cli::Parse(args, OptionTable(c), [&c](const std::string& arg) -> std::string {
+    if (!c.options.checkpoint.empty()) {
+      return fmt::format("unexpected argument `{}`; estimate-memory reads one checkpoint", arg);
+    }
+    c.options.checkpoint = arg;
+    return "";
+  });
+  if (!error.empty() || c.help) return error;
+  const EstimateOptions& options = c.options;
+  if (options.checkpoint.empty()) return "missing the checkpoint to estimate";
+  if (options.low_zero && !options.balanced) return "`--low-zero` needs `--balanced`";
+  if (options.balanced && !options.max_memory) return "`--balanced` needs `--max-memory`";
+  return "";
 }
 
 // Module rows in pre-order, down to `depth`.
@@ -539,20 +562,19 @@ std::string RenderJson(const Estimate& estimate, const EstimateOptions& options)
 CommandResult RunEstimateMemoryCommand(const std::vector<std::string>& args,
                                        const EstimateEnvironment& environment) {
   CommandResult result;
-  EstimateOptions options;
-  std::string format = "text";
-  bool help = false;
-  if (llvm::Error error = ParseArguments(args, options, format, help)) {
+  CommandLine command_line;
+  if (std::string error = ParseArguments(args, command_line); !error.empty()) {
     result.exit_code = kExitUsage;
     result.err = fmt::format(
-        "accelrun: error: {}\naccelrun: note: `accelrun estimate-memory --help` lists the options\n",
-        llvm::toString(std::move(error)));
+        "accelrun: error: {}\naccelrun: note: `accelrun estimate-memory --help` lists the options\n", error);
     return result;
   }
-  if (help) {
-    result.out = kUsage;
+  if (command_line.help) {
+    result.out = Usage();
     return result;
   }
+  const EstimateOptions& options = command_line.options;
+  const std::string& format = command_line.format;
   llvm::Expected<Estimate> estimate = EstimateMemory(options, environment);
   if (!estimate) {
     result.exit_code = kExitUsage;
