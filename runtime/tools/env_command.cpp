@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cli/arguments.h"
 #include "compiler/plan/plan.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -103,26 +104,41 @@ std::vector<Row> Collect() {
 }  // namespace
 
 int RunEnvCommand(const std::vector<std::string>& args) {
+  constexpr const char* kTakes = "`accelrun env` takes `--format text|json`";
   bool json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--format") {
-      std::string format = i + 1 < args.size() ? args[++i] : "";
-      if (format != "json" && format != "text") {
-        fmt::print(stderr, "accelrun: error: `--format` takes text or json, not `{}`\n", format);
-        return 2;
-      }
-      json = format == "json";
-    } else if (args[i] == "-h" || args[i] == "--help") {
-      fmt::print(
-          "usage: accelrun env [--format text|json]\n\nPrints what a bug report needs: versions, "
-          "compiler, OS, CPU, memory, BLAS, threads, devices.\n");
-      return 0;
-    } else {
-      fmt::print(stderr,
-                 "accelrun: error: unknown argument `{}`; `accelrun env` takes `--format text|json`\n",
-                 args[i]);
-      return 2;
-    }
+  bool help = false;
+  std::vector<cli::Option> table = {
+      cli::Option{.names = {"--format"},
+                  .value_name = "text|json",
+                  .apply = [&json](std::string_view, std::string_view format) -> std::string {
+                    if (format != "json" && format != "text")
+                      return fmt::format("`--format` takes text or json, not `{}`", format);
+                    json = format == "json";
+                    return "";
+                  },
+                  .needs = "text or json"},
+      cli::Option{.names = {"-h", "--help"},
+                  .apply =
+                      [&help](std::string_view, std::string_view) {
+                        help = true;
+                        return std::string();
+                      },
+                  .exits = true},
+  };
+  std::string error = cli::Parse(args, table, [&](const std::string& arg) {
+    return fmt::format("unknown argument `{}`; {}", arg, kTakes);
+  });
+  if (help) {
+    fmt::print(
+        "usage: accelrun env [--format text|json]\n\nPrints what a bug report needs: versions, "
+        "compiler, OS, CPU, memory, BLAS, threads, devices.\n");
+    return 0;
+  }
+  // The one thing to say about an unknown flag is the one flag there is.
+  if (error.rfind("unknown option", 0) == 0) error += fmt::format("; {}", kTakes);
+  if (!error.empty()) {
+    fmt::print(stderr, "accelrun: error: {}\n", error);
+    return 2;
   }
   std::vector<Row> rows = Collect();
   if (json) {
