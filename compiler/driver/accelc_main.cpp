@@ -124,13 +124,21 @@ accel::cli::Apply Set(bool& target) {
   };
 }
 
+// An option whose value is stored in `target` as given.
+accel::cli::Apply Store(std::string& target) {
+  return [&target](std::string_view, std::string_view value) {
+    target = value;
+    return std::string();
+  };
+}
+
 // accelc's options, applied to `o`. The rows without help are shown in the command synopses.
 std::vector<accel::cli::Option> OptionTable(Options& o) {
   using accel::cli::Option;
   return {
       Option{.names = {"-o", "--out"},
              .value_name = "<path>",
-             .apply = [&o](std::string_view, std::string_view v) { return o.output = v, std::string(); },
+             .apply = Store(o.output),
              .needs = "a path",
              .allow_empty = false},
       Option{.names = {"--format"},
@@ -165,19 +173,21 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .value_name = "<code>",
              .help = "do not report <code> (a code, a rule id, a prefix like `FSDP-*`, or\n"
                      "`all`); syntax errors cannot be disabled",
-             .apply = [&o](std::string_view, std::string_view v) {
-               o.filter.toggles.emplace_back(false, std::string(v));
-               return std::string();
-             },
+             .apply =
+                 [&o](std::string_view, std::string_view v) {
+                   o.filter.toggles.emplace_back(false, std::string(v));
+                   return std::string();
+                 },
              .needs = "a code, e.g. `DS-019`",
              .allow_empty = false},
       Option{.names = {"--enable"},
              .value_name = "<code>",
              .help = "report <code> again (after --disable all, say); later flags win",
-             .apply = [&o](std::string_view, std::string_view v) {
-               o.filter.toggles.emplace_back(true, std::string(v));
-               return std::string();
-             },
+             .apply =
+                 [&o](std::string_view, std::string_view v) {
+                   o.filter.toggles.emplace_back(true, std::string(v));
+                   return std::string();
+                 },
              .needs = "a code, e.g. `DS-019`",
              .allow_empty = false},
       Option{.names = {"--set"},
@@ -185,7 +195,8 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .help = "override a field (`train.steps=500`, `compute.num_processes=8`),\n"
                      "over the spec and its bases (repeatable)",
              .apply = [&o](std::string_view, std::string_view v) -> std::string {
-               if (v.find('=') == std::string_view::npos) return fmt::format("`--set` takes PATH=VALUE, found `{}`", v);
+               if (v.find('=') == std::string_view::npos)
+                 return fmt::format("`--set` takes PATH=VALUE, found `{}`", v);
                o.overrides.emplace_back(v);
                return "";
              },
@@ -204,9 +215,8 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
       Option{.names = {"--env-file"},
              .value_name = "<file>",
              .help = "read KEY=VALUE lines (`#` comments, optional `export`)",
-             .apply = [&o](std::string_view, std::string_view v) {
-               return ReadEnvFile(std::string(v), o.env_assignments);
-             },
+             .apply = [&o](std::string_view,
+                           std::string_view v) { return ReadEnvFile(std::string(v), o.env_assignments); },
              .needs = "a file"},
       Option{.names = {"--process-env"},
              .help = "also read this process's environment (explicit ones win)",
@@ -223,10 +233,12 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .needs = "a thread count from 1 to 256"},
       Option{.names = {"--to"},
              .value_name = "<f>",
-             .apply = [&o](std::string_view, std::string_view v) { return o.to = v, std::string(); },
+             .apply = Store(o.to),
              .needs = "`accelerate-yaml` or `deepspeed-json`"},
       Option{.names = {"--all"}, .apply = Set(o.all)},
-      Option{.names = {"--dump-ast"}, .help = "with `parse`: print the syntax tree of each file", .apply = Set(o.dump_ast)},
+      Option{.names = {"--dump-ast"},
+             .help = "with `parse`: print the syntax tree of each file",
+             .apply = Set(o.dump_ast)},
       Option{.names = {"--verify"},
              .help = "check that each file produces exactly the diagnostics its\n"
                      "`expected-error {{...}}` comments state (as clang -verify)",
@@ -255,11 +267,11 @@ exit status: 0 clean (warnings allowed), 1 errors were reported, 2 usage or I/O 
 // --version, which `options` then says).
 std::string ParseArguments(int argc, char** argv, Options& options) {
   // The first argument that is not an option names the command; the rest are its inputs.
-  std::string error = accel::cli::Parse(std::vector<std::string>(argv + 1, argv + argc), OptionTable(options),
-                                        [&](const std::string& arg) {
-                                          (options.command.empty() ? options.command : options.files.emplace_back()) = arg;
-                                          return std::string();
-                                        });
+  std::string error = accel::cli::Parse(
+      std::vector<std::string>(argv + 1, argv + argc), OptionTable(options), [&](const std::string& arg) {
+        (options.command.empty() ? options.command : options.files.emplace_back()) = arg;
+        return std::string();
+      });
   if (!error.empty() || options.help || options.version) return error;
   if (options.command == "dump-ast") {
     options.command = "parse";

@@ -145,25 +145,23 @@ std::vector<cli::Option> OptionTable(CommandLine& c) {
       cli::Option{.names = {"--no-split"},
                   .value_name = "<patterns>",
                   .help = "modules never split across devices (stand-ins for no_split_module_classes)",
-                  .apply = [&o](std::string_view flag, std::string_view text) {
-                    return AddPatterns(flag, text, o.no_split);
-                  }},
+                  .apply = [&o](std::string_view flag,
+                                std::string_view text) { return AddPatterns(flag, text, o.no_split); }},
       cli::Option{.names = {"--buffers"},
                   .value_name = "<patterns>",
                   .help = "tensors that are buffers, not parameters (e.g. `**.running_mean`)",
-                  .apply = [&o](std::string_view flag, std::string_view text) {
-                    return AddPatterns(flag, text, o.buffers);
-                  }},
-      cli::Option{.names = {"--tied"},
-                  .value_name = "<a=b[=c]>",
-                  .help = "tensors sharing one storage; repeat or separate groups with `,`",
-                  .apply = [&o](std::string_view, std::string_view text) { return AddTiedGroups(text, o.tied); }},
+                  .apply = [&o](std::string_view flag,
+                                std::string_view text) { return AddPatterns(flag, text, o.buffers); }},
+      cli::Option{
+          .names = {"--tied"},
+          .value_name = "<a=b[=c]>",
+          .help = "tensors sharing one storage; repeat or separate groups with `,`",
+          .apply = [&o](std::string_view, std::string_view text) { return AddTiedGroups(text, o.tied); }},
       cli::Option{.names = {"--special-dtype"},
                   .value_name = "<p=dt>",
                   .help = "size tensors matching pattern p as dtype dt; repeat or separate with `,`",
-                  .apply = [&o](std::string_view, std::string_view text) {
-                    return AddSpecialDtypes(text, o.special_dtypes);
-                  }},
+                  .apply = [&o](std::string_view,
+                                std::string_view text) { return AddSpecialDtypes(text, o.special_dtypes); }},
       cli::Option{.names = {"--balanced"},
                   .help = "balance the GPUs first (get_balanced_memory)",
                   .apply = Set(o.balanced)},

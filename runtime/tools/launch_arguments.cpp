@@ -18,7 +18,7 @@ cli::Apply Set(bool& target) {
   };
 }
 
-// An option whose value is non-empty text, stored in `out`.
+// An option whose value is non-empty text, handed to `store`.
 cli::Option Text(std::string name, std::string value_name, std::string help, std::string needs,
                  std::function<void(std::string_view)> store) {
   return cli::Option{.names = {std::move(name)},
@@ -36,18 +36,20 @@ cli::Option Text(std::string name, std::string value_name, std::string help, std
 // An option whose value is an integer in [low, high], stored in `out`; a missing or bad value
 // is reported the same way.
 cli::Option Integer(std::string name, std::string help, std::optional<int>& out, long low, long high) {
-  std::string needs = high == 65535 ? "a port number (0-65535)" : fmt::format("an integer from {} to {}", low, high);
-  return cli::Option{.names = {std::move(name)},
-                     .value_name = high == 65535 ? "<port>" : "<n>",
-                     .help = std::move(help),
-                     .apply = [&out, low, high, needs](std::string_view flag, std::string_view text) -> std::string {
-                       std::optional<long> value = cli::ParseInteger(text, low, high);
-                       if (!value) return fmt::format("`{}` needs {}", flag, needs);
-                       out = static_cast<int>(*value);
-                       return "";
-                     },
-                     .needs = needs,
-                     .allow_empty = false};
+  std::string needs =
+      high == 65535 ? "a port number (0-65535)" : fmt::format("an integer from {} to {}", low, high);
+  return cli::Option{
+      .names = {std::move(name)},
+      .value_name = high == 65535 ? "<port>" : "<n>",
+      .help = std::move(help),
+      .apply = [&out, low, high, needs](std::string_view flag, std::string_view text) -> std::string {
+        std::optional<long> value = cli::ParseInteger(text, low, high);
+        if (!value) return fmt::format("`{}` needs {}", flag, needs);
+        out = static_cast<int>(*value);
+        return "";
+      },
+      .needs = needs,
+      .allow_empty = false};
 }
 
 // The launcher's options, applied to `o`, in the order the usage text lists them.
@@ -56,19 +58,22 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
   return {
       Text("--output-dir", "<dir>", "where the model, metrics.json and plan.json go (default: the plan's)",
            "a directory", [&o](std::string_view v) { o.output_dir = v; }),
-      cli::Option{.names = {"--launcher"},
-                  .value_name = "<kind>",
-                  .help = "auto (default): detect Slurm (srun) or MPI (mpirun) from the\n"
-                          "environment; local: ignore them; slurm, mpi: require them",
-                  .apply = [&placement](std::string_view, std::string_view kind) -> std::string {
-                    std::optional<rt::launch::LauncherKind> parsed = rt::launch::ParseLauncherKind(std::string(kind));
-                    if (!parsed) return fmt::format("`--launcher {}` is unknown; expected auto, local, slurm or mpi", kind);
-                    placement.launcher = *parsed;
-                    return "";
-                  },
-                  .needs = "auto, local, slurm or mpi",
-                  .allow_empty = false},
-      Integer("--nnodes", "machines in the job (default: the plan's num_machines)", placement.nnodes, 1, 100000),
+      cli::Option{
+          .names = {"--launcher"},
+          .value_name = "<kind>",
+          .help = "auto (default): detect Slurm (srun) or MPI (mpirun) from the\n"
+                  "environment; local: ignore them; slurm, mpi: require them",
+          .apply = [&placement](std::string_view, std::string_view kind) -> std::string {
+            std::optional<rt::launch::LauncherKind> parsed = rt::launch::ParseLauncherKind(std::string(kind));
+            if (!parsed)
+              return fmt::format("`--launcher {}` is unknown; expected auto, local, slurm or mpi", kind);
+            placement.launcher = *parsed;
+            return "";
+          },
+          .needs = "auto, local, slurm or mpi",
+          .allow_empty = false},
+      Integer("--nnodes", "machines in the job (default: the plan's num_machines)", placement.nnodes, 1,
+              100000),
       Integer("--node-rank", "this machine's rank in a multi-machine job (default 0)", placement.node_rank, 0,
               99999),
       Integer("--nproc-per-node", "workers on each machine (default: the plan's processes per machine)",
@@ -124,11 +129,13 @@ Workers exit 3 when a collective failed because of a peer (docs/launch.md).
 }
 
 std::string ParseLaunchArguments(const std::vector<std::string>& args, LaunchCommandOptions& options) {
-  std::string error = cli::Parse(args, OptionTable(options), [&options](const std::string& arg) -> std::string {
-    if (!options.input.empty()) return fmt::format("unexpected argument `{}`; accelrun runs one plan", arg);
-    options.input = arg;
-    return "";
-  });
+  std::string error =
+      cli::Parse(args, OptionTable(options), [&options](const std::string& arg) -> std::string {
+        if (!options.input.empty())
+          return fmt::format("unexpected argument `{}`; accelrun runs one plan", arg);
+        options.input = arg;
+        return "";
+      });
   if (error.empty() && !options.help && options.input.empty()) return "missing the spec or plan to run";
   return error;
 }

@@ -31,13 +31,12 @@ struct Command {
         Option{.names = {"-n", "--name"},
                .value_name = "<name>",
                .help = "a name (repeatable);\nlater ones add to earlier ones",
-               .apply =
-                   [this](std::string_view flag, std::string_view value) -> std::string {
-                     if (value == "bad") return "`bad` is not a name";
-                     names.emplace_back(value);
-                     flags_used.emplace_back(flag);
-                     return "";
-                   }},
+               .apply = [this](std::string_view flag, std::string_view value) -> std::string {
+                 if (value == "bad") return "`bad` is not a name";
+                 names.emplace_back(value);
+                 flags_used.emplace_back(flag);
+                 return "";
+               }},
         Option{.names = {"--output"},
                .value_name = "<dir>",
                .apply =
