@@ -8,34 +8,23 @@
 #include <fmt/format.h>
 
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/json.h"
 
 namespace accel::rt::checkpoint {
 namespace {
 
-struct DtypeInfo {
-  std::string_view name;
-  unsigned bits;
-};
-
-// In the reference writer's alignment ranking (ascending): the writer sorts by descending rank.
-constexpr DtypeInfo kDtypes[] = {
-    {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6},     {"U8", 8},          {"I8", 8},
-    {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
-    {"U16", 16},    {"F16", 16},    {"BF16", 16},   {"I32", 32},        {"U32", 32},        {"F32", 32},
-    {"C64", 64},    {"F64", 64},    {"I64", 64},    {"U64", 64},
-};
-
+// The reference writer's alignment rank: the row order of dtypes.def, ascending (the writer
+// sorts by descending rank); -1 for a string that is no safetensors dtype.
 int DtypeRank(std::string_view dtype) {
-  for (size_t i = 0; i < std::size(kDtypes); ++i) {
-    if (kDtypes[i].name == dtype) return static_cast<int>(i);
-  }
-  return -1;
+  std::optional<Dtype> known = DtypeOfSafetensors(dtype);
+  return known ? static_cast<int>(*known) : -1;
 }
 
+// Bits per element in a file (BOOL: 8), or 0 for an unknown dtype.
 unsigned DtypeBits(std::string_view dtype) {
-  int rank = DtypeRank(dtype);
-  return rank < 0 ? 0 : kDtypes[rank].bits;
+  std::optional<Dtype> known = DtypeOfSafetensors(dtype);
+  return known ? Info(*known).file_bits : 0;
 }
 
 llvm::Error Fail(const std::string& message) {

@@ -4,46 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/checkpoint/dtype.h"
+
 namespace accel::rt::memory {
 namespace {
-
-struct DtypeRow {
-  std::string_view safetensors;  // empty for Accelerate's CustomDtype sizes
-  std::string_view torch;
-  double bytes;
-  bool integral;
-  std::string_view aliases;  // other spellings, space-separated, lower case
-};
-
-// Accelerate's `dtype_byte_size`: the trailing bit count of torch's name / 8, except bool (1/8)
-// and the float8 types and CustomDtype (fixed). F4 and F6 have no torch dtype: bits / 8.
-constexpr DtypeRow kDtypes[] = {
-    {"BOOL", "bool", 1.0 / 8, true, ""},
-    {"U8", "uint8", 1, true, ""},
-    {"I8", "int8", 1, true, ""},
-    {"I16", "int16", 2, true, "short"},
-    {"U16", "uint16", 2, true, ""},
-    {"I32", "int32", 4, true, "int"},
-    {"U32", "uint32", 4, true, ""},
-    {"I64", "int64", 8, true, "long"},
-    {"U64", "uint64", 8, true, ""},
-    {"F16", "float16", 2, false, "fp16 half"},
-    {"BF16", "bfloat16", 2, false, "bf16"},
-    {"F32", "float32", 4, false, "fp32 float"},
-    {"F64", "float64", 8, false, "fp64 double"},
-    {"C64", "complex64", 8, false, ""},
-    {"F8_E5M2", "float8_e5m2", 1, false, ""},
-    {"F8_E4M3", "float8_e4m3fn", 1, false, ""},
-    {"F8_E8M0", "float8_e8m0fnu", 1, false, ""},
-    {"F8_E4M3FNUZ", "float8_e4m3fnuz", 1, false, ""},
-    {"F8_E5M2FNUZ", "float8_e5m2fnuz", 1, false, ""},
-    {"F4", "float4_e2m1fn_x2", 0.5, false, ""},
-    {"F6_E2M3", "float6_e2m3", 0.75, false, ""},
-    {"F6_E3M2", "float6_e3m2", 0.75, false, ""},
-    {"", "fp8", 1, false, ""},
-    {"", "int4", 0.5, false, ""},
-    {"", "int2", 0.25, false, ""},
-};
 
 std::string Lower(std::string_view text) {
   std::string out(text);
@@ -62,24 +26,27 @@ bool HasAlias(std::string_view aliases, std::string_view word) {
   return false;
 }
 
-Dtype ToDtype(const DtypeRow& row) { return Dtype{std::string(row.torch), row.bytes, row.integral}; }
+// Sizes here are Accelerate's estimate_bytes (bool 1/8), not the bytes a file stores.
+Dtype ToDtype(const checkpoint::DtypeInfo& row) {
+  return Dtype{std::string(row.name), row.estimate_bytes, row.integral};
+}
 
 }  // namespace
 
 std::optional<Dtype> DtypeOfSafetensors(std::string_view dtype) {
-  for (const DtypeRow& row : kDtypes) {
-    if (!row.safetensors.empty() && row.safetensors == dtype) return ToDtype(row);
-  }
-  return std::nullopt;
+  std::optional<checkpoint::Dtype> known = checkpoint::DtypeOfSafetensors(dtype);
+  if (!known) return std::nullopt;
+  return ToDtype(checkpoint::Info(*known));
 }
 
 llvm::Expected<Dtype> ParseDtype(std::string_view text) {
   // Accelerate accepts "float16" and "torch.float16" alike.
   std::string word = Lower(text);
   if (word.rfind("torch.", 0) == 0) word = word.substr(6);
-  for (const DtypeRow& row : kDtypes) {
+  // Every spelling names one row (checkpoint_dtype_test), so the first match is the only one.
+  for (const checkpoint::DtypeInfo& row : checkpoint::AllDtypes()) {
     bool safetensors = !row.safetensors.empty() && word == Lower(row.safetensors);
-    if (word == row.torch || safetensors || HasAlias(row.aliases, word)) return ToDtype(row);
+    if (word == row.name || safetensors || HasAlias(row.aliases, word)) return ToDtype(row);
   }
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),

@@ -7,7 +7,8 @@
 
 #include "llvm/Support/Error.h"
 
-// Element sizes as Accelerate counts them (`dtype_byte_size`, catalog §6.4).
+// Element sizes as Accelerate counts them (`dtype_byte_size`, catalog §6.4): the estimate_bytes
+// view of the runtime's one dtype table (runtime/checkpoint/dtypes.def).
 namespace accel::rt::memory {
 
 struct Dtype {
