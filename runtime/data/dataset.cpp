@@ -15,7 +15,9 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::data {
 namespace {
@@ -494,16 +496,22 @@ llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
   return TensorFromBytes(data.substr(0, needed), header->shape, *type);
 }
 
-// Safetensors dtype names → ATen types, for the dtypes a dataset can hold.
+// The safetensors dtypes a dataset can hold, in the order the error lists them; their names
+// and ATen types come from the dtype table (runtime/checkpoint/dtypes.def).
+constexpr checkpoint::Dtype kDatasetDtypes[] = {
+    checkpoint::Dtype::kF16, checkpoint::Dtype::kBF16, checkpoint::Dtype::kF32, checkpoint::Dtype::kF64,
+    checkpoint::Dtype::kI8,  checkpoint::Dtype::kI16,  checkpoint::Dtype::kI32, checkpoint::Dtype::kI64,
+    checkpoint::Dtype::kU8,  checkpoint::Dtype::kBool};
+
 llvm::Expected<at::ScalarType> SafetensorsType(const std::string& dtype, const std::string& where) {
-  static const std::map<std::string, at::ScalarType> kTypes = {
-      {"F64", at::kDouble}, {"F32", at::kFloat}, {"F16", at::kHalf},  {"BF16", at::kBFloat16},
-      {"I64", at::kLong},   {"I32", at::kInt},   {"I16", at::kShort}, {"I8", at::kChar},
-      {"U8", at::kByte},    {"BOOL", at::kBool}};
-  auto found = kTypes.find(dtype);
-  if (found != kTypes.end()) return found->second;
-  return Fail(fmt::format(
-      "{}: unsupported dtype {}; store F16, BF16, F32, F64, I8, I16, I32, I64, U8 or BOOL", where, dtype));
+  std::optional<checkpoint::Dtype> known = checkpoint::DtypeOfSafetensors(dtype);
+  if (known && std::ranges::count(kDatasetDtypes, *known) != 0) {
+    if (std::optional<at::ScalarType> type = tensor::ScalarTypeOf(*known)) return *type;
+  }
+  std::vector<std::string_view> names;
+  for (checkpoint::Dtype held : kDatasetDtypes) names.push_back(checkpoint::Info(held).safetensors);
+  return Fail(fmt::format("{}: unsupported dtype {}; store {} or {}", where, dtype,
+                          fmt::join(names.begin(), names.end() - 1, ", "), names.back()));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -10,7 +11,9 @@
 #include <fmt/format.h>
 
 #include "llvm/Support/JSON.h"
+#include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::train {
 namespace {
@@ -33,18 +36,13 @@ std::string_view Bytes(const at::Tensor& tensor) {
 }  // namespace
 
 const char* SafetensorsDtype(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return "F32";
-    case at::kDouble:
-      return "F64";
-    case at::kLong:
-      return "I64";
-    case at::kByte:
-      return "U8";
-    default:
-      return nullptr;
-  }
+  // What checkpoints store: weights and optimizer state (F32, F64), counters (I64), RNG states
+  // (U8). The names come from the dtype table (runtime/checkpoint/dtypes.def).
+  constexpr checkpoint::Dtype kStored[] = {checkpoint::Dtype::kF32, checkpoint::Dtype::kF64,
+                                           checkpoint::Dtype::kI64, checkpoint::Dtype::kU8};
+  std::optional<checkpoint::Dtype> dtype = tensor::DtypeOf(type);
+  if (!dtype || std::ranges::count(kStored, *dtype) == 0) return nullptr;
+  return tensor::SafetensorsName(type);
 }
 
 std::vector<std::pair<std::string, at::Tensor>> ModelState(const Trainer& trainer) {

@@ -5,7 +5,12 @@
 
 #include <ATen/ATen.h>
 
+#include <cstring>
+
 #include "runtime/checkpoint/checkpoint_store.h"
+#include "runtime/checkpoint/dtype.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/tensor/scalar_type.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
@@ -225,6 +230,37 @@ TEST(DataLoaderResume, RestoreContinuesTheStreamSampleExactly) {
   llvm::Error outside = resumed.Restore(0, 21);
   EXPECT_TRUE(static_cast<bool>(outside));
   llvm::consumeError(std::move(outside));
+}
+
+// Every dtype a checkpoint stores (SafetensorsDtype) goes out under its table name and comes back
+// through the table as the same ScalarType with the same bytes, so no second list can disagree.
+TEST(TrainState, EveryStoredDtypeRoundTripsThroughTheDtypeTable) {
+  std::vector<at::ScalarType> stored;
+  for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i) {
+    auto type = static_cast<at::ScalarType>(i);
+    if (SafetensorsDtype(type) != nullptr) stored.push_back(type);
+  }
+  EXPECT_EQ(stored, (std::vector<at::ScalarType>{at::kByte, at::kLong, at::kFloat, at::kDouble}));
+  EXPECT_EQ(SafetensorsDtype(at::kBFloat16), nullptr);  // checkpoints do not store it
+  for (at::ScalarType type : stored) {
+    SCOPED_TRACE(c10::toString(type));
+    at::Tensor written = at::arange(6, at::kDouble).reshape({2, 3}).mul_(37).to(type);
+    std::string path = (accel::testing::ScratchDir() / "dtype.safetensors").string();
+    std::string_view bytes(static_cast<const char*>(written.data_ptr()),
+                           written.numel() * written.element_size());
+    ASSERT_FALSE(static_cast<bool>(
+        checkpoint::WriteSafetensors(path, {{"t", SafetensorsDtype(type), {2, 3}, bytes}})));
+    llvm::Expected<checkpoint::SafetensorsFile> file = checkpoint::SafetensorsFile::Read(path);
+    ASSERT_TRUE(static_cast<bool>(file)) << llvm::toString(file.takeError());
+    const checkpoint::TensorInfo& info = file->tensors().at("t");
+    std::optional<checkpoint::Dtype> dtype = checkpoint::DtypeOfSafetensors(info.dtype);
+    ASSERT_TRUE(dtype.has_value()) << info.dtype;
+    EXPECT_EQ(tensor::ScalarTypeOf(*dtype), type);
+    at::Tensor read = at::empty(info.shape, type);
+    ASSERT_EQ(file->Bytes("t").size(), bytes.size());
+    std::memcpy(read.data_ptr(), file->Bytes("t").data(), bytes.size());
+    EXPECT_TRUE(SameBits(read, written));
+  }
 }
 
 }  // namespace
