@@ -6,36 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "runtime/tensor/scalar_type.h"
+
 namespace accel::rt::distributed {
 namespace {
-
-std::string DtypeName(const at::Tensor& tensor) {
-  // c10 names `Float`, `BFloat16`; torch prints `float32`, `bfloat16`. Users read the latter.
-  switch (tensor.scalar_type()) {
-    case at::kFloat:
-      return "float32";
-    case at::kDouble:
-      return "float64";
-    case at::kHalf:
-      return "float16";
-    case at::kBFloat16:
-      return "bfloat16";
-    case at::kByte:
-      return "uint8";
-    case at::kChar:
-      return "int8";
-    case at::kShort:
-      return "int16";
-    case at::kInt:
-      return "int32";
-    case at::kLong:
-      return "int64";
-    case at::kBool:
-      return "bool";
-    default:
-      return c10::toString(tensor.scalar_type());
-  }
-}
 
 std::string Quote(const std::string& text) { return fmt::format("\"{}\"", text); }
 
@@ -62,7 +36,8 @@ void Render(const Value& value, bool layout, bool dims_only, std::string& out) {
         out += "undefined tensor";
         return;
       }
-      out += DtypeName(tensor);
+      // What torch prints (`float32`, `bfloat16`), from the dtype table.
+      out += rt::tensor::TorchName(tensor.scalar_type());
       if (dims_only) {
         out += fmt::format("[{} dims]", tensor.dim());
       } else {
