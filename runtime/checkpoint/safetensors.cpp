@@ -10,6 +10,7 @@
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/json.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::checkpoint {
 namespace {
@@ -25,10 +26,6 @@ int DtypeRank(std::string_view dtype) {
 unsigned DtypeBits(std::string_view dtype) {
   std::optional<Dtype> known = DtypeOfSafetensors(dtype);
   return known ? Info(*known).file_bits : 0;
-}
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
 // Bit count of a dense tensor of `shape` and `bits` per element, or empty when a dimension is

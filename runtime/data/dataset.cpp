@@ -17,6 +17,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/support/error.h"
 #include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::data {
@@ -25,10 +26,6 @@ namespace {
 // Raw file bytes are copied straight into tensors: both .npy (`<`) and safetensors are
 // little-endian, like every host we run on.
 static_assert(std::endian::native == std::endian::little, "the loaders assume a little-endian host");
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 // "; did you mean `x`?" for a close name, otherwise "; the <what> are `a`, `b`".
 std::string Suggest(const std::string& name, const std::vector<std::string>& candidates,

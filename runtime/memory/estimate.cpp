@@ -10,15 +10,12 @@
 #include "compiler/cli/arguments.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+#include "runtime/support/error.h"
 
 namespace accel::rt::memory {
 namespace {
 
 constexpr int kExitUsage = 2;
-
-llvm::Error Fail(const std::string& message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 // 3072 → "3072", 12.5 → "12.5": sizes are multiples of 1/8.
 std::string ExactBytes(double bytes) { return fmt::format("{}", bytes); }

@@ -13,6 +13,7 @@
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/support/error.h"
 #include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::train {
@@ -23,10 +24,6 @@ namespace json = llvm::json;
 // Bumped when an older reader could misread a newer layout.
 constexpr int64_t kStateVersion = 1;
 constexpr const char* kRngTensor = "torch_manual_seed";
-
-llvm::Error Fail(std::string message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
-}
 
 std::string_view Bytes(const at::Tensor& tensor) {
   return std::string_view(static_cast<const char*>(tensor.data_ptr()),
