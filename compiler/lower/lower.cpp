@@ -113,11 +113,12 @@ class Lowerer {
     RefuseWhatTheRuntimeCannotRun(spec_.root, "");
     const std::string& distributed = compute["distributed_type"].text;
     if (distributed != "NO" && distributed != "MULTI_CPU") {
-      Unsupported(diag::Kind::NativeDistributedType, compute["distributed_type"],
-                  fmt::format("`compute.distributed_type = {}`", distributed),
-                  distributed == "MULTI_GPU"
-                      ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group is not built yet)" + kExport
-                      : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
+      Unsupported(
+          diag::Kind::NativeDistributedType, compute["distributed_type"],
+          fmt::format("`compute.distributed_type = {}`", distributed),
+          distributed == "MULTI_GPU"
+              ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group is not built yet)" + kExport
+              : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
     }
     // The Accelerator's own argument wins over the launch config, as in Accelerate, where the
     // launcher passes the config's precision through ACCELERATE_MIXED_PRECISION.
@@ -142,7 +143,7 @@ class Lowerer {
     plan::InitProcessGroup init;
     // Unset: Accelerate picks NCCL for GPUs and Gloo for the CPU; a MULTI_GPU job is refused above.
     init.backend = backend.kind != Value::Kind::None && backend.enum_value == "nccl" ? plan::Backend::nccl
-                                                                                       : plan::Backend::gloo;
+                                                                                     : plan::Backend::gloo;
     init.timeout = ipg["timeout"].int_value;
     init.num_machines = compute.Int("num_machines");
     // `num_processes` counts every machine's processes; -1 (unset) is one process (CFG-003).
@@ -185,7 +186,8 @@ class Lowerer {
       if (row->how == NativeField::How::Refused) {
         if (Holds(*row, item)) {
           bool scalar = item.kind != Value::Kind::Record;
-          Unsupported(row->kind, item, scalar ? fmt::format("`{} = {}`", at, Shown(item)) : fmt::format("`{}`", at),
+          Unsupported(row->kind, item,
+                      scalar ? fmt::format("`{} = {}`", at, Shown(item)) : fmt::format("`{}`", at),
                       fmt::format("; {}{}", row->note, kExport));
         }
         continue;
@@ -243,7 +245,8 @@ class Lowerer {
     } else if constexpr (std::is_enum_v<T>) {
       out = PlanEnum<T>(value);
     } else {
-      static_assert(std::is_same_v<T, std::vector<typename T::value_type>>, "a plan field lowering cannot copy");
+      static_assert(std::is_same_v<T, std::vector<typename T::value_type>>,
+                    "a plan field lowering cannot copy");
       out.clear();
       for (const Value& item : value.items) {
         typename T::value_type element{};
@@ -388,7 +391,8 @@ class Lowerer {
     loop.ddp.bucket_cap_mb = ddp.Int("bucket_cap_mb");
     const std::string& hook = ddp["comm_hook"].enum_value;
     if (hook == "power_sgd" || hook == "batched_power_sgd") {
-      Unsupported(diag::Kind::NativePowerSgd, ddp["comm_hook"], fmt::format("`accelerator.ddp.comm_hook = {}`", hook),
+      Unsupported(diag::Kind::NativePowerSgd, ddp["comm_hook"],
+                  fmt::format("`accelerator.ddp.comm_hook = {}`", hook),
                   "; accelrun compresses gradients with `fp16` or `bf16`" + kExport);
     } else {
       loop.ddp.comm_hook = PlanEnum<plan::DDPCommunicationHookType>(ddp["comm_hook"]);
@@ -409,7 +413,8 @@ class Lowerer {
         if (loop.trackers.empty()) loop.trackers.push_back(plan::Tracker::tensorboard);
       } else {
         Unsupported(
-            diag::Kind::NativeTracker, tracker, fmt::format("`accelerator.log_with = {}`", tracker.enum_value),
+            diag::Kind::NativeTracker, tracker,
+            fmt::format("`accelerator.log_with = {}`", tracker.enum_value),
             "; accelrun writes `metrics.jsonl` and TensorBoard event files (`tensorboard`)" + kExport);
       }
     }
@@ -501,9 +506,8 @@ class Lowerer {
     failed_ = true;
     // A value from a base job or a `--set` override is reported where it was written.
     bool located = value.provenance.kind == sema::Provenance::Kind::Spec && value.provenance.file != nullptr;
-    diag::Diagnostic& d =
-        diagnostics_.Emit(kind, located ? value.provenance.file : spec_.file,
-                          located ? value.provenance.span : spec_.span, what, hint);
+    diag::Diagnostic& d = diagnostics_.Emit(kind, located ? value.provenance.file : spec_.file,
+                                            located ? value.provenance.span : spec_.span, what, hint);
     if (value.provenance.kind == sema::Provenance::Kind::Environment) {
       d.message += fmt::format(" (value from environment variable `{}`)", value.provenance.env_var);
     }

@@ -7,8 +7,9 @@ using How = NativeField::How;
 using When = NativeField::When;
 
 constexpr NativeField kFields[] = {
-#define NATIVE_LOWERED(Record, field) {#Record, #field, How::Lowered},
-#define NATIVE_NO_EFFECT(Record, field, why) {#Record, #field, How::NoEffect, When::Never, "", diag::Kind{}, why},
+#define NATIVE_LOWERED(Record, field) {#Record, #field, How::Lowered, When::Never, "", diag::Kind{}, ""},
+#define NATIVE_NO_EFFECT(Record, field, why) \
+  {#Record, #field, How::NoEffect, When::Never, "", diag::Kind{}, why},
 #define NATIVE_REFUSED(Record, field, when, diagnostic, hint) \
   {#Record, #field, How::Refused, When::when, "", diag::Kind::diagnostic, hint},
 #define NATIVE_REFUSED_UNLESS(Record, field, allowed, diagnostic, hint) \

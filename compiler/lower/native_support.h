@@ -17,9 +17,9 @@ struct NativeField {
   std::string_view field;
   How how;
   When when = When::Never;
-  std::string_view allowed;    // Unless: the one value accepted, as compact JSON
-  diag::Kind kind{};           // Refused: its diagnostic
-  std::string_view note;       // NoEffect: why; Refused: the hint after `;`
+  std::string_view allowed;  // Unless: the one value accepted, as compact JSON
+  diag::Kind kind{};         // Refused: its diagnostic
+  std::string_view note;     // NoEffect: why; Refused: the hint after `;`
 };
 
 // Every row of native_support.def, in table order.

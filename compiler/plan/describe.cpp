@@ -81,7 +81,9 @@ std::string Show(const T& value, std::string_view unit) {
     return fmt::format("{{{}}}", ShowFields(value));
   } else if constexpr (VariantInfo<T>::kIsVariant) {
     return std::visit(
-        [](const auto& alternative) { return fmt::format("{} {{{}}}", alternative.kTag, ShowFields(alternative)); },
+        [](const auto& alternative) {
+          return fmt::format("{} {{{}}}", alternative.kTag, ShowFields(alternative));
+        },
         value);
   } else {
     std::vector<std::string> items;
@@ -92,8 +94,7 @@ std::string Show(const T& value, std::string_view unit) {
 
 // `op` and every field of the step, from the plan's table.
 std::string StepLine(const Step& step) {
-  return std::visit(
-      [](const auto& s) { return fmt::format("{:<19} {}", s.kTag, ShowFields(s)); }, step);
+  return std::visit([](const auto& s) { return fmt::format("{:<19} {}", s.kTag, ShowFields(s)); }, step);
 }
 
 // What a setting affects, by where it sits in the job. The first matching prefix wins.

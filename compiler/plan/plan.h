@@ -37,9 +37,9 @@ struct FieldInfo {
 #define PLAN_ENUM_END(Enum) \
   }                         \
   ;
-#define PLAN_RECORD(Record, tag, doc)              \
-  struct Record {                                  \
-    static constexpr std::string_view kTag = tag;  \
+#define PLAN_RECORD(Record, tag, doc)             \
+  struct Record {                                 \
+    static constexpr std::string_view kTag = tag; \
     static constexpr std::string_view kDoc = doc;
 #define PLAN_FIELD(Record, Type, name, default_value, check, unit, doc) Type name = default_value;
 #define PLAN_RECORD_END(Record) \
@@ -53,11 +53,11 @@ struct FieldInfo {
 // EnumInfo<E>: the enum's name, doc and {member, JSON string} pairs in table order.
 template <typename E>
 struct EnumInfo;
-#define PLAN_ENUM(Enum, doc)                                        \
-  template <>                                                       \
-  struct EnumInfo<Enum> {                                           \
-    static constexpr std::string_view kName = #Enum;                \
-    static constexpr std::string_view kDoc = doc;                   \
+#define PLAN_ENUM(Enum, doc)                         \
+  template <>                                        \
+  struct EnumInfo<Enum> {                            \
+    static constexpr std::string_view kName = #Enum; \
+    static constexpr std::string_view kDoc = doc;    \
     static constexpr std::pair<Enum, std::string_view> kMembers[] = {
 #define PLAN_ENUMERATOR(Enum, Member, json) {Enum::Member, json},
 #define PLAN_ENUM_END(Enum) \
@@ -81,13 +81,13 @@ template <typename V>
 struct VariantInfo {
   static constexpr bool kIsVariant = false;
 };
-#define PLAN_VARIANT(Variant, tag_key, doc, ...)        \
-  template <>                                           \
-  struct VariantInfo<Variant> {                         \
-    static constexpr bool kIsVariant = true;            \
-    static constexpr std::string_view kName = #Variant; \
+#define PLAN_VARIANT(Variant, tag_key, doc, ...)         \
+  template <>                                            \
+  struct VariantInfo<Variant> {                          \
+    static constexpr bool kIsVariant = true;             \
+    static constexpr std::string_view kName = #Variant;  \
     static constexpr std::string_view kTagKey = tag_key; \
-    static constexpr std::string_view kDoc = doc;       \
+    static constexpr std::string_view kDoc = doc;        \
   };
 #include "compiler/plan/plan.def"
 

@@ -28,7 +28,9 @@ json::Value Write(const T& value);
 template <typename R>
 json::Object WriteRecord(const R& record) {
   json::Object object;
-  ForEachField(record, [&](const FieldInfo& field, const auto& member) { object[std::string(field.name)] = Write(member); });
+  ForEachField(record, [&](const FieldInfo& field, const auto& member) {
+    object[std::string(field.name)] = Write(member);
+  });
   return object;
 }
 
@@ -167,7 +169,8 @@ class Reader {
       llvm::StringRef key_ref = key;  // ObjectKey::str() makes a temporary std::string
       std::string_view name(key_ref.data(), key_ref.size());
       if (name == tag_key || std::find(known.begin(), known.end(), name) != known.end()) continue;
-      return Fail(fmt::format("{}.{}", path, key.str()), fmt::format("unknown field `{}` of `{}`", key.str(), R::kTag),
+      return Fail(fmt::format("{}.{}", path, key.str()),
+                  fmt::format("unknown field `{}` of `{}`", key.str(), R::kTag),
                   fmt::format("`{}` has {}", R::kTag, fmt::join(known, ", ")));
     }
     return true;
@@ -180,7 +183,9 @@ class Reader {
     constexpr std::string_view key = VariantInfo<V>::kTagKey;
     std::string at = fmt::format("{}.{}", path, key);
     auto tag = object->getString(llvm::StringRef(key.data(), key.size()));
-    if (!tag) return Fail(at, object->get(llvm::StringRef(key.data(), key.size())) == nullptr ? "missing field" : "expected string");
+    if (!tag)
+      return Fail(at, object->get(llvm::StringRef(key.data(), key.size())) == nullptr ? "missing field"
+                                                                                      : "expected string");
     return TryAlternatives(*object, *tag, out, path, std::make_index_sequence<std::variant_size_v<V>>{});
   }
 
@@ -226,7 +231,8 @@ std::string CheckAcrossFields(const Plan& plan) {
     } else if (const auto* checkpoint = std::get_if<Checkpoint>(&step)) {
       if (checkpoint->checkpoint_every == 0 && !checkpoint->checkpoint_every_epoch) {
         return fmt::format(
-            "invalid value 0 at steps[{}].checkpoint_every: must be positive unless checkpoint_every_epoch", i);
+            "invalid value 0 at steps[{}].checkpoint_every: must be positive unless checkpoint_every_epoch",
+            i);
       }
     }
   }

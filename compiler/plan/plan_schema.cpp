@@ -51,9 +51,8 @@ class SchemaWriter {
     } else if constexpr (kIsRecord<T>) {
       return Ref(std::string(T::kTag), [this] { return RecordSchema<T>("", ""); });
     } else {
-      return Ref(std::string(VariantInfo<T>::kName), [this] {
-        return VariantSchema<T>(std::make_index_sequence<std::variant_size_v<T>>{});
-      });
+      return Ref(std::string(VariantInfo<T>::kName),
+                 [this] { return VariantSchema<T>(std::make_index_sequence<std::variant_size_v<T>>{}); });
     }
   }
 
@@ -96,11 +95,11 @@ class SchemaWriter {
   template <typename V, size_t... I>
   json::Object VariantSchema(std::index_sequence<I...>) {
     json::Array alternatives;
-    (alternatives.push_back(
-         RecordSchema<std::variant_alternative_t<I, V>>(VariantInfo<V>::kTagKey,
-                                                        std::variant_alternative_t<I, V>::kTag)),
+    (alternatives.push_back(RecordSchema<std::variant_alternative_t<I, V>>(
+         VariantInfo<V>::kTagKey, std::variant_alternative_t<I, V>::kTag)),
      ...);
-    return json::Object{{"description", std::string(VariantInfo<V>::kDoc)}, {"oneOf", std::move(alternatives)}};
+    return json::Object{{"description", std::string(VariantInfo<V>::kDoc)},
+                        {"oneOf", std::move(alternatives)}};
   }
 
   template <typename Make>
@@ -126,18 +125,20 @@ std::string JsonSchema() {
   defs["setting"] = json::Object{
       {"type", "object"},
       {"description",
-       "One resolved value and where it came from: `file:line:col`, `default`, `env VAR` or `--set:line:col`."},
+       "One resolved value and where it came from: `file:line:col`, `default`, `env VAR` or "
+       "`--set:line:col`."},
       {"required", json::Array{"value", "from"}},
       {"additionalProperties", false},
       {"properties", json::Object{{"from", json::Object{{"type", "string"}}}, {"value", json::Object{}}}}};
-  defs["record"] = json::Object{
-      {"type", "object"},
-      {"description", "A record of the schema: its `type` and its fields, each a setting or a nested record."},
-      {"required", json::Array{"type"}},
-      {"properties", json::Object{{"type", json::Object{{"type", "string"}}}}},
-      {"additionalProperties",
-       json::Object{{"anyOf", json::Array{json::Object{{"$ref", "#/$defs/setting"}},
-                                          json::Object{{"$ref", "#/$defs/record"}}}}}}};
+  defs["record"] =
+      json::Object{{"type", "object"},
+                   {"description",
+                    "A record of the schema: its `type` and its fields, each a setting or a nested record."},
+                   {"required", json::Array{"type"}},
+                   {"properties", json::Object{{"type", json::Object{{"type", "string"}}}}},
+                   {"additionalProperties",
+                    json::Object{{"anyOf", json::Array{json::Object{{"$ref", "#/$defs/setting"}},
+                                                       json::Object{{"$ref", "#/$defs/record"}}}}}}};
   json::Value root = json::Object{
       {"$schema", "https://json-schema.org/draft/2020-12/schema"},
       {"title", fmt::format("Accel execution plan, format {}", kFormat)},
@@ -151,9 +152,11 @@ std::string JsonSchema() {
       {"additionalProperties", false},
       {"properties",
        json::Object{
-           {"format", json::Object{{"const", std::string(kFormat)}, {"description", "The plan format and its version."}}},
+           {"format", json::Object{{"const", std::string(kFormat)},
+                                   {"description", "The plan format and its version."}}},
            {"job", json::Object{{"type", "string"}, {"description", "The job's name."}}},
-           {"source", json::Object{{"type", "string"}, {"description", "The spec it was compiled from, as given to accelc."}}},
+           {"source", json::Object{{"type", "string"},
+                                   {"description", "The spec it was compiled from, as given to accelc."}}},
            {"hash", json::Object{{"type", "string"},
                                  {"pattern", "^sha256:[0-9a-f]{64}$"},
                                  {"description", "sha256 of the plan's JSON with this field empty."}}},

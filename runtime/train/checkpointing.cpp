@@ -35,10 +35,10 @@ llvm::Expected<checkpoint::CheckpointStore> OpenCheckpointStore(const plan::Chec
   if (!store || !resume.empty() || !spec.automatic_checkpoint_naming) return store;
   for (const auto& [number, path] : checkpoint::ListCheckpoints(store->checkpoints_dir())) {
     if (number >= store->iteration()) {
-      return Fail(fmt::format(
-          "{} exists from an earlier run; pass `--resume auto` to continue it, or choose another "
-          "`project_config.project_dir`",
-          path));
+      return Fail(
+          fmt::format("{} exists from an earlier run; pass `--resume auto` to continue it, or choose another "
+                      "`project_config.project_dir`",
+                      path));
     }
   }
   return store;
@@ -48,8 +48,9 @@ llvm::Expected<std::optional<checkpoint::VerifiedCheckpoint>> FindResumePoint(
     checkpoint::CheckpointStore& store, const plan::Checkpoint& spec, const std::filesystem::path& output_dir,
     const std::string& resume, bool report) {
   if (resume == "auto") {
-    bool any = spec.automatic_checkpoint_naming ? !checkpoint::ListCheckpoints(store.checkpoints_dir()).empty()
-                                                : std::filesystem::exists(ManualCheckpointDir(spec, output_dir));
+    bool any = spec.automatic_checkpoint_naming
+                   ? !checkpoint::ListCheckpoints(store.checkpoints_dir()).empty()
+                   : std::filesystem::exists(ManualCheckpointDir(spec, output_dir));
     if (!any) return std::nullopt;
   }
   llvm::Expected<checkpoint::VerifiedCheckpoint> loaded =
@@ -66,7 +67,8 @@ llvm::Error SetAsideRejected(const checkpoint::CheckpointStore& store) {
     if (number < store.iteration()) continue;
     // A number can be rejected more than once (the run died again before replacing it).
     std::string aside = path + ".rejected";
-    for (int copy = 1; std::filesystem::exists(aside); ++copy) aside = fmt::format("{}.rejected.{}", path, copy);
+    for (int copy = 1; std::filesystem::exists(aside); ++copy)
+      aside = fmt::format("{}.rejected.{}", path, copy);
     std::error_code ec;
     std::filesystem::rename(path, aside, ec);
     if (ec) return Fail(fmt::format("cannot set aside {}, which did not verify: {}", path, ec.message()));
@@ -94,20 +96,25 @@ llvm::Error SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Check
   if (WritesCheckpoints(spec, init, rank)) {
     auto started = std::chrono::steady_clock::now();
     std::vector<at::Tensor> rng_states;
-    for (int r = 0; r < collectives.world_size(); ++r) rng_states.push_back(rows[r].to(at::kByte).contiguous());
-    llvm::Expected<std::unique_ptr<StateFiles>> files = EncodeTrainingState(trainer, progress, rng_states, data_seed);
+    for (int r = 0; r < collectives.world_size(); ++r)
+      rng_states.push_back(rows[r].to(at::kByte).contiguous());
+    llvm::Expected<std::unique_ptr<StateFiles>> files =
+        EncodeTrainingState(trainer, progress, rng_states, data_seed);
     llvm::Expected<checkpoint::SaveResult> saved =
-        !files                             ? llvm::Expected<checkpoint::SaveResult>(files.takeError())
-        : spec.automatic_checkpoint_naming ? store.Save((*files)->files())
-                                           : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
+        !files ? llvm::Expected<checkpoint::SaveResult>(files.takeError())
+        : spec.automatic_checkpoint_naming
+            ? store.Save((*files)->files())
+            : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
     if (!saved) {
       failure = saved.takeError();
     } else {
       PrintWarnings(saved->warnings);
       if (rank == 0) {
-        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-        fmt::print("checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
-                   saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
+        double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+        fmt::print(
+            "checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
+            saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
         std::fflush(stdout);
       }
     }

@@ -6,23 +6,23 @@ namespace accel::rt::train {
 
 llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, int64_t eval_samples, int rank,
                                             int world_size) {
-  data::TargetKind kind =
-      spec.targets == plan::TargetKind::class_labels ? data::TargetKind::kClassLabels : data::TargetKind::kRegression;
-  llvm::Expected<data::Dataset> dataset = std::visit(
-      plan::Overloaded{
-          [](const plan::SyntheticRegression& d) -> llvm::Expected<data::Dataset> {
-            return data::GenerateSyntheticRegression(d.samples, d.features, d.outputs, d.noise, d.seed);
-          },
-          [&](const plan::CsvDataset& d) -> llvm::Expected<data::Dataset> {
-            return data::LoadCsv(d.path, d.feature_columns, d.target_columns, kind);
-          },
-          [&](const plan::NpyDataset& d) -> llvm::Expected<data::Dataset> {
-            return data::LoadNpy(d.features_file, d.targets_file, kind);
-          },
-          [&](const plan::SafetensorsDataset& d) -> llvm::Expected<data::Dataset> {
-            return data::LoadSafetensors(d.path, d.features_key, d.targets_key, kind);
-          }},
-      spec.dataset);
+  data::TargetKind kind = spec.targets == plan::TargetKind::class_labels ? data::TargetKind::kClassLabels
+                                                                         : data::TargetKind::kRegression;
+  llvm::Expected<data::Dataset> dataset =
+      std::visit(plan::Overloaded{[](const plan::SyntheticRegression& d) -> llvm::Expected<data::Dataset> {
+                                    return data::GenerateSyntheticRegression(d.samples, d.features, d.outputs,
+                                                                             d.noise, d.seed);
+                                  },
+                                  [&](const plan::CsvDataset& d) -> llvm::Expected<data::Dataset> {
+                                    return data::LoadCsv(d.path, d.feature_columns, d.target_columns, kind);
+                                  },
+                                  [&](const plan::NpyDataset& d) -> llvm::Expected<data::Dataset> {
+                                    return data::LoadNpy(d.features_file, d.targets_file, kind);
+                                  },
+                                  [&](const plan::SafetensorsDataset& d) -> llvm::Expected<data::Dataset> {
+                                    return data::LoadSafetensors(d.path, d.features_key, d.targets_key, kind);
+                                  }},
+                 spec.dataset);
   if (!dataset) return dataset.takeError();
   int64_t rows = dataset->size();
   if (eval_samples >= rows) {

@@ -16,7 +16,8 @@ namespace accel::rt::train {
 namespace {
 
 std::string_view TensorBytes(const at::Tensor& tensor) {
-  return std::string_view(static_cast<const char*>(tensor.data_ptr()), tensor.numel() * tensor.element_size());
+  return std::string_view(static_cast<const char*>(tensor.data_ptr()),
+                          tensor.numel() * tensor.element_size());
 }
 
 llvm::Error WriteJson(const std::string& path, llvm::json::Value value) {
@@ -75,7 +76,8 @@ llvm::Error WriteRunOutputs(const plan::Plan& plan, const Trainer& trainer, cons
                                {"blas", support::DetectLoadedBlas().Describe()},
                                {"model_file", summary.model_path},
                                {"parameter_digest", summary.parameter_digest}};
-    if (llvm::Error error = WriteJson((output_dir / "metrics.json").string(), std::move(metrics))) return error;
+    if (llvm::Error error = WriteJson((output_dir / "metrics.json").string(), std::move(metrics)))
+      return error;
   }
   llvm::json::Object record{{"rank", rank}, {"parameter_digest", summary.parameter_digest}};
   return WriteJson((output_dir / "ranks" / fmt::format("rank-{}.json", rank)).string(), std::move(record));

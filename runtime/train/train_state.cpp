@@ -199,8 +199,12 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
   return out;
 }
 
-llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer,
-                                              int rank, int world_size, int64_t data_seed) {
+namespace {
+
+// trainer_state.json, dataloader_0.json and scheduler.json: where the run was, checked against
+// this run's world size and data seed.
+llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt, int world_size,
+                                      int64_t data_seed) {
   Progress progress;
   std::string state_path = ckpt.path + "/trainer_state.json";
   llvm::Expected<json::Object> state = ReadJson(ckpt, "trainer_state.json");
@@ -249,7 +253,12 @@ llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoi
   if (const json::Array* base = scheduler->getArray("base_lrs"); base && base->size() == 1)
     progress.base_lr = (*base)[0].getAsNumber().getValueOr(0);
 
-  // Optimizer first: it is checked completely before anything changes.
+  return progress;
+}
+
+// optimizer.json and optimizer.safetensors into the trainer, checked completely before
+// anything changes.
+llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer) {
   std::string optimizer_json = ckpt.path + "/optimizer.json";
   llvm::Expected<json::Object> meta = ReadJson(ckpt, "optimizer.json");
   if (!meta) return meta.takeError();
@@ -317,7 +326,11 @@ llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoi
     return Fail(fmt::format("{}: {}", optimizer_json, error.what()));
   }
 
-  // Parameters: copied in place, so the optimizer's references to them stay valid.
+  return llvm::Error::success();
+}
+
+// model.safetensors, copied in place so the optimizer's references to the parameters stay valid.
+llvm::Error RestoreParameters(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer) {
   llvm::Expected<checkpoint::SafetensorsFile> model = ckpt.Safetensors("model.safetensors");
   if (!model) return model.takeError();
   std::vector<std::pair<std::string, at::Tensor>> named = ModelState(trainer);
@@ -334,7 +347,11 @@ llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoi
     }
   }
 
-  // This rank's generator.
+  return llvm::Error::success();
+}
+
+// random_states_<rank>.safetensors: this rank's generator.
+llvm::Error RestoreRng(const checkpoint::VerifiedCheckpoint& ckpt, int rank) {
   std::string rng_name = fmt::format("random_states_{}.safetensors", rank);
   llvm::Expected<checkpoint::SafetensorsFile> rng = ckpt.Safetensors(rng_name);
   if (!rng) return rng.takeError();
@@ -351,6 +368,19 @@ llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoi
     std::string text = error.what();
     return Fail(fmt::format("{}/{}: {}", ckpt.path, rng_name, text.substr(0, text.find('\n'))));
   }
+  return llvm::Error::success();
+}
+
+}  // namespace
+
+llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer,
+                                              int rank, int world_size, int64_t data_seed) {
+  llvm::Expected<Progress> progress = ReadProgress(ckpt, world_size, data_seed);
+  if (!progress) return progress.takeError();
+  // The optimizer first: it is checked completely before the parameters change.
+  if (llvm::Error error = RestoreOptimizer(ckpt, trainer)) return std::move(error);
+  if (llvm::Error error = RestoreParameters(ckpt, trainer)) return std::move(error);
+  if (llvm::Error error = RestoreRng(ckpt, rank)) return std::move(error);
   return progress;
 }
 

@@ -253,16 +253,16 @@ class ScriptedModel final : public Model {
 class TorchTrainer final : public Trainer {
  public:
   TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop) : loop_(loop) {
-    model_ = std::visit(
-        plan::Overloaded{
-            [](const plan::MLP& m) -> std::unique_ptr<Model> { return std::make_unique<MlpModel>(m); },
-            [](const plan::Transformer& m) -> std::unique_ptr<Model> {
-              return std::make_unique<BuiltInTransformer>(m);
-            },
-            [](const plan::TorchScript& m) -> std::unique_ptr<Model> {
-              return std::make_unique<ScriptedModel>(m.path);
-            }},
-        model.model);
+    model_ = std::visit(plan::Overloaded{[](const plan::MLP& m) -> std::unique_ptr<Model> {
+                                           return std::make_unique<MlpModel>(m);
+                                         },
+                                         [](const plan::Transformer& m) -> std::unique_ptr<Model> {
+                                           return std::make_unique<BuiltInTransformer>(m);
+                                         },
+                                         [](const plan::TorchScript& m) -> std::unique_ptr<Model> {
+                                           return std::make_unique<ScriptedModel>(m.path);
+                                         }},
+                        model.model);
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
 
@@ -272,17 +272,20 @@ class TorchTrainer final : public Trainer {
         plan::Overloaded{
             [&](const plan::SGD& o) -> std::unique_ptr<torch::optim::Optimizer> {
               return std::make_unique<torch::optim::SGD>(
-                  parameters, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+                  parameters,
+                  torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
             },
             [&](const plan::Adam& o) -> std::unique_ptr<torch::optim::Optimizer> {
-              return std::make_unique<torch::optim::Adam>(
-                  parameters,
-                  torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+              return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr)
+                                                                          .betas({o.beta1, o.beta2})
+                                                                          .eps(o.eps)
+                                                                          .weight_decay(o.weight_decay));
             },
             [&](const plan::AdamW& o) -> std::unique_ptr<torch::optim::Optimizer> {
-              return std::make_unique<torch::optim::AdamW>(
-                  parameters,
-                  torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+              return std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(o.lr)
+                                                                           .betas({o.beta1, o.beta2})
+                                                                           .eps(o.eps)
+                                                                           .weight_decay(o.weight_decay));
             }},
         loop.optimizer);
   }
@@ -307,7 +310,8 @@ class TorchTrainer final : public Trainer {
     Evaluation result;
     result.losses = Losses(output, targets, torch::Reduction::None);
     if (result.losses.dim() > 1) result.losses = result.losses.flatten(1).mean(1);
-    if (loop_.loss == plan::Loss::cross_entropy) result.correct = output.argmax(1).eq(targets).to(torch::kFloat);
+    if (loop_.loss == plan::Loss::cross_entropy)
+      result.correct = output.argmax(1).eq(targets).to(torch::kFloat);
     return result;
   }
   // The forward pass under bf16 autocast when the loop asks for it; outputs in fp32, as

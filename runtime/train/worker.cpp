@@ -142,7 +142,8 @@ class TrainingRun {
     if (llvm::Error error = OpenData()) return error;
     const plan::DistributedDataParallelKwargs& ddp = loop_.ddp;
     reducer_ = std::make_unique<Reducer>(
-        named_, ReducerOptions{ddp.bucket_cap_mb << 20, ddp.comm_hook, ddp.find_unused_parameters}, *collectives_);
+        named_, ReducerOptions{ddp.bucket_cap_mb << 20, ddp.comm_hook, ddp.find_unused_parameters},
+        *collectives_);
     if (loop_.find_executable_batch_size) {
       BatchSizeSearch found = FindExecutableBatchSize(*trainer_, *reducer_, loaders_->train.dataset(),
                                                       data_.batch_size, data_.split_batches, *collectives_);
@@ -157,16 +158,17 @@ class TrainingRun {
       }
     }
     const plan::GradientAccumulationPlugin& ga = loop_.gradient_accumulation;
-    accumulation_.emplace(GradientAccumulationSpec{ga.num_steps, ga.sync_with_dataloader, ga.sync_each_batch});
+    accumulation_.emplace(
+        GradientAccumulationSpec{ga.num_steps, ga.sync_with_dataloader, ga.sync_each_batch});
     // The schedule counts scheduler steps as Accelerate drives them: per process per optimizer
     // step unless batches are split, or per micro-batch when it is not stepped with the optimizer.
     const int64_t per_step = !loop_.step_scheduler_with_optimizer ? ga.num_steps
                              : data_.split_batches                ? 1
                                                                   : context_.world_size;
     base_lr_ = std::visit([](const auto& optimizer) { return optimizer.lr; }, loop_.optimizer);
-    scheduler_.emplace(
-        ScheduleSpec{loop_.lr_schedule, loop_.warmup_steps * per_step, loop_.steps * per_step, loop_.num_cycles},
-        std::vector<double>{base_lr_});
+    scheduler_.emplace(ScheduleSpec{loop_.lr_schedule, loop_.warmup_steps * per_step, loop_.steps * per_step,
+                                    loop_.num_cycles},
+                       std::vector<double>{base_lr_});
     step_policy_ = SchedulerStepPolicy{data_.split_batches, context_.world_size, ga.adjust_scheduler};
     progress_.schedule = plan::EnumName(loop_.lr_schedule);
     progress_.base_lr = base_lr_;
@@ -193,8 +195,8 @@ class TrainingRun {
         FindResumePoint(*store_, spec, dir_, context_.resume, main_process_);
     if (!from) return from.takeError();
     if (*from) {
-      llvm::Expected<Progress> restored = RestoreTrainingState(**from, *trainer_, context_.rank,
-                                                               context_.world_size, DataIdentitySeed(steps_.data));
+      llvm::Expected<Progress> restored = RestoreTrainingState(
+          **from, *trainer_, context_.rank, context_.world_size, DataIdentitySeed(steps_.data));
       if (!restored) return restored.takeError();
       progress_ = *restored;
       progress_.schedule = plan::EnumName(loop_.lr_schedule);
@@ -252,8 +254,8 @@ class TrainingRun {
       BroadcastBuffersIfDue(/*next=*/accumulation_->all_reduce_gradients());
       reducer_->PrepareForBackward(accumulation_->all_reduce_gradients());
       // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
-      loss_total += trainer_->ForwardBackward(batch.features, batch.targets,
-                                              1.0 / static_cast<double>(loop_.gradient_accumulation.num_steps));
+      loss_total += trainer_->ForwardBackward(
+          batch.features, batch.targets, 1.0 / static_cast<double>(loop_.gradient_accumulation.num_steps));
       if (accumulation_->all_reduce_gradients()) reducer_->Finalize();
       samples_since_report_ += batch.features.size(0) * context_.world_size;
       progress_.samples_seen += batch.features.size(0) * context_.world_size;
@@ -265,7 +267,8 @@ class TrainingRun {
     result.grad_norm = loop_.max_grad_norm > 0 ? trainer_->ClipGradNorm(loop_.max_grad_norm) : 0.0;
     trainer_->OptimizerStep();
     if (loop_.step_scheduler_with_optimizer) {
-      StepLikeAccelerate(*scheduler_, step_policy_, /*sync_gradients=*/true, /*optimizer_step_was_skipped=*/false);
+      StepLikeAccelerate(*scheduler_, step_policy_, /*sync_gradients=*/true,
+                         /*optimizer_step_was_skipped=*/false);
     } else {
       scheduler_->Step();
     }
@@ -287,8 +290,8 @@ class TrainingRun {
     bool due = (spec->checkpoint_every > 0 && step % spec->checkpoint_every == 0) ||
                (spec->checkpoint_every_epoch && epoch_ended) || step == loop_.steps;
     if (!due) return llvm::Error::success();
-    return SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_, DataIdentitySeed(steps_.data),
-                          context_.rank, *collectives_);
+    return SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
+                          DataIdentitySeed(steps_.data), context_.rank, *collectives_);
   }
 
   // Every eval_every steps and after the last one (eval_every 0: after the last only).
@@ -392,7 +395,8 @@ llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext
   } catch (const distributed::CollectiveError& error) {
     // A peer's death or a timeout: the launcher tells this echo from a root cause by its type.
     (void)group.release();
-    return llvm::make_error<CollectiveFailure>(fmt::format("rank {}: {}", context.rank, first_line(error.what())));
+    return llvm::make_error<CollectiveFailure>(
+        fmt::format("rank {}: {}", context.rank, first_line(error.what())));
   } catch (const std::exception& error) {
     // After a failed collective, destroying the Gloo group would wait for every queued bucket
     // to time out in turn. The worker is about to exit, so the group is left to the OS.

@@ -177,7 +177,8 @@ TEST_F(LowerTest, TheExecutorsSettingsLowerAsAccelerateResolvesThem) {
 })");
   ASSERT_TRUE(c.plan.has_value());
   const auto* model = c.plan->Find<plan::BuildModel>();
-  EXPECT_EQ(std::get<plan::TorchScript>(model->model).path, "models/m.pt");  // relative to t.accel's directory, which is ""
+  EXPECT_EQ(std::get<plan::TorchScript>(model->model).path,
+            "models/m.pt");  // relative to t.accel's directory, which is ""
   const auto* data = c.plan->Find<plan::BuildDataloader>();
   const auto& npy = std::get<plan::NpyDataset>(data->dataset);
   EXPECT_EQ(npy.features_file, "data/x.npy");

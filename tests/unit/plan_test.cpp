@@ -88,8 +88,9 @@ TEST(PlanJson, CheckpointStepRoundTripsAndRejectsNegativeLimits) {
   plan.hash = ComputeHash(plan);
   llvm::Expected<Plan> bad = FromJson(ToJson(plan), "p.json");
   ASSERT_FALSE(static_cast<bool>(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("invalid value -1 at steps[5].total_limit: must not be negative"),
-            std::string::npos);
+  EXPECT_NE(
+      llvm::toString(bad.takeError()).find("invalid value -1 at steps[5].total_limit: must not be negative"),
+      std::string::npos);
 }
 
 TEST(PlanJson, HashChangesWithContent) {
@@ -142,7 +143,8 @@ TEST(PlanJson, NonPositiveCountsAndTimeoutsAreRejectedEvenWithAValidHash) {
   plan.hash = ComputeHash(plan);
   read = FromJson(ToJson(plan), "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
-  EXPECT_EQ(llvm::toString(read.takeError()), "p.json: invalid value 0 at steps[0].timeout: must be positive");
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: invalid value 0 at steps[0].timeout: must be positive");
   // Ranges hold inside lists and nested records too.
   plan = SamplePlan();
   std::get<MLP>(std::get<BuildModel>(plan.steps[2]).model).hidden = {64, -1};
@@ -158,9 +160,10 @@ TEST(PlanJson, UnknownOpAndMalformedJsonAreErrors) {
   json.replace(json.find("\"save_model\""), 12, "\"launch_rocket\"");
   llvm::Expected<Plan> read = FromJson(json, "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
-  EXPECT_EQ(llvm::toString(read.takeError()),
-            "p.json: unknown Step op `launch_rocket` at steps[5].op: expected one of init_process_group, seed, "
-            "build_model, build_dataloader, train, save_model, checkpoint");
+  EXPECT_EQ(
+      llvm::toString(read.takeError()),
+      "p.json: unknown Step op `launch_rocket` at steps[5].op: expected one of init_process_group, seed, "
+      "build_model, build_dataloader, train, save_model, checkpoint");
   llvm::Expected<Plan> broken = FromJson("{\"format\": ", "p.json");
   ASSERT_FALSE(static_cast<bool>(broken));
   EXPECT_NE(llvm::toString(broken.takeError()).find("invalid JSON"), std::string::npos);
@@ -176,7 +179,8 @@ TEST(PlanJson, UnknownVariantOrEnumMemberNamesTheFileAndTheJsonPath) {
   };
   for (const Case& c : std::vector<Case>{
            {"\"type\": \"MLP\"", "\"type\": \"ResNet\"",
-            "plan.json: unknown Model type `ResNet` at steps[2].model.type: expected one of MLP, Transformer, "
+            "plan.json: unknown Model type `ResNet` at steps[2].model.type: expected one of MLP, "
+            "Transformer, "
             "TorchScript"},
            {"\"type\": \"Adam\"", "\"type\": \"Lion\"",
             "plan.json: unknown Optimizer type `Lion` at steps[4].optimizer.type: expected one of SGD, Adam, "
@@ -188,7 +192,8 @@ TEST(PlanJson, UnknownVariantOrEnumMemberNamesTheFileAndTheJsonPath) {
             "plan.json: unknown LrScheduleType `cosin` at steps[4].lr_schedule: expected one of constant, "
             "constant_with_warmup, linear, cosine"},
            {"\"comm_hook\": \"fp16\"", "\"comm_hook\": \"none\"",
-            "plan.json: unknown DDPCommunicationHookType `none` at steps[4].ddp.comm_hook: expected one of no, "
+            "plan.json: unknown DDPCommunicationHookType `none` at steps[4].ddp.comm_hook: expected one of "
+            "no, "
             "fp16, bf16"},
        }) {
     llvm::Expected<Plan> read = FromJson(Edited(json, c.from, c.to), "plan.json");
@@ -199,7 +204,8 @@ TEST(PlanJson, UnknownVariantOrEnumMemberNamesTheFileAndTheJsonPath) {
 
 TEST(PlanJson, UnknownAndMissingFieldsAreErrorsWithTheirPath) {
   std::string json = ToJson(SamplePlan());
-  llvm::Expected<Plan> extra = FromJson(Edited(json, "\"warmup_steps\": 10", "\"warmup_step\": 10"), "p.json");
+  llvm::Expected<Plan> extra =
+      FromJson(Edited(json, "\"warmup_steps\": 10", "\"warmup_step\": 10"), "p.json");
   ASSERT_FALSE(static_cast<bool>(extra));
   // The missing field is reported first: the table's order is the reader's.
   EXPECT_EQ(llvm::toString(extra.takeError()), "p.json: missing field at steps[4].warmup_steps");
@@ -207,7 +213,8 @@ TEST(PlanJson, UnknownAndMissingFieldsAreErrorsWithTheirPath) {
       FromJson(Edited(json, "\"bucket_cap_mb\": 25", "\"bucket_cap_mb\": 25, \"bucket_cap\": 1"), "p.json");
   ASSERT_FALSE(static_cast<bool>(unknown));
   EXPECT_NE(llvm::toString(unknown.takeError())
-                .find("p.json: unknown field `bucket_cap` of `DistributedDataParallelKwargs` at steps[4].ddp.bucket_cap"),
+                .find("p.json: unknown field `bucket_cap` of `DistributedDataParallelKwargs` at "
+                      "steps[4].ddp.bucket_cap"),
             std::string::npos);
 }
 
@@ -231,7 +238,8 @@ TEST(PlanSchema, EveryRecordRequiresTheFieldsOfTheTable) {
   const llvm::json::Object* ddp = defs->getObject("DistributedDataParallelKwargs");
   ASSERT_NE(ddp, nullptr);
   std::vector<std::string> required;
-  for (const llvm::json::Value& name : *ddp->getArray("required")) required.push_back(name.getAsString()->str());
+  for (const llvm::json::Value& name : *ddp->getArray("required"))
+    required.push_back(name.getAsString()->str());
   EXPECT_EQ(required, (std::vector<std::string>{"bucket_cap_mb", "comm_hook", "find_unused_parameters",
                                                 "broadcast_buffers"}));
   EXPECT_EQ(ddp->getBoolean("additionalProperties"), false);
