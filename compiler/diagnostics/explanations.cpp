@@ -109,47 +109,79 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "the working directory, so it could not be checked.\nFix: correct the path, or ignore the warning if "
        "the file is created on the machine that launches."},
       {"A4001",
-       "`compute.distributed_type` names an engine other than NO and MULTI_CPU, the two accelrun runs (one process, or several over Gloo on the CPU).\nFix: set `distributed_type = MULTI_CPU` (or NO), or run the job under Accelerate (`accelc export --to accelerate-yaml`)."},
+       "`compute.distributed_type` names an engine other than NO and MULTI_CPU, the two accelrun runs (one "
+       "process, or several over Gloo on the CPU).\nFix: set `distributed_type = MULTI_CPU` (or NO), or run "
+       "the job under Accelerate (`accelc export --to accelerate-yaml`)."},
       {"A4002",
-       "The launch config has a `deepspeed_config`: DeepSpeed's ZeRO engine, which accelrun does not have.\nFix: drop the section to train with plain data parallelism, or run the job under Accelerate."},
+       "The launch config has a `deepspeed_config`: DeepSpeed's ZeRO engine, which accelrun does not "
+       "have.\nFix: drop the section to train with plain data parallelism, or run the job under Accelerate."},
       {"A4003",
-       "The launch config has an `fsdp_config`: PyTorch FSDP, which accelrun does not have.\nFix: drop the section to train with plain data parallelism, or run the job under Accelerate."},
+       "The launch config has an `fsdp_config`: PyTorch FSDP, which accelrun does not have.\nFix: drop the "
+       "section to train with plain data parallelism, or run the job under Accelerate."},
       {"A4004",
-       "The launch config has a `megatron_lm_config`: Megatron-LM's tensor and pipeline parallelism, which accelrun does not have.\nFix: drop the section, or run the job under Accelerate."},
+       "The launch config has a `megatron_lm_config`: Megatron-LM's tensor and pipeline parallelism, which "
+       "accelrun does not have.\nFix: drop the section, or run the job under Accelerate."},
       {"A4005",
-       "fp8 training (`fp8_config`, or `mixed_precision = fp8`) needs TransformerEngine, MS-AMP or torchao, which exist only in Python.\nFix: use `bf16`, or run the job under Accelerate."},
+       "fp8 training (`fp8_config`, or `mixed_precision = fp8`) needs TransformerEngine, MS-AMP or torchao, "
+       "which exist only in Python.\nFix: use `bf16`, or run the job under Accelerate."},
       {"A4006",
-       "Tensor, context or pipeline parallelism (`parallelism_config`, `torch_tp_plugin`): accelrun runs data parallelism only.\nFix: drop the setting, or run the job under Accelerate."},
+       "Tensor, context or pipeline parallelism (`parallelism_config`, `torch_tp_plugin`): accelrun runs "
+       "data parallelism only.\nFix: drop the setting, or run the job under Accelerate."},
       {"A4007",
-       "`mpirun_config` asks Accelerate to start the job with mpirun; accelrun does not start mpirun, it runs under it.\nFix: run `mpirun -np N accelrun plan.json`, and drop `mpirun_config`."},
+       "`mpirun_config` asks Accelerate to start the job with mpirun; accelrun does not start mpirun, it "
+       "runs under it.\nFix: run `mpirun -np N accelrun plan.json`, and drop `mpirun_config`."},
       {"A4008",
-       "torch.compile (`dynamo_config`, `dynamo_plugin` or a `dynamo_backend` other than NO) exists only in Python.\nFix: drop the setting (the model then runs eagerly, with the same numbers), or run the job under Accelerate."},
+       "torch.compile (`dynamo_config`, `dynamo_plugin` or a `dynamo_backend` other than NO) exists only in "
+       "Python.\nFix: drop the setting (the model then runs eagerly, with the same numbers), or run the job "
+       "under Accelerate."},
       {"A4009",
-       "bitsandbytes quantization (`accelerator.quantization`) exists only in Python.\nFix: drop it, or run the job under Accelerate."},
+       "bitsandbytes quantization (`accelerator.quantization`) exists only in Python.\nFix: drop it, or run "
+       "the job under Accelerate."},
       {"A4010",
-       "fp16 mixed precision (`mixed_precision = fp16`, or the legacy `fp16: true`) needs CUDA for its autocast and gradient scaler; accelrun runs on the CPU.\nFix: use `mixed_precision = bf16`, or run the job under Accelerate on a GPU."},
+       "fp16 mixed precision (`mixed_precision = fp16`, or the legacy `fp16: true`) needs CUDA for its "
+       "autocast and gradient scaler; accelrun runs on the CPU.\nFix: use `mixed_precision = bf16`, or run "
+       "the job under Accelerate on a GPU."},
       {"A4011",
-       "`train.loss = cross_entropy` on `SyntheticRegression`: its targets are real numbers, not class indices.\nFix: use `loss = mse`, or a dataset file with integer class labels."},
+       "`train.loss = cross_entropy` on `SyntheticRegression`: its targets are real numbers, not class "
+       "indices.\nFix: use `loss = mse`, or a dataset file with integer class labels."},
       {"A4012",
-       "Several `target_columns` with `loss = cross_entropy`: cross entropy reads one column of class indices.\nFix: name one column."},
+       "Several `target_columns` with `loss = cross_entropy`: cross entropy reads one column of class "
+       "indices.\nFix: name one column."},
       {"A4013",
-       "`even_batches = false` on several processes without `drop_last`: ranks would draw different numbers of batches, and their collectives would no longer pair up (Accelerate needs join_uneven_inputs, which a plan cannot express).\nFix: keep `even_batches = true`, or set `drop_last`."},
+       "`even_batches = false` on several processes without `drop_last`: ranks would draw different numbers "
+       "of batches, and their collectives would no longer pair up (Accelerate needs join_uneven_inputs, "
+       "which a plan cannot express).\nFix: keep `even_batches = true`, or set `drop_last`."},
       {"A4014",
-       "`comm_hook = power_sgd` or `batched_power_sgd`: accelrun compresses gradient buckets with fp16 or bf16 only.\nFix: use `fp16` or `bf16`, or run the job under Accelerate."},
+       "`comm_hook = power_sgd` or `batched_power_sgd`: accelrun compresses gradient buckets with fp16 or "
+       "bf16 only.\nFix: use `fp16` or `bf16`, or run the job under Accelerate."},
       {"A4015",
-       "A `comm_wrapper` around an fp16/bf16 hook: the wrappers exist for PowerSGD hooks, which accelrun does not run, and would cast twice.\nFix: drop the wrapper."},
+       "A `comm_wrapper` around an fp16/bf16 hook: the wrappers exist for PowerSGD hooks, which accelrun "
+       "does not run, and would cast twice.\nFix: drop the wrapper."},
       {"A4016",
        "`ddp.dim` other than 0: accelrun's batches are split along dimension 0 only.\nFix: leave `dim = 0`."},
       {"A4017",
-       "`gradient_as_bucket_view` or `static_graph`: accelrun's reducer copies gradients into its own buckets and has no graph optimizations to enable.\nFix: leave them false; the gradients are the same."},
+       "`gradient_as_bucket_view` or `static_graph`: accelrun's reducer copies gradients into its own "
+       "buckets and has no graph optimizations to enable.\nFix: leave them false; the gradients are the "
+       "same."},
       {"A4018",
-       "A tracker in `log_with` other than `tensorboard`: accelrun writes `metrics.jsonl` and TensorBoard event files only.\nFix: use `tensorboard`, or run the job under Accelerate."},
+       "A tracker in `log_with` other than `tensorboard`: accelrun writes `metrics.jsonl` and TensorBoard "
+       "event files only.\nFix: use `tensorboard`, or run the job under Accelerate."},
       {"A4019",
-       "`accelerator.project_config` is set, but nothing saves checkpoints (neither `train.checkpoint_every` nor `train.checkpoint_every_epoch`), so the setting would do nothing.\nFix: set `train.checkpoint_every`, or drop the setting."},
+       "`accelerator.project_config` is set, but nothing saves checkpoints (neither `train.checkpoint_every` "
+       "nor `train.checkpoint_every_epoch`), so the setting would do nothing.\nFix: set "
+       "`train.checkpoint_every`, or drop the setting."},
       {"A4020",
-       "`init_process_group.init_method`: accelrun's workers always meet at the launch config's main process address and port.\nFix: set `compute.main_process_ip` and `main_process_port`, and drop `init_method`."},
+       "`init_process_group.init_method`: accelrun's workers always meet at the launch config's main process "
+       "address and port.\nFix: set `compute.main_process_ip` and `main_process_port`, and drop "
+       "`init_method`."},
       {"A4021",
-       "`rng_types` other than `[GENERATOR]`: accelrun keeps the samplers of all ranks in step from the data seed, as synchronising `generator` does, but does not synchronise torch's global generator at each epoch.\nFix: leave `rng_types` at its default, or run the job under Accelerate."},
+       "`rng_types` other than `[GENERATOR]`: accelrun keeps the samplers of all ranks in step from the data "
+       "seed, as synchronising `generator` does, but does not synchronise torch's global generator at each "
+       "epoch.\nFix: leave `rng_types` at its default, or run the job under Accelerate."},
+      {"A4022",
+       "`init_process_group.backend` names a backend accelrun's process groups do not use (MPI, XCCL, HCCL): "
+       "it forms them over Gloo on the CPU and NCCL on GPUs.\nFix: use `GLOO` (or leave it unset), or run "
+       "the job under Accelerate."},
   };
   return table;
 }

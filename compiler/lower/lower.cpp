@@ -142,8 +142,16 @@ class Lowerer {
     const Value& backend = ipg["backend"];
     plan::InitProcessGroup init;
     // Unset: Accelerate picks NCCL for GPUs and Gloo for the CPU; a MULTI_GPU job is refused above.
-    init.backend = backend.kind != Value::Kind::None && backend.enum_value == "nccl" ? plan::Backend::nccl
-                                                                                     : plan::Backend::gloo;
+    if (backend.kind != Value::Kind::None) {
+      std::optional<plan::Backend> native = FindPlanEnum<plan::Backend>(backend);
+      if (native) {
+        init.backend = *native;
+      } else {
+        Unsupported(diag::Kind::NativeBackend, backend,
+                    fmt::format("`accelerator.init_process_group.backend = {}`", backend.enum_value),
+                    "; accelrun forms its process groups over Gloo (or NCCL on GPUs): use `GLOO`" + kExport);
+      }
+    }
     init.timeout = ipg["timeout"].int_value;
     init.num_machines = compute.Int("num_machines");
     // `num_processes` counts every machine's processes; -1 (unset) is one process (CFG-003).
@@ -346,10 +354,18 @@ class Lowerer {
   // The spec's enum member, as the plan's enum of the same JSON strings.
   template <typename E>
   static E PlanEnum(const Value& value) {
+    std::optional<E> member = FindPlanEnum<E>(value);
+    if (!member) Internal(plan::EnumInfo<E>::kName, value.enum_value);
+    return *member;
+  }
+
+  // The plan's member of the same JSON string, or unset when the plan has none.
+  template <typename E>
+  static std::optional<E> FindPlanEnum(const Value& value) {
     for (const auto& [member, name] : plan::EnumInfo<E>::kMembers) {
       if (name == value.enum_value) return member;
     }
-    Internal(plan::EnumInfo<E>::kName, value.enum_value);
+    return std::nullopt;
   }
 
   plan::TrainLoop LowerTrain(const Fields& train, const Fields& accelerator, plan::MixedPrecision precision) {
