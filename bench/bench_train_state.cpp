@@ -31,8 +31,8 @@ train::Trainer& Trained() {
     at::manual_seed(0);
     accel::plan::TrainLoop loop;
     loop.optimizer = accel::plan::AdamW{1e-3, 0.9, 0.999, 1e-8, 0.01};
-    auto t = train::MakeTrainer(accel::plan::BuildModel{accel::plan::MLP{4096, {4096, 4096, 4096, 4096}, 4096}},
-                                loop);
+    auto t = train::MakeTrainer(
+        accel::plan::BuildModel{accel::plan::MLP{4096, {4096, 4096, 4096, 4096}, 4096}}, loop);
     t->ForwardBackward(at::randn({2, 4096}), at::randn({2, 4096}));
     t->OptimizerStep();
     return t;

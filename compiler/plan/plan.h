@@ -91,6 +91,14 @@ struct VariantInfo {
   };
 #include "compiler/plan/plan.def"
 
+// IsList<T>: T is a list field, std::vector<Element>.
+template <typename T>
+struct IsList : std::false_type {};
+template <typename T>
+struct IsList<std::vector<T>> : std::true_type {
+  using Element = T;
+};
+
 // kIsRecord<T>: T is a struct of the table.
 template <typename T>
 inline constexpr bool kIsRecord = false;

@@ -13,13 +13,6 @@ namespace json = llvm::json;
 
 namespace {
 
-template <typename T>
-struct IsList : std::false_type {};
-template <typename T>
-struct IsList<std::vector<T>> : std::true_type {
-  using Element = T;
-};
-
 // ---- writing ----
 
 template <typename T>

@@ -11,13 +11,6 @@ namespace {
 
 namespace json = llvm::json;
 
-template <typename T>
-struct IsList : std::false_type {};
-template <typename T>
-struct IsList<std::vector<T>> : std::true_type {
-  using Element = T;
-};
-
 // Collects the $defs that the fields refer to, each once.
 class SchemaWriter {
  public:

@@ -22,8 +22,8 @@ TorchFacts CollectTorchFacts() {
   // its NCCL back end is compiled in only against a LibTorch with CUDA.
   facts.gloo_compiled = rt::distributed::IsGlooAvailable();
   facts.nccl = rt::distributed::IsNcclCompiledIn() ? "yes"
-               : facts.cuda_compiled        ? "no: this build did not find LibTorch's CUDA targets"
-                                            : "no: LibTorch without CUDA";
+               : facts.cuda_compiled               ? "no: this build did not find LibTorch's CUDA targets"
+                                                   : "no: LibTorch without CUDA";
   return facts;
 }
 

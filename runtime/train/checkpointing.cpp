@@ -21,6 +21,32 @@ void PrintWarnings(const std::vector<std::string>& warnings) {
   for (const std::string& warning : warnings) fmt::print(stderr, "accelrun: warning: {}\n", warning);
 }
 
+// The writer's half of save_state: every rank's RNG state (`rows`, one per rank) and this
+// trainer's state, saved as the next checkpoint (automatic naming) or over the one folder.
+llvm::Error WriteCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& spec,
+                            const std::filesystem::path& output_dir, const Trainer& trainer,
+                            const Progress& progress, const at::Tensor& rows, int64_t data_seed, int rank) {
+  auto started = std::chrono::steady_clock::now();
+  std::vector<at::Tensor> rng_states;
+  for (int64_t r = 0; r < rows.size(0); ++r) rng_states.push_back(rows[r].to(at::kByte).contiguous());
+  llvm::Expected<std::unique_ptr<StateFiles>> files =
+      EncodeTrainingState(trainer, progress, rng_states, data_seed);
+  if (!files) return files.takeError();
+  llvm::Expected<checkpoint::SaveResult> saved =
+      spec.automatic_checkpoint_naming
+          ? store.Save((*files)->files())
+          : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
+  if (!saved) return saved.takeError();
+  PrintWarnings(saved->warnings);
+  if (rank == 0) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    fmt::print("checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
+               saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
+    std::fflush(stdout);
+  }
+  return llvm::Error::success();
+}
+
 }  // namespace
 
 llvm::Expected<checkpoint::CheckpointStore> OpenCheckpointStore(const plan::Checkpoint& spec,
@@ -92,33 +118,10 @@ llvm::Error SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Check
   std::vector<at::Tensor> gathered{rows};
   collectives.AllReduceSum(gathered);
   // A writer's failure is reported after the barrier, so the others are not left waiting.
-  llvm::Error failure = llvm::Error::success();
-  if (WritesCheckpoints(spec, init, rank)) {
-    auto started = std::chrono::steady_clock::now();
-    std::vector<at::Tensor> rng_states;
-    for (int r = 0; r < collectives.world_size(); ++r)
-      rng_states.push_back(rows[r].to(at::kByte).contiguous());
-    llvm::Expected<std::unique_ptr<StateFiles>> files =
-        EncodeTrainingState(trainer, progress, rng_states, data_seed);
-    llvm::Expected<checkpoint::SaveResult> saved =
-        !files ? llvm::Expected<checkpoint::SaveResult>(files.takeError())
-        : spec.automatic_checkpoint_naming
-            ? store.Save((*files)->files())
-            : store.SaveTo(ManualCheckpointDir(spec, output_dir), (*files)->files());
-    if (!saved) {
-      failure = saved.takeError();
-    } else {
-      PrintWarnings(saved->warnings);
-      if (rank == 0) {
-        double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-        fmt::print(
-            "checkpoint {} saved at step {} ({:.0f} ms{})\n", saved->path, progress.step, ms,
-            saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
-        std::fflush(stdout);
-      }
-    }
-  }
+  llvm::Error failure =
+      WritesCheckpoints(spec, init, rank)
+          ? WriteCheckpoint(store, spec, output_dir, trainer, progress, rows, data_seed, rank)
+          : llvm::Error::success();
   collectives.Barrier();
   return failure;
 }

@@ -378,9 +378,9 @@ llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoi
   llvm::Expected<Progress> progress = ReadProgress(ckpt, world_size, data_seed);
   if (!progress) return progress.takeError();
   // The optimizer first: it is checked completely before the parameters change.
-  if (llvm::Error error = RestoreOptimizer(ckpt, trainer)) return std::move(error);
-  if (llvm::Error error = RestoreParameters(ckpt, trainer)) return std::move(error);
-  if (llvm::Error error = RestoreRng(ckpt, rank)) return std::move(error);
+  if (llvm::Error error = RestoreOptimizer(ckpt, trainer)) return error;
+  if (llvm::Error error = RestoreParameters(ckpt, trainer)) return error;
+  if (llvm::Error error = RestoreRng(ckpt, rank)) return error;
   return progress;
 }
 

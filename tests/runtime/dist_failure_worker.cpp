@@ -66,13 +66,15 @@ int main(int argc, char** argv) {
   try {
     std::unique_ptr<distributed::Collectives> group =
         distributed::ConnectGloo({rank, world, addr ? addr : "127.0.0.1", EnvInt("MASTER_PORT"),
-                           std::chrono::milliseconds(timeout_ms)});
-    distributed::FaultInjectingCollectives faulty(
-        std::move(group), rank == fault_rank ? distributed::ParseFaults(faults) : std::vector<distributed::Fault>{});
+                                  std::chrono::milliseconds(timeout_ms)});
+    distributed::FaultInjectingCollectives faulty(std::move(group), rank == fault_rank
+                                                                        ? distributed::ParseFaults(faults)
+                                                                        : std::vector<distributed::Fault>{});
     distributed::DataOps ops(faulty);
     for (int i = 0; i < iterations; ++i) {
-      distributed::Value batch = distributed::Value::Dict({{"x", distributed::Value::Tensor(at::full({64, 8}, float(rank)))},
-                                             {"y", distributed::Value::Tensor(at::full({64}, int64_t(i)))}});
+      distributed::Value batch =
+          distributed::Value::Dict({{"x", distributed::Value::Tensor(at::full({64, 8}, float(rank)))},
+                                    {"y", distributed::Value::Tensor(at::full({64}, int64_t(i)))}});
       ops.Gather(batch);
       ops.Reduce(batch.Find("x") ? *batch.Find("x") : batch, "mean");
       ops.Broadcast(batch, 0);

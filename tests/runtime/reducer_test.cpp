@@ -104,7 +104,7 @@ class Recording final : public distributed::Collectives {
     inner_.AllReduce(tensors, op);
   }
   std::unique_ptr<distributed::PendingWork> AllReduceAsync(std::vector<at::Tensor>& tensors,
-                                                    distributed::ReduceOp op) override {
+                                                           distributed::ReduceOp op) override {
     ++calls;
     on_launch_();
     return inner_.AllReduceAsync(tensors, op);

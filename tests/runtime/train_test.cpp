@@ -289,7 +289,8 @@ TEST(RunWorker, UsesThePlansBackendAndExplainsOneThisBuildLacks) {
   for (plan::Step& step : plan->steps) {
     if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->backend = plan::Backend::nccl;
   }
-  if (distributed::IsNcclCompiledIn()) GTEST_SKIP() << "this build has NCCL; the CPU-only case does not apply";
+  if (distributed::IsNcclCompiledIn())
+    GTEST_SKIP() << "this build has NCCL; the CPU-only case does not apply";
   WorkerContext context;
   context.world_size = 2;
   context.output_dir = ::testing::TempDir() + "/run_worker_backend";

@@ -373,13 +373,15 @@ TEST(PlanEnvironment, FlagsFromTheConfiguration) {
   llvm::json::Object config{
       {"compute", llvm::json::Object{
                       {"use_cpu", Leaf(true)}, {"debug", Leaf(true)}, {"enable_cpu_affinity", Leaf(true)}}}};
-  std::map<std::string, std::string> env = AccelerateEnvironment(PlanWith(std::move(config), plan::MixedPrecision::bf16));
+  std::map<std::string, std::string> env =
+      AccelerateEnvironment(PlanWith(std::move(config), plan::MixedPrecision::bf16));
   EXPECT_EQ(env, (std::map<std::string, std::string>{{"ACCELERATE_CPU_AFFINITY", "1"},
                                                      {"ACCELERATE_DEBUG_MODE", "true"},
                                                      {"ACCELERATE_MIXED_PRECISION", "bf16"},
                                                      {"ACCELERATE_USE_CPU", "True"}}));
   llvm::json::Object accelerator_cpu{{"accelerator", llvm::json::Object{{"cpu", Leaf(true)}}}};
-  EXPECT_EQ(AccelerateEnvironment(PlanWith(std::move(accelerator_cpu), plan::MixedPrecision::no)).at("ACCELERATE_USE_CPU"),
+  EXPECT_EQ(AccelerateEnvironment(PlanWith(std::move(accelerator_cpu), plan::MixedPrecision::no))
+                .at("ACCELERATE_USE_CPU"),
             "True");
 }
 
