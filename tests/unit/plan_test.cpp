@@ -218,6 +218,38 @@ TEST(PlanJson, UnknownAndMissingFieldsAreErrorsWithTheirPath) {
             std::string::npos);
 }
 
+// The rules across fields, which the table's per-field ranges cannot state; each is checked
+// even when the hash was recomputed after the edit.
+TEST(PlanJson, RulesAcrossFieldsAreCheckedAfterTheFields) {
+  Plan plan = SamplePlan();
+  std::get<BuildModel>(plan.steps[2]).model = Transformer{4, 30, 4, 2, 64, 1};
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> heads = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(heads));
+  EXPECT_EQ(llvm::toString(heads.takeError()),
+            "p.json: invalid value 4 at steps[2].model.heads: must divide d_model 30");
+
+  plan = SamplePlan();
+  std::get<TrainLoop>(plan.steps[4]).eval_every = 5;
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> eval = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(eval));
+  EXPECT_EQ(llvm::toString(eval.takeError()),
+            "p.json: invalid evaluation at steps[4]: eval_every 5 needs eval_samples > 0");
+
+  plan = SamplePlan();
+  plan.steps.insert(plan.steps.begin() + 5, Checkpoint{});  // no trigger at all
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> trigger = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(trigger));
+  EXPECT_NE(llvm::toString(trigger.takeError()).find("steps[5].checkpoint_every: must be positive unless"),
+            std::string::npos);
+  std::get<Checkpoint>(plan.steps[5]).checkpoint_every_epoch = true;  // the epoch alone is a trigger
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> epoch = FromJson(ToJson(plan), "p.json");
+  EXPECT_TRUE(static_cast<bool>(epoch)) << (epoch ? "" : llvm::toString(epoch.takeError()));
+}
+
 TEST(PlanJson, AnOlderFormatIsRefusedWithRecompile) {
   Plan plan = SamplePlan();
   plan.format = "accel-plan/2";
