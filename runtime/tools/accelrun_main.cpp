@@ -23,6 +23,11 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "env")
     return accel::tools::RunEnvCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   accel::tools::LaunchCommandOptions options;
+  // `accelrun test <spec | plan> [options]`: a launch whose workers test instead of train.
+  if (!args.empty() && args[0] == "test") {
+    options.self_test = true;
+    args.erase(args.begin());
+  }
   std::string error = accel::tools::ParseLaunchArguments(args, options);
   if (options.help) {
     fmt::print("{}", accel::tools::LaunchUsage());
@@ -33,6 +38,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.worker)
-    return accel::tools::RunWorkerCommand(options.input, options.output_dir, options.resume);
+    return accel::tools::RunWorkerCommand(options.input, options.output_dir, options.resume,
+                                          options.self_test);
   return accel::tools::RunLaunchCommand(options, argv[0]);
 }

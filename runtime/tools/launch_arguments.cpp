@@ -100,6 +100,7 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
                   .apply = Set(o.dry_run)},
       // Internal: how the launcher starts each rank.
       cli::Option{.names = {"--worker"}, .apply = Set(o.worker)},
+      cli::Option{.names = {"--self-test"}, .apply = Set(o.self_test)},
       cli::Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(o.help), .exits = true},
   };
 }
@@ -109,6 +110,7 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
 std::string LaunchUsage() {
   LaunchCommandOptions unused;
   return R"(usage: accelrun [options] <spec.accel | plan.json>
+       accelrun test [options] <spec.accel | plan.json>  (checks the data operations on the job's processes)
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
 

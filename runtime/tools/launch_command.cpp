@@ -158,6 +158,7 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     worker.argv = {ec ? std::string(argv0) : self.string(), "--worker", plan_path.string(), "--output-dir",
                    output_dir.string()};
     if (!options.resume.empty()) worker.argv.insert(worker.argv.end(), {"--resume", options.resume});
+    if (options.self_test) worker.argv.push_back("--self-test");
     worker.env = common;
     for (auto& [name, value] : launch::RankEnvironment(topology, slot)) worker.env[name] = value;
     launch_options.workers.push_back(std::move(worker));
@@ -186,6 +187,11 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     // Interrupted: the shell convention 128 + signal, so schedulers can tell it from a failure.
     if (int signal = g_interrupted.load()) return 128 + signal;
     return kExitFailed;
+  }
+  if (options.self_test) {
+    fmt::print("accelrun: test passed in {:.2f} s: ready for distributed training on world size {}\n",
+               seconds, topology.world_size);
+    return 0;
   }
   PrintDone(output_dir, seconds);
   return 0;

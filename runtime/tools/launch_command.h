@@ -20,6 +20,8 @@ struct LaunchCommandOptions {
   std::optional<int> cpu_threads;  // --num-cpu-threads-per-process
   bool dry_run = false;
   bool worker = false;  // --worker: run one rank (internal)
+  // `accelrun test`: the workers run the data operations' self-test instead of training.
+  bool self_test = false;
   // --resume: `auto` or a checkpoint directory; empty starts fresh (docs/checkpoints.md).
   std::string resume;
   bool help = false;  // -h, --help: print the usage, start nothing

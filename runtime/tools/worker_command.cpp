@@ -24,9 +24,19 @@ int EnvInt(const char* name, int fallback) {
   return value ? std::atoi(value) : fallback;
 }
 
+// Rank 0's list of the self-test's checks, all passed.
+void PrintChecks(const std::vector<rt::distributed::SelfTestCheck>& checks, int world_size) {
+  for (const rt::distributed::SelfTestCheck& check : checks)
+    fmt::print("accelrun: test: ok  {:<26}  {}\n", check.name, check.detail);
+  fmt::print("accelrun: test: every rank got the expected result of every data operation (world size {})\n",
+             world_size);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
-int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir, const std::string& resume) {
+int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir, const std::string& resume,
+                     bool self_test) {
   // A worker must not outlive its launcher: if the launcher dies (even by SIGKILL), the kernel
   // kills this worker. The parent check covers a launcher that died before the prctl.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -50,11 +60,20 @@ int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir
   fmt::print("accelrun: worker rank {} of {} (pid {}) joins {}:{}\n", context.rank, context.world_size,
              ::getpid(), context.master_addr, context.master_port);
   std::fflush(stdout);
-  llvm::Expected<rt::train::RunSummary> summary = rt::train::RunWorker(*plan, context);
-  if (summary) return 0;
+  llvm::Error error = llvm::Error::success();
+  if (self_test) {
+    llvm::Expected<std::vector<rt::distributed::SelfTestCheck>> checks =
+        rt::train::RunSelfTestWorker(*plan, context);
+    if (checks && context.rank == 0) PrintChecks(*checks, context.world_size);
+    error = checks ? llvm::Error::success() : checks.takeError();
+  } else {
+    llvm::Expected<rt::train::RunSummary> summary = rt::train::RunWorker(*plan, context);
+    error = summary ? llvm::Error::success() : summary.takeError();
+  }
+  if (!error) return 0;
   int code = launch::kWorkerExitFailed;
   llvm::handleAllErrors(
-      summary.takeError(),
+      std::move(error),
       [&code](const rt::train::CollectiveFailure& failure) {
         code = launch::kWorkerExitPeerFailure;
         fmt::print(stderr, "accelrun: error: {}\n", failure.message());

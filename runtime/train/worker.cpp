@@ -7,10 +7,12 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
+#include "runtime/distributed/self_test.h"
 #include "runtime/support/error.h"
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/checkpointing.h"
@@ -54,7 +56,17 @@ llvm::Expected<Steps> FindSteps(const plan::Plan& plan) {
   return Steps{*init, plan.Find<plan::Seed>(), *model, *data, *loop, *save, plan.Find<plan::Checkpoint>()};
 }
 
-// One rank's run of a plan, as a few phases: Connect, Build, Restore, then per optimizer step
+// The default process group of `init`'s backend and timeout, or one process without a backend.
+std::unique_ptr<distributed::Collectives> ConnectGroup(const plan::InitProcessGroup& init,
+                                                       const WorkerContext& context) {
+  if (context.world_size <= 1) return distributed::MakeSingleProcess();
+  return distributed::Connect(std::string(plan::EnumName(init.backend)),
+                              {context.rank, context.world_size, context.master_addr, context.master_port,
+                               std::chrono::milliseconds(init.timeout)},
+                              context.local_rank);
+}
+
+// One rank's run of a plan, as a few phases: Connect, CheckIn, Build, Restore, then per optimizer step
 // Step, Checkpoint, Evaluate and Report, and Finish. Every phase but Step returns an
 // llvm::Error; LibTorch's exceptions pass through to RunWorker, the one boundary.
 class TrainingRun {
@@ -70,6 +82,7 @@ class TrainingRun {
   llvm::Expected<RunSummary> Run(std::unique_ptr<distributed::Collectives>& group) {
     if (llvm::Error error = OpenStore()) return error;
     Connect(group);
+    if (llvm::Error error = CheckIn()) return error;
     if (llvm::Error error = Build()) return error;
     if (llvm::Error error = Restore()) return error;
     const int64_t first_step = progress_.step + 1;
@@ -116,15 +129,25 @@ class TrainingRun {
   // it fails saying so rather than train on something else. `group` outlives this run (see
   // RunWorker).
   void Connect(std::unique_ptr<distributed::Collectives>& group) {
-    const plan::InitProcessGroup& init = steps_.init;
-    group = context_.world_size > 1
-                ? distributed::Connect(std::string(plan::EnumName(init.backend)),
-                                       {context_.rank, context_.world_size, context_.master_addr,
-                                        context_.master_port, std::chrono::milliseconds(init.timeout)},
-                                       context_.local_rank)
-                : distributed::MakeSingleProcess();
+    group = ConnectGroup(steps_.init, context_);
     collectives_ = group.get();
     ops_.emplace(*collectives_);
+  }
+
+  // Every rank must run this plan. A rank started with another one, or a rank of another job
+  // that reached this rendezvous, is refused on every rank, by name, before anything is built.
+  llvm::Error CheckIn() {
+    // In a list, so that one process (where gather_object returns its input) reads the same.
+    distributed::Value hashes =
+        ops_->GatherObject(distributed::Value::List({distributed::Value::String(plan_.hash)}));
+    std::vector<std::string> others;
+    for (size_t r = 0; r < hashes.items().size(); ++r) {
+      const std::string& hash = hashes.items()[r].as_string();
+      if (hash != plan_.hash) others.push_back(fmt::format("rank {} runs plan {}", r, hash.substr(0, 19)));
+    }
+    if (others.empty()) return llvm::Error::success();
+    return Fail(fmt::format("this rank runs plan {}, but {}: start every rank of a job with the same plan",
+                            plan_.hash.substr(0, 19), fmt::join(others, ", ")));
   }
 
   // set_seed, the model and optimizer (from rank 0's weights, as DDP starts), the data loaders
@@ -378,20 +401,18 @@ class TrainingRun {
   int64_t samples_since_report_ = 0;
 };
 
-}  // namespace
-
-llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context) {
-  llvm::Expected<Steps> steps = FindSteps(plan);
-  if (!steps) return Fail(fmt::format("rank {}: {}", context.rank, llvm::toString(steps.takeError())));
-  // The runtime's exception boundary: LibTorch and c10d throw; callers get an llvm::Error.
+// The runtime's exception boundary: LibTorch and c10d throw; callers get an llvm::Error
+// naming this rank. `run` connects `group` and uses it.
+template <typename Result, typename Run>
+llvm::Expected<Result> AtTheBoundary(const WorkerContext& context, Run run) {
   std::unique_ptr<distributed::Collectives> group;
   auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
   try {
-    llvm::Expected<RunSummary> summary = TrainingRun(plan, *steps, context).Run(group);
-    if (summary) return summary;
+    llvm::Expected<Result> result = run(group);
+    if (result) return result;
     // After a failure the group may hold queued work that would only time out: leave it to the OS.
     (void)group.release();
-    return Fail(fmt::format("rank {}: {}", context.rank, first_line(llvm::toString(summary.takeError()))));
+    return Fail(fmt::format("rank {}: {}", context.rank, first_line(llvm::toString(result.takeError()))));
   } catch (const distributed::CollectiveError& error) {
     // A peer's death or a timeout: the launcher tells this echo from a root cause by its type.
     (void)group.release();
@@ -403,6 +424,29 @@ llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext
     (void)group.release();
     return Fail(fmt::format("rank {}: {}", context.rank, first_line(error.what())));
   }
+}
+
+}  // namespace
+
+llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context) {
+  llvm::Expected<Steps> steps = FindSteps(plan);
+  if (!steps) return Fail(fmt::format("rank {}: {}", context.rank, llvm::toString(steps.takeError())));
+  return AtTheBoundary<RunSummary>(context, [&](std::unique_ptr<distributed::Collectives>& group) {
+    return TrainingRun(plan, *steps, context).Run(group);
+  });
+}
+
+llvm::Expected<std::vector<distributed::SelfTestCheck>> RunSelfTestWorker(const plan::Plan& plan,
+                                                                          const WorkerContext& context) {
+  const auto* init = plan.Find<plan::InitProcessGroup>();
+  if (init == nullptr)
+    return Fail(
+        fmt::format("rank {}: the plan has no `{}` step", context.rank, plan::InitProcessGroup::kTag));
+  using Checks = std::vector<distributed::SelfTestCheck>;
+  return AtTheBoundary<Checks>(context, [&](std::unique_ptr<distributed::Collectives>& group) {
+    group = ConnectGroup(*init, context);
+    return llvm::Expected<Checks>(distributed::RunSelfTest(*group));
+  });
 }
 
 }  // namespace accel::rt::train

@@ -2,10 +2,12 @@
 #define ACCEL_RUNTIME_TRAIN_WORKER_H_
 
 #include <string>
+#include <vector>
 
 #include "compiler/plan/plan.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
+#include "runtime/distributed/self_test.h"
 
 namespace accel::rt::train {
 
@@ -42,6 +44,12 @@ struct RunSummary {
 // parameter digest to `<dir>/ranks/rank-<r>.json`. Collective. Every failure, a peer's
 // included, comes back as an error naming this rank; nothing here waits without a timeout.
 llvm::Expected<RunSummary> RunWorker(const plan::Plan& plan, const WorkerContext& context);
+
+// `accelrun test`: joins the job's process group as RunWorker does (the plan's backend and
+// timeout), then runs the data operations' self-test instead of training. Collective; errors as
+// RunWorker's. Returns the checks, all passed on every rank.
+llvm::Expected<std::vector<distributed::SelfTestCheck>> RunSelfTestWorker(const plan::Plan& plan,
+                                                                          const WorkerContext& context);
 
 // The error RunWorker returns when a collective or the rendezvous failed (a peer died or never
 // joined, or the group's timeout passed): this rank is a casualty, not the cause.
