@@ -38,7 +38,7 @@ class CompletedWork final : public PendingWork {
 };
 
 // The collective primitives the runtime uses, behind an interface so tests can run one rank
-// alone or inject delays and failures (fault_injection.h). Every method is **collective**:
+// alone or inject delays and failures (tests/support/fault_injection.h). Every method is **collective**:
 // every rank must call it, in the same order, with tensors of the same shapes and dtypes.
 // Every call is bounded by the group's timeout and throws CollectiveError instead of hanging.
 // Tensors must be contiguous; dtypes are those the backend reduces (Gloo: float16/32/64,

@@ -1,42 +1,10 @@
 #ifndef ACCEL_RUNTIME_DISTRIBUTED_ENVIRONMENT_H_
 #define ACCEL_RUNTIME_DISTRIBUTED_ENVIRONMENT_H_
 
-#include <map>
-#include <optional>
 #include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
-// Environment manipulation and checks (catalog §6.1–6.2).
+// What this build of the runtime can use (catalog §6.2), as `accelrun env` reports it.
 namespace accel::rt::distributed {
-
-// `patch_environment`: sets each variable (names upper-cased) for the object's lifetime; on
-// destruction every patched variable gets back its previous value, or is removed if it had
-// none. Changes made meanwhile to those variables are discarded; others are left alone.
-class PatchEnvironment {
- public:
-  explicit PatchEnvironment(const std::vector<std::pair<std::string, std::string>>& variables);
-  ~PatchEnvironment();
-  PatchEnvironment(const PatchEnvironment&) = delete;
-  PatchEnvironment& operator=(const PatchEnvironment&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
-// `clear_environment`: empties the environment for the object's lifetime; on destruction
-// empties it again and restores the snapshot (whatever was set meanwhile is lost).
-class ClearEnvironment {
- public:
-  ClearEnvironment();
-  ~ClearEnvironment();
-  ClearEnvironment(const ClearEnvironment&) = delete;
-  ClearEnvironment& operator=(const ClearEnvironment&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::string>> snapshot_;
-};
 
 // `is_cuda_available`: LibTorch was built with CUDA and sees at least one device.
 bool IsCudaAvailable();
@@ -57,18 +25,6 @@ bool IsGlooAvailable();
 
 // The LibTorch version this runtime was built against (`1.13.0`).
 std::string TorchVersion();
-
-// Compares two versions as PEP 440 orders them: release segments numerically (`1.10 > 1.9`,
-// `1.13 == 1.13.0`), then dev < pre-release (a < b < rc) < final < post; a local part
-// (`+cpu`) sorts after the same public version. Returns <0, 0 or >0; throws
-// std::invalid_argument for text that is not a version.
-int CompareVersions(std::string_view a, std::string_view b);
-
-// `is_torch_version(operation, version)`: `operation` is one of > >= == != <= <; anything
-// else is std::invalid_argument.
-bool IsTorchVersion(std::string_view operation, std::string_view version);
-// The same comparison for any version text (for tests and other libraries).
-bool CompareVersionsWith(std::string_view installed, std::string_view operation, std::string_view version);
 
 }  // namespace accel::rt::distributed
 

@@ -17,7 +17,7 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include "runtime/distributed/fault_injection.h"
+#include "tests/support/fault_injection.h"
 #include "runtime/distributed/operations.h"
 
 namespace distributed = accel::rt::distributed;

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "runtime/distributed/environment.h"
-#include "runtime/distributed/fault_injection.h"
+#include "tests/support/fault_injection.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
 #include "runtime/launch/launcher.h"
@@ -346,48 +346,6 @@ TEST(Random, SetSeedAddsTheProcessIndexWhenDeviceSpecific) {
   EXPECT_EQ(SetSeed(42, /*device_specific=*/false, 3), 42u);
 }
 
-TEST(Environment, PatchRestoresPreviousValuesAndRemovesNewNames) {
-  ::setenv("ACCEL_TEST_KEEP", "before", 1);
-  ::unsetenv("ACCEL_TEST_NEW");
-  {
-    PatchEnvironment patch({{"accel_test_keep", "during"}, {"ACCEL_TEST_NEW", "1"}});
-    EXPECT_STREQ(std::getenv("ACCEL_TEST_KEEP"), "during");  // names upper-cased
-    EXPECT_STREQ(std::getenv("ACCEL_TEST_NEW"), "1");
-    ::setenv("ACCEL_TEST_NEW", "changed inside", 1);
-  }
-  EXPECT_STREQ(std::getenv("ACCEL_TEST_KEEP"), "before");
-  EXPECT_EQ(std::getenv("ACCEL_TEST_NEW"), nullptr);
-}
-
-TEST(Environment, ClearEmptiesAndRestoresEverything) {
-  ::setenv("ACCEL_TEST_CLEAR", "x", 1);
-  {
-    ClearEnvironment clear;
-    EXPECT_EQ(std::getenv("ACCEL_TEST_CLEAR"), nullptr);
-    EXPECT_EQ(std::getenv("PATH"), nullptr);
-    ::setenv("ACCEL_TEST_INSIDE", "lost", 1);
-  }
-  EXPECT_STREQ(std::getenv("ACCEL_TEST_CLEAR"), "x");
-  EXPECT_EQ(std::getenv("ACCEL_TEST_INSIDE"), nullptr);
-  EXPECT_NE(std::getenv("PATH"), nullptr);
-}
-
-TEST(Environment, VersionsCompareAsPep440) {
-  EXPECT_EQ(CompareVersions("1.13", "1.13.0"), 0);
-  EXPECT_GT(CompareVersions("1.10", "1.9.9"), 0);
-  EXPECT_LT(CompareVersions("2.1.0a0+git1", "2.1.0"), 0);  // pre-releases sort before
-  EXPECT_LT(CompareVersions("2.1.0.dev1", "2.1.0a1"), 0);
-  EXPECT_LT(CompareVersions("2.1.0rc1", "2.1.0"), 0);
-  EXPECT_GT(CompareVersions("2.1.0.post1", "2.1.0"), 0);
-  EXPECT_GT(CompareVersions("2.1.0+cpu", "2.1.0"), 0);
-  EXPECT_TRUE(CompareVersionsWith("1.13.0", ">=", "1.12"));
-  EXPECT_TRUE(CompareVersionsWith("1.13.0", "<", "2.0"));
-  EXPECT_TRUE(CompareVersionsWith("1.13.0", "!=", "1.13.1"));
-  EXPECT_THROW(CompareVersionsWith("1.13.0", "=>", "1.0"), std::invalid_argument);
-  EXPECT_THROW(CompareVersions("one.two", "1.0"), std::invalid_argument);
-  EXPECT_TRUE(IsTorchVersion("==", TorchVersion()));
-}
-
 TEST(Environment, AvailabilityChecksDescribeThisBuild) {
   EXPECT_TRUE(IsGlooAvailable());
   EXPECT_FALSE(IsTorchXlaAvailable());
@@ -593,13 +551,6 @@ TEST_P(MultiRank, ArgumentsThatDifferAcrossRanksAreAnErrorOnEveryRank) {
         ErrorOf([&] { ops.PadAcrossProcesses(T(at::ones(std::vector<int64_t>(rank == 1 ? 3 : 2, 2))), 0); });
     EXPECT_NE(error.find("float32[3 dims]"), std::string::npos) << error;
   });
-}
-
-TEST(Environment, LocalVersionPartsCompareSegmentBySegment) {
-  EXPECT_GT(CompareVersions("1.0+10", "1.0+9"), 0);
-  EXPECT_EQ(CompareVersions("1.0+CPU", "1.0+cpu"), 0);
-  EXPECT_GT(CompareVersions("1.0+cpu.1", "1.0+cpu"), 0);
-  EXPECT_GT(CompareVersions("1.0+1", "1.0+abc"), 0);  // numbers above words
 }
 
 }  // namespace

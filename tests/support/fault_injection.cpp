@@ -1,4 +1,4 @@
-#include "runtime/distributed/fault_injection.h"
+#include "tests/support/fault_injection.h"
 
 #include <signal.h>
 

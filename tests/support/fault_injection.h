@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_DISTRIBUTED_FAULT_INJECTION_H_
-#define ACCEL_RUNTIME_DISTRIBUTED_FAULT_INJECTION_H_
+#ifndef ACCEL_TESTS_SUPPORT_FAULT_INJECTION_H_
+#define ACCEL_TESTS_SUPPORT_FAULT_INJECTION_H_
 
 #include <chrono>
 #include <map>
@@ -64,4 +64,4 @@ std::vector<Fault> ParseFaults(const std::string& text);
 
 }  // namespace accel::rt::distributed
 
-#endif  // ACCEL_RUNTIME_DISTRIBUTED_FAULT_INJECTION_H_
+#endif  // ACCEL_TESTS_SUPPORT_FAULT_INJECTION_H_
