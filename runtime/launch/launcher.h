@@ -12,7 +12,7 @@
 
 namespace accel::rt::launch {
 
-// Exit codes of `accelrun --worker` (docs/launch.md).
+// Exit codes of `accelrun-worker` (docs/launch.md).
 inline constexpr int kWorkerExitFailed = 1;
 inline constexpr int kWorkerExitUsage = 2;
 // A collective or the rendezvous failed: a peer died, never joined, or the group's timeout

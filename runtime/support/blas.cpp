@@ -2,7 +2,9 @@
 
 #include <link.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -63,6 +65,32 @@ BlasInfo DetectLoadedBlas() {
       },
       &info);
   return info;
+}
+
+BlasInfo FindBlasAsLoaderWould(const std::optional<std::string>& ld_library_path) {
+  std::vector<std::string> dirs;
+  for (size_t start = 0; ld_library_path && start <= ld_library_path->size();) {
+    size_t end = std::min(ld_library_path->find(':', start), ld_library_path->size());
+    // An empty entry means the current directory, as ld.so reads it.
+    dirs.push_back(end == start ? "." : ld_library_path->substr(start, end - start));
+    start = end + 1;
+  }
+  for (const char* dir :
+       {"/usr/local/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}) {
+    dirs.push_back(dir);
+  }
+  for (const std::string& dir : dirs) {
+    std::filesystem::path candidate = std::filesystem::path(dir) / "libblas.so.3";
+    std::error_code ec;
+    std::filesystem::path resolved = std::filesystem::canonical(candidate, ec);
+    if (ec) continue;
+    BlasInfo info;
+    info.path = resolved.string();
+    info.kind = ClassifyBlasPath(info.path);
+    return info;
+  }
+  return BlasInfo{};
 }
 
 std::optional<std::string> FindOptimizedBlasDirectory() {

@@ -22,6 +22,12 @@ struct BlasInfo {
 // Inspects the shared objects loaded into this process.
 BlasInfo DetectLoadedBlas();
 
+// The libblas.so.3 a process started with `ld_library_path` would load, found as the dynamic
+// loader looks: the LD_LIBRARY_PATH directories, then the system's library directories (where
+// Debian's alternatives link points). The launcher, which loads no BLAS itself, asks this
+// about its workers. NotLoaded when there is none.
+BlasInfo FindBlasAsLoaderWould(const std::optional<std::string>& ld_library_path);
+
 // Classifies a resolved library path.
 BlasInfo::Kind ClassifyBlasPath(const std::string& path);
 

@@ -1,5 +1,7 @@
 // accelrun: runs an execution plan (or compiles and runs a `.accel` spec): launches the
-// workers, supervises them, and reports the result. Each mode lives in its own file.
+// workers (accelrun-worker, worker_main.cpp), supervises them, and reports the result. Each mode
+// lives in its own file. It links no LibTorch: help, dry runs, env and estimate-memory start in
+// milliseconds, and only the workers load it.
 #include <string>
 #include <vector>
 
@@ -8,7 +10,7 @@
 #include "runtime/memory/estimate.h"
 #include "runtime/tools/env_command.h"
 #include "runtime/tools/launch_command.h"
-#include "runtime/tools/worker_command.h"
+#include "runtime/tools/worker_executable.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -21,7 +23,8 @@ int main(int argc, char** argv) {
     return result.exit_code;
   }
   if (!args.empty() && args[0] == "env")
-    return accel::tools::RunEnvCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+    return accel::tools::RunEnvCommand(std::vector<std::string>(args.begin() + 1, args.end()),
+                                       accel::tools::WorkerExecutable(argv[0]));
   accel::tools::LaunchCommandOptions options;
   // `accelrun test <spec | plan> [options]`: a launch whose workers test instead of train.
   if (!args.empty() && args[0] == "test") {
@@ -37,8 +40,5 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "accelrun: error: {}\n\n{}", error, accel::tools::LaunchUsage());
     return 2;
   }
-  if (options.worker)
-    return accel::tools::RunWorkerCommand(options.input, options.output_dir, options.resume,
-                                          options.self_test);
   return accel::tools::RunLaunchCommand(options, argv[0]);
 }

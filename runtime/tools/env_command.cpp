@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/cli/arguments.h"
 #include "compiler/plan/plan.h"
@@ -16,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/launch/plan_env.h"
 #include "runtime/support/blas.h"
+#include "runtime/tools/torch_facts.h"
 
 namespace accel::tools {
 namespace {
@@ -63,23 +65,45 @@ struct Row {
   std::string value;
 };
 
-std::vector<Row> Collect() {
-  TorchFacts torch = CollectTorchFacts();
+// LibTorch's facts as accelrun-worker tells them, or rows saying why it could not.
+std::vector<Row> TorchRows(const std::string& worker) {
+  llvm::Expected<TorchFacts> asked = AskWorkerForFacts(worker);
+  if (!asked) {
+    std::string why = "unknown: " + llvm::toString(asked.takeError());
+    return {{"LibTorch version", "libtorch_version", why}};
+  }
+  const TorchFacts& torch = *asked;
+  std::string blas = torch.blas;
+  if (!torch.blas_optimized) {
+    std::optional<std::string> dir = rt::support::FindOptimizedBlasDirectory();
+    blas += dir ? fmt::format("; accelrun starts workers with OpenBLAS from {}", *dir)
+                : "; no OpenBLAS installed";
+  }
+  std::string others = fmt::format("{}", fmt::join(torch.other_accelerators, ", "));
+  return {
+      {"LibTorch version", "libtorch_version", torch.version},
+      {"BLAS", "blas", blas},
+      {"LibTorch threads", "torch_threads", std::to_string(torch.intra_op_threads)},
+      {"CUDA", "cuda",
+       torch.cuda_compiled
+           ? fmt::format("yes, {} device{}", torch.cuda_devices, torch.cuda_devices == 1 ? "" : "s")
+           : "no: LibTorch without CUDA"},
+      {"bf16 available", "bf16", torch.bf16 ? "yes" : "no"},
+      {"NCCL", "nccl", torch.nccl},
+      {"Gloo", "gloo", torch.gloo ? "yes" : "no"},
+      {"MPS, NPU, XPU, XLA", "other_accelerators", others.empty() ? "none available" : others + " available"},
+  };
+}
+
+std::vector<Row> Collect(const std::string& worker) {
   utsname system{};
   ::uname(&system);
   std::string os = FieldOf("/etc/os-release", "PRETTY_NAME");
-  rt::support::BlasInfo blas = rt::support::DetectLoadedBlas();
-  std::string blas_text = blas.Describe();
-  if (!blas.optimized()) {
-    std::optional<std::string> dir = rt::support::FindOptimizedBlasDirectory();
-    blas_text += dir ? fmt::format("; workers use OpenBLAS from {}", *dir) : "; no OpenBLAS installed";
-  }
   const char* omp = std::getenv("OMP_NUM_THREADS");
   std::string cpu = FieldOf("/proc/cpuinfo", "model name");
-  return {
+  std::vector<Row> rows = {
       {"Accel version", "accel_version", ACCEL_VERSION},
       {"Plan format", "plan_format", std::string(plan::kFormat)},
-      {"LibTorch version", "libtorch_version", torch.version},
       {"C++ compiler", "compiler", Compiler()},
       {"OS", "os",
        fmt::format("{}{}{} {} ({})", os, os.empty() ? "" : ", ", system.sysname, system.release,
@@ -89,21 +113,15 @@ std::vector<Row> Collect() {
        fmt::format("{} physical, {} logical", rt::launch::PhysicalCoreCount(),
                    std::thread::hardware_concurrency())},
       {"Memory", "memory", Memory()},
-      {"BLAS", "blas", blas_text},
       {"OMP_NUM_THREADS", "omp_num_threads", omp ? omp : "not set"},
-      {"LibTorch threads", "torch_threads", std::to_string(torch.intra_op_threads)},
-      {"CUDA", "cuda",
-       torch.cuda_compiled
-           ? fmt::format("yes, {} device{}", torch.cuda_devices, torch.cuda_devices == 1 ? "" : "s")
-           : "no: LibTorch without CUDA"},
-      {"NCCL", "nccl", torch.nccl},
-      {"Gloo", "gloo", torch.gloo_compiled ? "yes" : "no"},
   };
+  for (Row& row : TorchRows(worker)) rows.push_back(std::move(row));
+  return rows;
 }
 
 }  // namespace
 
-int RunEnvCommand(const std::vector<std::string>& args) {
+int RunEnvCommand(const std::vector<std::string>& args, const std::string& worker) {
   constexpr const char* kTakes = "`accelrun env` takes `--format text|json`";
   bool json = false;
   bool help = false;
@@ -140,7 +158,7 @@ int RunEnvCommand(const std::vector<std::string>& args) {
     fmt::print(stderr, "accelrun: error: {}\n", error);
     return 2;
   }
-  std::vector<Row> rows = Collect();
+  std::vector<Row> rows = Collect(worker);
   if (json) {
     llvm::json::Object object;
     for (Row& row : rows) object[row.key] = std::move(row.value);

@@ -98,9 +98,6 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
       cli::Option{.names = {"--dry-run"},
                   .help = "print every worker's command and added environment; start nothing",
                   .apply = Set(o.dry_run)},
-      // Internal: how the launcher starts each rank.
-      cli::Option{.names = {"--worker"}, .apply = Set(o.worker)},
-      cli::Option{.names = {"--self-test"}, .apply = Set(o.self_test)},
       cli::Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(o.help), .exits = true},
   };
 }

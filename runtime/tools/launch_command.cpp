@@ -15,6 +15,7 @@
 #include "runtime/launch/plan_env.h"
 #include "runtime/support/blas.h"
 #include "runtime/tools/plan_input.h"
+#include "runtime/tools/worker_executable.h"
 
 namespace accel::tools {
 namespace {
@@ -56,7 +57,7 @@ std::map<std::string, std::string> CommonEnvironment(const plan::Plan& plan,
 
   // LibTorch calls whatever libblas.so.3 resolves to; steer the workers to OpenBLAS if the
   // system alternative is the slow reference BLAS.
-  rt::support::BlasInfo blas = rt::support::DetectLoadedBlas();
+  rt::support::BlasInfo blas = rt::support::FindBlasAsLoaderWould(inherited("LD_LIBRARY_PATH"));
   blas_note = blas.Describe();
   if (!blas.optimized()) {
     if (std::optional<std::string> dir = rt::support::FindOptimizedBlasDirectory()) {
@@ -149,14 +150,20 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   std::string blas_note;
   std::map<std::string, std::string> common = CommonEnvironment(*plan, options, topology, env, blas_note);
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
-  std::error_code ec;
-  fs::path self = fs::canonical("/proc/self/exe", ec);
+  // Checked before anything starts: a launcher without its workers names the missing file.
+  std::string worker_executable = WorkerExecutable(argv0);
+  if (::access(worker_executable.c_str(), X_OK) != 0) {
+    fmt::print(stderr,
+               "accelrun: error: cannot start workers: {} is missing or not executable; install it beside "
+               "accelrun\n",
+               worker_executable);
+    return kExitUsage;
+  }
   launch::LaunchOptions launch_options;
   for (const launch::Slot& slot : topology.slots) {
     launch::WorkerSpec worker;
     worker.rank = slot.rank;
-    worker.argv = {ec ? std::string(argv0) : self.string(), "--worker", plan_path.string(), "--output-dir",
-                   output_dir.string()};
+    worker.argv = {worker_executable, plan_path.string(), "--output-dir", output_dir.string()};
     if (!options.resume.empty()) worker.argv.insert(worker.argv.end(), {"--resume", options.resume});
     if (options.self_test) worker.argv.push_back("--self-test");
     worker.env = common;

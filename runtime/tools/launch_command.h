@@ -9,7 +9,7 @@
 
 namespace accel::tools {
 
-// The usage text of `accelrun` (launch and worker modes).
+// The usage text of `accelrun`.
 std::string LaunchUsage();
 
 // The command line of `accelrun [options] <spec | plan>`.
@@ -19,7 +19,6 @@ struct LaunchCommandOptions {
   rt::launch::PlacementFlags placement;
   std::optional<int> cpu_threads;  // --num-cpu-threads-per-process
   bool dry_run = false;
-  bool worker = false;  // --worker: run one rank (internal)
   // `accelrun test`: the workers run the data operations' self-test instead of training.
   bool self_test = false;
   // --resume: `auto` or a checkpoint directory; empty starts fresh (docs/checkpoints.md).

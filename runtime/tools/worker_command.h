@@ -5,7 +5,7 @@
 
 namespace accel::tools {
 
-// `accelrun --worker <plan.json> --output-dir <dir>`: one rank, placed by the launcher's
+// `accelrun-worker <plan.json> --output-dir <dir>`: one rank, placed by the launcher's
 // environment. Exits 0, or kWorkerExitFailed, kWorkerExitUsage (unreadable plan) or
 // kWorkerExitPeerFailure (a collective or the rendezvous failed) from runtime/launch/launcher.h.
 // `resume` is `--resume` (WorkerContext::resume). With `self_test` (`accelrun test`), the rank

@@ -53,7 +53,7 @@ llvm::Expected<std::vector<distributed::SelfTestCheck>> RunSelfTestWorker(const 
 
 // The error RunWorker returns when a collective or the rendezvous failed (a peer died or never
 // joined, or the group's timeout passed): this rank is a casualty, not the cause.
-// `accelrun --worker` exits with code 3 for it, so the launcher can name the root cause.
+// `accelrun-worker` exits with code 3 for it, so the launcher can name the root cause.
 class CollectiveFailure : public llvm::ErrorInfo<CollectiveFailure> {
  public:
   inline static char ID = 0;

@@ -28,7 +28,7 @@ def worker_ranks(plan):
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"--worker" in argv and plan.encode() in argv and state != "Z":
+        if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and state != "Z":
             ranks[int(env[b"RANK"])] = int(entry)
     return ranks
 

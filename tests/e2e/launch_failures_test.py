@@ -29,7 +29,7 @@ def live_workers(plan):
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"--worker" in argv and plan.encode() in argv and state != "Z":
+        if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and state != "Z":
             pids.append(int(entry))
     return pids
 

@@ -15,6 +15,7 @@ bin_dir = os.path.join(config.accel_binary_dir, "bin")
 # the sanitizer build of scripts/fuzz.sh.
 accelc = lit_config.params.get("accelc", os.path.join(bin_dir, "accelc"))
 config.substitutions.append(("%accelc", os.path.abspath(accelc)))
+config.substitutions.append(("%accelrun-worker", os.path.join(bin_dir, "accelrun-worker")))
 config.substitutions.append(("%accelrun", os.path.join(bin_dir, "accelrun")))
 config.substitutions.append(("%specs", os.path.join(config.accel_source_dir, "specs")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
