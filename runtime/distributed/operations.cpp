@@ -99,6 +99,27 @@ at::ScalarType WireType(at::ScalarType type) {
   }
 }
 
+// The leaves as contiguous tensors (0-dim ones as [1]) and their offsets in a packed buffer,
+// each on a 16-byte boundary. Returns the buffer's size.
+int64_t Pack(const std::vector<Leaf>& leaves, std::vector<at::Tensor>& sources,
+             std::vector<int64_t>& offsets) {
+  int64_t total = 0;
+  for (const Leaf& leaf : leaves) {
+    at::Tensor tensor = leaf.tensor.dim() == 0 ? leaf.tensor.reshape({1}) : leaf.tensor;
+    sources.push_back(tensor.contiguous());
+    offsets.push_back(total);
+    total += AlignUp(static_cast<int64_t>(sources.back().nbytes()));
+  }
+  return total;
+}
+
+// The shape of `source` gathered from `world` ranks along dim 0.
+std::vector<int64_t> GatheredShape(const at::Tensor& source, int world) {
+  std::vector<int64_t> shape = source.sizes().vec();
+  shape[0] *= world;
+  return shape;
+}
+
 struct Reduction {
   ReduceOp op = ReduceOp::kSum;
   bool mean = false;
@@ -181,20 +202,30 @@ void DataOps::Agree(int op_code, const char* op_name, const Value& data, bool di
     return;
   }
   std::string layout = Layout(data, dims_only) + (args.empty() ? "" : " with " + args);
-  at::Tensor header = at::empty({3}, at::kLong);
+  at::Tensor header = at::zeros({kHeaderLongs}, at::kLong);
+  FillHeader(header.data_ptr<int64_t>(), op_code, layout, local_error, 0);
+  header = header.to(collectives_.device());
+  at::Tensor headers = at::empty({kHeaderLongs * world_size()}, header.options());
+  collectives_.AllGather(header, headers);
+  headers = headers.cpu();
+  Judge(headers.data_ptr<int64_t>(), kHeaderLongs, op_name, layout, local_error, dims_only);
+}
+
+void DataOps::FillHeader(int64_t* header, int op_code, const std::string& layout,
+                         const std::string& local_error, int64_t payload_bytes) {
   header[0] = op_code;
   header[1] = static_cast<int64_t>(Fnv1a(layout));
   header[2] = local_error.empty() ? 0 : 1;
-  header = header.to(collectives_.device());
-  at::Tensor headers = at::empty({3 * world_size()}, header.options());
-  collectives_.AllGather(header, headers);
-  headers = headers.cpu();
-  const int64_t* all = headers.data_ptr<int64_t>();
+  header[3] = payload_bytes;
+}
+
+void DataOps::Judge(const int64_t* all, int64_t stride, const char* op_name, const std::string& layout,
+                    const std::string& local_error, bool dims_only) {
   bool same = true;
   bool failed = false;
   for (int r = 0; r < world_size(); ++r) {
-    same = same && all[3 * r] == all[0] && all[3 * r + 1] == all[1];
-    failed = failed || all[3 * r + 2] != 0;
+    same = same && all[stride * r] == all[0] && all[stride * r + 1] == all[1];
+    failed = failed || all[stride * r + 2] != 0;
   }
   if (same && !failed) return;
   // Every rank saw the same headers, so every rank takes this path: exchanging the details
@@ -204,9 +235,9 @@ void DataOps::Agree(int op_code, const char* op_name, const Value& data, bool di
   std::string detail;
   for (int r = 0; r < world_size(); ++r) {
     if (failed) {
-      if (all[3 * r + 2] != 0) detail += fmt::format("\n  rank {}: {}", r, details[r]);
+      if (all[stride * r + 2] != 0) detail += fmt::format("\n  rank {}: {}", r, details[r]);
     } else {
-      detail += fmt::format("\n  rank {}: {} {}", r, OpName(all[3 * r]), details[r]);
+      detail += fmt::format("\n  rank {}: {} {}", r, OpName(all[stride * r]), details[r]);
     }
   }
   if (failed)
@@ -221,27 +252,17 @@ void DataOps::Agree(int op_code, const char* op_name, const Value& data, bool di
 Value DataOps::Gather(const Value& data) {
   if (!collectives_.distributed()) return data;
   at::NoGradGuard no_grad;
-  std::vector<Leaf> leaves;
-  Agree(kGather, "gather", data, /*dims_only=*/false, "", [&] {
-    leaves = TensorLeaves(data, "gather");
-    CheckDevices(data, leaves, collectives_.device(), "gather");
-  });
+  // With the layout check, the layout headers travel in the same all-gather as payloads that
+  // fit the agreed inline capacity: one collective where a raw all_gather takes one.
+  if (options_.verify_layout) return GatherWithHeaders(data);
+  std::vector<Leaf> leaves = TensorLeaves(data, "gather");
+  CheckDevices(data, leaves, collectives_.device(), "gather");
   if (leaves.empty()) return data;
   int world = world_size();
   std::vector<at::Tensor> sources;
   std::vector<int64_t> offsets;
-  int64_t total = 0;
-  for (const Leaf& leaf : leaves) {
-    at::Tensor tensor = leaf.tensor.dim() == 0 ? leaf.tensor.reshape({1}) : leaf.tensor;
-    sources.push_back(tensor.contiguous());
-    offsets.push_back(total);
-    total += AlignUp(static_cast<int64_t>(sources.back().nbytes()));
-  }
-  auto shape_of = [&](const at::Tensor& source) {
-    std::vector<int64_t> shape = source.sizes().vec();
-    shape[0] *= world;
-    return shape;
-  };
+  int64_t total = Pack(leaves, sources, offsets);
+  auto shape_of = [&](const at::Tensor& source) { return GatheredShape(source, world); };
   if (total == 0) {
     // Only empty tensors: nothing to send (every rank agrees, their layouts matched).
     std::vector<at::Tensor> results;
@@ -270,6 +291,74 @@ Value DataOps::Gather(const Value& data) {
     at::Tensor bytes = rows.narrow(1, offsets[i], nbytes).clone(at::MemoryFormat::Contiguous);
     results.push_back(nbytes == 0 ? at::empty(shape_of(sources[i]), sources[i].options())
                                   : bytes.view(sources[i].scalar_type()).view(shape_of(sources[i])));
+  }
+  return ReplaceTensors(data, results);
+}
+
+Value DataOps::GatherWithHeaders(const Value& data) {
+  std::vector<Leaf> leaves;
+  std::string local_error;
+  try {
+    leaves = TensorLeaves(data, "gather");
+    CheckDevices(data, leaves, collectives_.device(), "gather");
+  } catch (const OperationError& error) {
+    local_error = error.what();
+  }
+  std::vector<at::Tensor> sources;
+  std::vector<int64_t> offsets;
+  int64_t total = local_error.empty() ? Pack(leaves, sources, offsets) : 0;
+  // Every rank sends a frame of the same size, the header and then, if it fits, the payload:
+  // the capacity is agreed (the largest payload of the previous gather, from its headers), so
+  // frames never differ in size across ranks, whatever their layouts.
+  const int world = world_size();
+  const int64_t capacity = gather_inline_bytes_;
+  const int64_t frame = kHeaderLongs * 8 + capacity;
+  std::string layout = Layout(data, /*dims_only=*/false);
+  // Built in place on the CPU (Gloo); through host memory for a device group. Bytes past the
+  // payload are never read.
+  const bool on_host = collectives_.device().is_cpu();
+  at::Tensor send = on_host ? Staging(0, frame) : at::empty({frame}, at::kByte);
+  FillHeader(static_cast<int64_t*>(send.data_ptr()), kGather, layout, local_error, total);
+  if (local_error.empty() && total <= capacity) {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      send.narrow(0, kHeaderLongs * 8 + offsets[i], static_cast<int64_t>(sources[i].nbytes()))
+          .copy_(BytesOf(sources[i].cpu()));
+    }
+  }
+  if (!on_host) Staging(0, frame).copy_(send);
+  at::Tensor receive = Staging(1, frame * world);
+  collectives_.AllGather(Staging(0, frame), receive);
+  at::Tensor frames = receive.cpu().view({world, frame});
+  // Headers are int64s at the start of each frame (frames are a multiple of 8 bytes long),
+  // copied out: explaining a disagreement reuses the staging buffers.
+  at::Tensor headers =
+      frames.narrow(1, 0, kHeaderLongs * 8).clone(at::MemoryFormat::Contiguous).view(at::kLong);
+  const int64_t* all = headers.data_ptr<int64_t>();
+  Judge(all, kHeaderLongs, "gather", layout, local_error, /*dims_only=*/false);
+  // From here every rank agrees on the layout, so every rank sees the same payload sizes.
+  int64_t largest = 0;
+  for (int r = 0; r < world; ++r) largest = std::max(largest, all[kHeaderLongs * r + 3]);
+  gather_inline_bytes_ = std::min(AlignUp(largest), kMaxInlineBytes);
+  if (leaves.empty()) return data;
+  if (largest > capacity) {
+    // Too large for this call's frame: the payload follows in its own all-gather, as without
+    // the check (the next call with this layout fits, if it is small enough to inline).
+    at::Tensor packed = Staging(0, std::max<int64_t>(total, 1)).narrow(0, 0, total);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      packed.narrow(0, offsets[i], static_cast<int64_t>(sources[i].nbytes())).copy_(BytesOf(sources[i]));
+    }
+    at::Tensor rows = Staging(1, total * world);
+    if (total > 0) collectives_.AllGather(packed, rows);
+    frames = rows.cpu().view({world, total});
+  } else {
+    frames = frames.narrow(1, kHeaderLongs * 8, capacity);
+  }
+  std::vector<at::Tensor> results;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    int64_t nbytes = static_cast<int64_t>(sources[i].nbytes());
+    at::Tensor result = at::empty(GatheredShape(sources[i], world), sources[i].options().device(at::kCPU));
+    if (nbytes > 0) BytesOf(result).view({world, nbytes}).copy_(frames.narrow(1, offsets[i], nbytes));
+    results.push_back(result.to(collectives_.device()));
   }
   return ReplaceTensors(data, results);
 }

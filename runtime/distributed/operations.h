@@ -87,12 +87,29 @@ class DataOps {
   // argument on one rank never leaves the others waiting.
   void Agree(int op_code, const char* op_name, const Value& data, bool dims_only, const std::string& args,
              const std::function<void()>& validate);
+  // Agree's header: the operation, the layout hash, whether validation failed, and the
+  // payload's size in bytes (0 where the payload does not travel with it).
+  static constexpr int64_t kHeaderLongs = 4;
+  void FillHeader(int64_t* header, int op_code, const std::string& layout, const std::string& local_error,
+                  int64_t payload_bytes);
+  // Returns when every rank's header (`stride` longs apart in `all`) agrees with rank 0's and
+  // none failed; otherwise every rank exchanges the details and raises the same OperationError.
+  void Judge(const int64_t* all, int64_t stride, const char* op_name, const std::string& layout,
+             const std::string& local_error, bool dims_only);
+  // Gather with the layout check in the payload's own all-gather (see gather_inline_bytes_).
+  Value GatherWithHeaders(const Value& data);
   // A reusable staging buffer of at least `bytes` bytes; `slot` tells buffers apart.
   at::Tensor Staging(size_t slot, int64_t bytes);
 
   Collectives& collectives_;
   DataOpsOptions options_;
   std::vector<at::Tensor> staging_;
+  // How many payload bytes a gather's header frame carries: the largest payload of the previous
+  // gather, which every rank read from the same headers, so every rank agrees on it; payloads up
+  // to it travel with the layout check in one all-gather. Bounded, since every rank sends the
+  // frame whatever its own payload.
+  static constexpr int64_t kMaxInlineBytes = 64 << 10;
+  int64_t gather_inline_bytes_ = 0;
 };
 
 }  // namespace accel::rt::distributed

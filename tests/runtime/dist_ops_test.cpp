@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 
 #include "runtime/distributed/environment.h"
-#include "tests/support/fault_injection.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
 #include "runtime/launch/launcher.h"
+#include "tests/support/fault_injection.h"
 
 namespace accel::rt::distributed {
 namespace {
@@ -108,6 +108,46 @@ TEST_P(MultiRank, MismatchedShapesAreAnErrorOnEveryRankNamingEachLayout) {
     // The group is still usable afterwards: the error was agreed, nothing was left half done.
     Value after = ops.Reduce(T(at::ones({2})), "sum");
     EXPECT_EQ(after.tensor()[0].item<float>(), float(ops.world_size()));
+  });
+}
+
+// The layout check travels with the payload once a gather of that size has been seen: the
+// second gather of a small tensor is one all-gather, as a raw all_gather is; a larger one falls
+// back to header + data, with the right values either way.
+TEST_P(Ops, RepeatedSmallGathersCarryTheLayoutCheckInTheirOwnAllGather) {
+  int world = GetParam();
+  int port = launch::PickFreePort();
+  std::vector<std::future<std::vector<int>>> ranks;
+  for (int rank = 0; rank < world; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      FaultInjectingCollectives counted(
+          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::seconds(10)}), {});
+      DataOps ops(counted);
+      std::vector<int> calls;
+      for (int64_t size : {1024, 1024, 1024, 4096, 4096}) {
+        int before = counted.calls("all_gather");
+        at::Tensor mine = at::arange(size, at::kFloat) + 10000.0f * static_cast<float>(rank);
+        at::Tensor all = ops.Gather(T(mine)).tensor();
+        calls.push_back(counted.calls("all_gather") - before);
+        for (int r = 0; r < world; ++r)
+          EXPECT_TRUE(all.narrow(0, r * size, size).equal(at::arange(size, at::kFloat) + 10000.0f * r))
+              << size;
+      }
+      return calls;
+    }));
+  }
+  // First gather: header, then data. Same size again: one. Larger: header, then data; then one.
+  for (auto& rank : ranks) EXPECT_EQ(rank.get(), (std::vector<int>{2, 1, 1, 2, 1}));
+}
+
+TEST_P(MultiRank, MismatchedShapesAfterAnInlinedGatherAreStillAnErrorOnEveryRank) {
+  RunRanks(GetParam(), [](int rank, DataOps& ops) {
+    ops.Gather(T(at::ones({2, 4})));  // agrees on an inline capacity of 32 bytes
+    std::string error = ErrorOf([&] { ops.Gather(T(at::ones({rank == 1 ? 3 : 2, 4}))); });
+    EXPECT_NE(error.find("gather: the ranks disagree"), std::string::npos) << error;
+    EXPECT_NE(error.find("rank 1: gather float32[3, 4]"), std::string::npos) << error;
+    Value after = ops.Gather(T(at::full({1}, rank, at::kLong)));
+    EXPECT_TRUE(after.tensor().equal(at::arange(ops.world_size(), at::kLong)));
   });
 }
 
