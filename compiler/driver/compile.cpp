@@ -84,6 +84,19 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   compilation.referenced.push_back(std::move(nested));
 }
 
+// How `accelerate launch` copies a config file's sections onto its arguments
+// (`_validate_launch_command` in accelerate/commands/launch.py): `fsdp_config`, `fp8_config` and
+// `dynamo_config` keys get their section's prefix unless they start with it, so published files
+// write `auto_wrap_policy` and `fsdp_auto_wrap_policy`, `backend` and `dynamo_backend`, alike.
+const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes() {
+  static const std::vector<sema::SectionKeyPrefix> prefixes = {
+      {"fsdp_config", "fsdp", "fsdp_"},
+      {"fp8_config", "fp8", "fp8_"},
+      {"dynamo_config", "dynamo_", "dynamo_"},
+  };
+  return prefixes;
+}
+
 void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
   config::ConfigFile config = config::ReadConfigFile(*compilation.source, compilation.diagnostics);
@@ -94,6 +107,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.root = config.root_record;
   // A YAML job spec is a spec like any other; Accelerate's own files are checked, not lowered.
   check.file_keys = config.kind != config::FileKind::JobSpec;
+  if (config.kind == config::FileKind::AccelerateConfig) check.section_prefixes = LaunchKeyPrefixes();
   check.yaml_scalars = true;
   compilation.config_file = check.file_keys;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);

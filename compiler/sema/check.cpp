@@ -175,7 +175,7 @@ class Checker {
       const ast::Name& name = entry.statement->path[entry.depth];
       // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
       // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
-      const FieldSchema* field = options_.file_keys ? record.FindFileKey(name.text) : record.Find(name.text);
+      const FieldSchema* field = options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
       if (field == nullptr) field = Renamed(record, name, entry.file);
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
@@ -236,6 +236,23 @@ class Checker {
           type && type->kind == Type::Kind::Record ? schema_.records.find(type->name) : schema_.records.end();
     }
     return text;
+  }
+
+  // The field of `record` (reached at `prefix`) that config-file key `key` sets: the field with
+  // that key, or, in a section the launcher reads with a prefix, the field whose key reads the
+  // same after prefixing (`version` and `fsdp_version` in `fsdp_config`). Null if none.
+  const FieldSchema* FindFileKey(const RecordSchema& record, std::string_view key, const std::string& prefix) const {
+    if (const FieldSchema* field = record.FindFileKey(key)) return field;
+    for (const SectionKeyPrefix& section : options_.section_prefixes) {
+      if (prefix != section.section + ".") continue;
+      auto launched = [&](std::string_view k) {
+        return k.substr(0, section.unless.size()) == section.unless ? std::string(k) : section.prefix + std::string(k);
+      };
+      for (const FieldSchema& field : record.fields) {
+        if (launched(NameOf(field)) == launched(key)) return &field;
+      }
+    }
+    return nullptr;
   }
 
   // How the file being checked names `field`: its config-file key in a config file.

@@ -47,6 +47,15 @@ struct Composition {
   bool incomplete = false;
 };
 
+// How a launcher reads the keys of one top-level section of a config file: `accelerate launch`
+// takes `fsdp_config: {version: 2}` as `fsdp_version`, prefixing every key that does not start
+// with `unless`. Both spellings then set the same field.
+struct SectionKeyPrefix {
+  std::string section;  // the section's config-file key, e.g. `fsdp_config`
+  std::string unless;   // keys that start with this are read as written, e.g. `fsdp`
+  std::string prefix;   // prepended to every other key, e.g. `fsdp_`
+};
+
 struct CheckOptions {
   // The schema record the job's body is checked against: `Job` for a spec, `ClusterConfig`
   // (or `DeepSpeedConfig`, ...) for a config file read by config::ReadConfigFile.
@@ -59,6 +68,8 @@ struct CheckOptions {
   bool yaml_scalars = false;
   // Null: the file's single job and its own lets, nothing else.
   const Composition* composition = nullptr;
+  // Sections of a config file whose keys the launcher reads with a prefix (file_keys only).
+  std::vector<SectionKeyPrefix> section_prefixes;
 };
 
 // Checks the single job of `file` against `schema`: field names, types, enum members,
