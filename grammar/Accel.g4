@@ -26,8 +26,9 @@ enumDecl : 'enum' name=ident '{' enumMember (',' enumMember)* ','? '}' ;
 enumMember : name=ident ('=' value=STRING)? ;
 
 // `kwargs`, `plugin` and `config` are records with a role; `record` is a plain one; `extend`
-// adds fields and rules to a record declared elsewhere.
-recordDecl : kind=('kwargs' | 'plugin' | 'config' | 'record' | 'extend') name=ident '{' member* '}' ;
+// adds fields and rules to a record declared elsewhere. An `open` record is one whose reader
+// ignores keys it does not know, so in a config file an unknown key is a warning, not an error.
+recordDecl : open='open'? kind=('kwargs' | 'plugin' | 'config' | 'record' | 'extend') name=ident '{' member* '}' ;
 member : fieldDecl | ruleDecl ;
 
 fieldDecl
@@ -64,7 +65,7 @@ path : ident ('.' ident)* ;
 // Declaration keywords are reserved only where they start a declaration, so schemas may
 // still name a field `config`, `env` or `record`.
 ident : ID | 'enum' | 'kwargs' | 'plugin' | 'config' | 'record' | 'rule' | 'job' | 'extends'
-      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' ;
+      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' | 'open' ;
 
 // ---- expressions (shared) -----------------------------------------------------------------
 

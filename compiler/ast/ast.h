@@ -111,6 +111,8 @@ struct RecordDecl {
   Span span;
   std::string doc;
   std::string kind;  // kwargs, plugin, config or record
+  // Declared `open`: the reader of its config-file section ignores unknown keys.
+  bool open = false;
   Name name;
   std::vector<FieldDecl> fields;
   std::vector<RuleDecl> rules;

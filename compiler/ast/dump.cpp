@@ -50,7 +50,7 @@ class Dumper {
         Line(1, fmt::format("member {} = \"{}\"", m.name.text, m.value), m.span);
     }
     for (const RecordDecl& r : file_.records) {
-      Line(0, fmt::format("{} {}", r.kind, r.name.text), r.span);
+      Line(0, fmt::format("{}{} {}", r.open ? "open " : "", r.kind, r.name.text), r.span);
       for (const FieldDecl& f : r.fields) {
         Line(1, fmt::format("field {}: {}", f.name.text, TypeText(f.type)), f.span);
         if (f.default_value) Expression(2, "default", *f.default_value);

@@ -50,6 +50,7 @@ class Writer {
       Write(r.span);
       String(r.doc);
       String(r.kind);
+      Count(r.open ? 1 : 0);
       Write(r.name);
       Count(r.fields.size());
       for (const FieldDecl& f : r.fields) Write(f);
@@ -209,6 +210,7 @@ class Reader {
       r.span = ReadSpan();
       r.doc = String();
       r.kind = String();
+      r.open = Count() != 0;
       r.name = ReadName();
       r.fields.resize(Count());
       for (FieldDecl& f : r.fields) ReadField(f);

@@ -82,6 +82,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A2022",
        "A chain of `extends` that returns to a job; the message shows the chain.\nFix: remove one `extends` "
        "so that the chain ends."},
+      {"A2023",
+       "A key its section's reader does not know, in a section that ignores such keys (DeepSpeed's top "
+       "level and the sections it reads with `dict.get`, such as `fp16`, `bf16`, `optimizer`): DeepSpeed "
+       "starts, and the setting has no effect. Keys starting with `_` (`_comment`) are notes and get no "
+       "diagnostic.\nFix: correct the key (a suggestion is shown when one is close), move it to the "
+       "section that reads it, or remove it."},
       {"A3001",
        "A value of the wrong type (a string where an int is expected, a block for a union...).\nFix: write "
        "a value of the expected type, shown in the message."},

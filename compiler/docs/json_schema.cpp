@@ -172,7 +172,8 @@ class Writer {
     json::Object def{{"title", name},
                      {"type", "object"},
                      {"properties", std::move(properties)},
-                     {"additionalProperties", false}};
+                     // An `open` record's reader ignores keys it does not know.
+                     {"additionalProperties", record.open}};
     if (!record.doc.empty()) def["description"] = OneLine(record.doc);
     if (!required.empty()) def["required"] = std::move(required);
     defs_[name] = std::move(def);

@@ -128,6 +128,7 @@ class TreeBuilder {
     decl.span = SpanOf(context);
     decl.doc = Doc(context);
     decl.kind = context->kind ? context->kind->getText() : "record";
+    decl.open = context->open != nullptr;
     decl.name = NameOf(context->name);
     for (AccelParser::MemberContext* member : context->member()) {
       if (auto* f = member->fieldDecl()) decl.fields.push_back(Field(f));

@@ -177,9 +177,14 @@ class Checker {
       // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
       const FieldSchema* field = options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
       if (field == nullptr) field = Renamed(record, name, entry.file);
+      // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
+      // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.
+      bool ignored = options_.file_keys && record.open;
+      if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
-        std::string guess = ReportUnknownField(record, name, entry.file);
+        std::string guess = ReportUnknownField(record, name, entry.file, ignored);
+        if (ignored) continue;  // the reader drops it and the meant field keeps its default
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
         }
@@ -271,9 +276,10 @@ class Checker {
     return field;
   }
 
-  // Reports A2003 and returns the suggested field name, if any.
+  // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
+  // name, if any.
   std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
-                                 const source::SourceFile* file) {
+                                 const source::SourceFile* file, bool ignored = false) {
     std::vector<std::string> names = options_.file_keys ? record.FileKeys() : record.FieldNames();
     std::string guess = diag::ClosestMatch(name.text, names);
     // In a config file, the plugin's field name (`tp_degree`) or the key without its section
@@ -296,8 +302,8 @@ class Checker {
     std::string choices = names.size() <= 12 ? fmt::format("; expected one of {}", Join(names))
                                              : fmt::format("; none of its {} fields is close", names.size());
     diag::Diagnostic& d =
-        diagnostics_.Emit(diag::Kind::UnknownField, file, name.span, name.text, record.name,
-                          guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
+        diagnostics_.Emit(ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField, file, name.span,
+                          name.text, record.name, guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
     return guess;
   }

@@ -115,6 +115,7 @@ class SchemaBuilder {
       return;
     }
     RecordSchema& record = it->second;
+    record.open = record.open || decl.open;
     for (const ast::FieldDecl& f : decl.fields) {
       FieldSchema field;
       field.name = f.name.text;

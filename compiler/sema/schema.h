@@ -43,6 +43,8 @@ struct RecordSchema {
   std::string name;
   std::string kind;  // kwargs, plugin, config, record
   std::string doc;
+  // Declared `open`: its config-file reader ignores unknown keys (DeepSpeed's dict-read sections).
+  bool open = false;
   std::vector<FieldSchema> fields;
   std::vector<RuleSchema> rules;
   const source::SourceFile* file = nullptr;
