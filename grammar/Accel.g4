@@ -47,7 +47,9 @@ typeAtom
   : name=ident ('<' type (',' type)* '>')? optional='?'?
   ;
 
-ruleDecl : 'rule' code=ruleCode severity=ID message=STRING ':' expr ';'? ;
+// `... "message" for accelerate, trainer: ...`: the rule holds only for files run by those tools (`accelc check
+// --for`); without it, it holds for every one.
+ruleDecl : 'rule' code=ruleCode severity=ID message=STRING ('for' targets+=ident (',' targets+=ident)*)? ':' expr ';'? ;
 // Rule ids keep the catalog's spelling: `CFG-010`, `LCH-FSDP-1`, or a plain name.
 ruleCode : ID ('-' (ID | INT))* ;
 
@@ -65,7 +67,7 @@ path : ident ('.' ident)* ;
 // Declaration keywords are reserved only where they start a declaration, so schemas may
 // still name a field `config`, `env` or `record`.
 ident : ID | 'enum' | 'kwargs' | 'plugin' | 'config' | 'record' | 'rule' | 'job' | 'extends'
-      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' | 'open' ;
+      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' | 'open' | 'for' ;
 
 // ---- expressions (shared) -----------------------------------------------------------------
 

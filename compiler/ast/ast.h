@@ -103,6 +103,8 @@ struct RuleDecl {
   std::string doc;
   Name code;
   Name severity;
+  // `... "message" for accelerate, trainer`: the tools the rule holds for; empty means every one.
+  std::vector<Name> targets;
   std::string message;
   ExprPtr condition;
 };

@@ -78,7 +78,9 @@ class Dumper {
   }
 
   void Rule(int depth, const RuleDecl& rule) {
-    Line(depth, fmt::format("rule {} {} \"{}\"", rule.code.text, rule.severity.text, rule.message),
+    std::string targets;
+    for (const Name& target : rule.targets) targets += (targets.empty() ? " for " : ", ") + target.text;
+    Line(depth, fmt::format("rule {} {} \"{}\"{}", rule.code.text, rule.severity.text, rule.message, targets),
          rule.span);
     if (rule.condition) Expression(depth + 1, "when", *rule.condition);
   }

@@ -160,6 +160,8 @@ class Writer {
     String(r.doc);
     Write(r.code);
     Write(r.severity);
+    Count(r.targets.size());
+    for (const Name& target : r.targets) Write(target);
     String(r.message);
     Write(r.condition);
   }
@@ -349,6 +351,8 @@ class Reader {
     r.doc = String();
     r.code = ReadName();
     r.severity = ReadName();
+    r.targets.resize(Count());
+    for (Name& target : r.targets) target = ReadName();
     r.message = String();
     r.condition = ReadExpr(0);
   }

@@ -109,6 +109,14 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "at "
        "start-up, after the job was scheduled.\nFix: set the value the message computes, or \"auto\" to let "
        "Accelerate fill it."},
+      {"A3008",
+       "\"auto\" for a DeepSpeed key that neither Accelerate's DeepSpeedPlugin nor the Trainer fills in "
+       "(they fill in batch sizes, accumulation, clipping, precision, optimizer and scheduler "
+       "parameters, the ZeRO stage and offload, and the bucket sizes derived from the model); "
+       "DeepSpeed then reads the text and fails.\nFix: write the value."},
+      {"A3009",
+       "\"auto\" in a file checked `--for deepspeed`: the `deepspeed` launcher fills in nothing.\nFix: "
+       "write the value, or check with `--for accelerate` or `--for trainer` if one of them runs the file."},
       {"A3007",
        "A launch config names a file (a DeepSpeed JSON config) that is not there, relative to the config or "
        "to "

@@ -1,6 +1,7 @@
 #include "compiler/driver/compile.h"
 
 #include <filesystem>
+#include <string_view>
 
 #include "compiler/config/reader.h"
 #include "compiler/lower/lower.h"
@@ -38,7 +39,7 @@ const sema::Value* LaunchConfig(const sema::Value& root) {
 // the other). Finding and reading the second file is the driver's part: sema sees no file
 // system, and the JSON is a compilation of its own, kept in `referenced`.
 void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
-                              const sema::Environment& environment) {
+                              const sema::Environment& environment, const std::string& tool) {
   const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
   // Only a DeepSpeed launch reads the section; otherwise the launcher ignores it (DS-003).
   const sema::Value* engine = launch ? launch->Field("distributed_type") : nullptr;
@@ -78,6 +79,8 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   }
   CompileOptions options;
   options.lower = false;
+  // The JSON an Accelerate config names is read by Accelerate's DeepSpeedPlugin.
+  options.tool = tool.empty() ? "accelerate" : tool;
   auto nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
   for (const diag::Diagnostic& d : nested->diagnostics.diagnostics()) compilation.diagnostics.Add(d);
   if (nested->spec) sema::CheckDeepSpeedBatch(*launch, *nested->spec, compilation.diagnostics);
@@ -97,6 +100,15 @@ const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes() {
   return prefixes;
 }
 
+// The tool a config file is checked for (CompileOptions::tool). A DeepSpeed JSON written for
+// the `deepspeed` launcher and one written for Accelerate or the Trainer look alike, except that
+// only the second may say "auto"; without one, the rules only those tools apply become notes.
+std::string ToolFor(config::FileKind kind, std::string_view text, const std::string& tool) {
+  if (!tool.empty() || kind == config::FileKind::JobSpec) return tool;
+  if (kind == config::FileKind::AccelerateConfig) return "accelerate";
+  return text.find("\"auto\"") != std::string_view::npos ? "accelerate" : "deepspeed";
+}
+
 void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
   config::ConfigFile config = config::ReadConfigFile(*compilation.source, compilation.diagnostics);
@@ -108,10 +120,11 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   // A YAML job spec is a spec like any other; Accelerate's own files are checked, not lowered.
   check.file_keys = config.kind != config::FileKind::JobSpec;
   if (config.kind == config::FileKind::AccelerateConfig) check.section_prefixes = LaunchKeyPrefixes();
+  check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
   check.yaml_scalars = true;
   compilation.config_file = check.file_keys;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
   if (compilation.spec && !compilation.config_file && options.lower) {
     compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
   }
@@ -145,7 +158,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   }
   sema::CheckOptions check = Composed(compilation, file, options);
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
   if (!compilation.spec || !options.lower) return;
   compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
 }

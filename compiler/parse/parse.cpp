@@ -178,6 +178,7 @@ class TreeBuilder {
     rule.doc = Doc(context);
     rule.code = RuleCode(context->code);
     rule.severity = NameOf(context->severity);
+    for (AccelParser::IdentContext* target : context->targets) rule.targets.push_back(NameOf(target));
     if (context->message) rule.message = StringValue(context->message);
     rule.condition = Expression(context->expr());
     return rule;

@@ -499,8 +499,24 @@ class Checker {
     return value;
   }
 
+  // True when `type` takes the stdlib's `Auto` (a key Accelerate or the Trainer fills in).
+  static bool AdmitsAuto(const Type& type) {
+    if (type.kind == Type::Kind::Enum) return type.name == "Auto";
+    if (type.kind != Type::Kind::Union && type.kind != Type::Kind::Optional) return false;
+    return std::any_of(type.args.begin(), type.args.end(), [](const Type& t) { return AdmitsAuto(t); });
+  }
+
   std::optional<Value> Mismatch(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                 const std::string& path) {
+    // A config file's "auto" where the schema's type has no `Auto`: no tool fills this key in.
+    if (options_.file_keys && expr.kind == ast::ExprKind::String && expr.text == "auto") {
+      if (AdmitsAuto(type)) {
+        diagnostics_.Emit(diag::Kind::AutoUnderDeepSpeed, file, expr.span, path);
+      } else {
+        diagnostics_.Emit(diag::Kind::AutoNotFilled, file, expr.span, path, type.Describe());
+      }
+      return std::nullopt;
+    }
     diagnostics_.Emit(diag::Kind::TypeMismatch, file, expr.span, path, type.Describe(), DescribeFound(expr));
     return std::nullopt;
   }
@@ -782,6 +798,11 @@ class Checker {
       if (!guess.empty()) d.fixit = diag::FixIt{expr.span, guess};
       return std::nullopt;
     }
+    // `Auto` is the stdlib's "filled in by Accelerate or the Trainer"; DeepSpeed alone does not.
+    if (e.name == "Auto" && options_.target == "deepspeed") {
+      diagnostics_.Emit(diag::Kind::AutoUnderDeepSpeed, file, expr.span, path);
+      return std::nullopt;
+    }
     Value value = EnumValue(e, *member);
     value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
     return value;
@@ -886,7 +907,16 @@ class Checker {
         continue;
       }
       if (result->bool_value) continue;
-      diagnostics_.Add(RuleViolation(rule, value, file, span, prefix));
+      diag::Diagnostic d = RuleViolation(rule, value, file, span, prefix);
+      if (!options_.target.empty() && !rule.targets.empty() &&
+          std::find(rule.targets.begin(), rule.targets.end(), options_.target) == rule.targets.end()) {
+        // The tool this file is for does not need it; the tools that do are worth a line.
+        d.severity = diag::Severity::Note;
+        d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code, options_.target,
+                                 fmt::join(rule.targets, "` or `--for "));
+        d.notes.clear();
+      }
+      diagnostics_.Add(std::move(d));
     }
   }
 

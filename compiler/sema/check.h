@@ -70,6 +70,11 @@ struct CheckOptions {
   const Composition* composition = nullptr;
   // Sections of a config file whose keys the launcher reads with a prefix (file_keys only).
   std::vector<SectionKeyPrefix> section_prefixes;
+  // The tool the file is checked for (`accelerate`, `trainer`, `deepspeed`; `accelc check
+  // --for`). A rule declared `for` other tools is reported as a note, not an error or warning,
+  // and under `deepspeed` a value `auto` is an error (only Accelerate and the Trainer fill it
+  // in). Empty: every rule holds.
+  std::string target;
 };
 
 // Checks the single job of `file` against `schema`: field names, types, enum members,

@@ -140,6 +140,7 @@ class SchemaBuilder {
       rule.severity = r.severity.text == "warning" ? diag::Severity::Warning : diag::Severity::Error;
       rule.message = r.message;
       rule.doc = r.doc;
+      for (const ast::Name& target : r.targets) rule.targets.push_back(target.text);
       rule.condition = r.condition.get();
       rule.file = file.source;
       rule.span = r.code.span;

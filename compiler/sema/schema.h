@@ -34,6 +34,8 @@ struct RuleSchema {
   diag::Severity severity = diag::Severity::Error;
   std::string message;
   std::string doc;
+  // The tools (`accelc check --for`) the rule holds for; empty means every one.
+  std::vector<std::string> targets;
   const ast::Expr* condition = nullptr;
   const source::SourceFile* file = nullptr;
   source::Span span;
