@@ -109,6 +109,13 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "at "
        "start-up, after the job was scheduled.\nFix: set the value the message computes, or \"auto\" to let "
        "Accelerate fill it."},
+      {"A2024",
+       "A key of one file written in a section of another that does not read it: a DeepSpeed JSON key "
+       "(`zero_optimization`, `bf16`, `train_micro_batch_size_per_gpu`, ...) in an Accelerate config's "
+       "`deepspeed_config`. `accelerate launch` copies that section onto its own arguments, and a key "
+       "that is none of them is dropped.\nFix: put it in the DeepSpeed JSON file and name that file "
+       "with `deepspeed_config_file`, or use the section's own key for it (`zero_stage`, "
+       "`offload_optimizer_device`, `mixed_precision` at the top level, ...)."},
       {"A3008",
        "\"auto\" for a DeepSpeed key that neither Accelerate's DeepSpeedPlugin nor the Trainer fills in "
        "(they fill in batch sizes, accumulation, clipping, precision, optimizer and scheduler "

@@ -119,7 +119,13 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.root = config.root_record;
   // A YAML job spec is a spec like any other; Accelerate's own files are checked, not lowered.
   check.file_keys = config.kind != config::FileKind::JobSpec;
-  if (config.kind == config::FileKind::AccelerateConfig) check.section_prefixes = LaunchKeyPrefixes();
+  if (config.kind == config::FileKind::AccelerateConfig) {
+    check.section_prefixes = LaunchKeyPrefixes();
+    // launch copies `deepspeed_config` keys onto its arguments; a DeepSpeed JSON key among
+    // them matches no argument and is dropped, though published configs put them there.
+    check.foreign_keys = {{"deepspeed_config", "DeepSpeedConfig", "`accelerate launch`",
+                           "the DeepSpeed JSON file that `deepspeed_config_file` names"}};
+  }
   check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
   check.yaml_scalars = true;
   compilation.config_file = check.file_keys;

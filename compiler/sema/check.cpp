@@ -181,6 +181,7 @@ class Checker {
       // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.
       bool ignored = options_.file_keys && record.open;
       if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
+      if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
         std::string guess = ReportUnknownField(record, name, entry.file, ignored);
@@ -274,6 +275,22 @@ class Checker {
         diagnostics_.Emit(diag::Kind::DeprecatedAlias, file, name.span, name.text, field->name, field->name);
     d.fixit = diag::FixIt{name.span, field->name};
     return field;
+  }
+
+  // A key unknown in `record` (at `prefix`) that is a key of the file a ForeignKeys section
+  // stands for: reports A2024 and returns true.
+  bool ReportKeyOfAnotherFile(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file,
+                              const std::string& prefix) {
+    if (!options_.file_keys) return false;
+    for (const ForeignKeys& foreign : options_.foreign_keys) {
+      if (prefix != foreign.section + ".") continue;
+      auto other = schema_.records.find(foreign.record);
+      if (other == schema_.records.end() || other->second.FindFileKey(name.text) == nullptr) continue;
+      diagnostics_.Emit(diag::Kind::KeyOfAnotherFile, file, name.span, name.text, foreign.record, record.name,
+                        foreign.reader, foreign.where);
+      return true;
+    }
+    return false;
   }
 
   // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
