@@ -38,6 +38,7 @@ fieldModifier
   : 'from' 'env' ID (',' ID)*          # envDefault
   | 'where' expr                       # constraint
   | 'alias' ident (',' ident)*         # aliasModifier
+  | 'also' ident (',' ident)*          # alsoModifier
   | 'deprecated' message=STRING        # deprecatedModifier
   | 'key' fileKey=STRING               # keyModifier
   ;
@@ -67,7 +68,7 @@ path : ident ('.' ident)* ;
 // Declaration keywords are reserved only where they start a declaration, so schemas may
 // still name a field `config`, `env` or `record`.
 ident : ID | 'enum' | 'kwargs' | 'plugin' | 'config' | 'record' | 'rule' | 'job' | 'extends'
-      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' | 'open' | 'for' ;
+      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' | 'open' | 'for' | 'also' ;
 
 // ---- expressions (shared) -----------------------------------------------------------------
 

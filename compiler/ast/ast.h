@@ -93,6 +93,7 @@ struct FieldDecl {
   std::vector<Name> env_vars;             // `from env A, B`: first one set wins
   ExprPtr constraint;                     // `where ...`, null when absent
   std::vector<Name> aliases;              // `alias old_name`: other names that set this field
+  std::vector<Name> synonyms;             // `also name`: names the reader accepts just as well
   std::optional<std::string> deprecated;  // `deprecated "why"`: setting it warns
   std::optional<std::string> file_key;    // `key "fsdp_offload_params"`: its name in Accelerate's files
 };

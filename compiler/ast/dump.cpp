@@ -56,6 +56,7 @@ class Dumper {
         if (f.default_value) Expression(2, "default", *f.default_value);
         for (const Name& env : f.env_vars) Line(2, fmt::format("from env {}", env.text), env.span);
         for (const Name& alias : f.aliases) Line(2, fmt::format("alias {}", alias.text), alias.span);
+        for (const Name& also : f.synonyms) Line(2, fmt::format("also {}", also.text), also.span);
         if (f.deprecated) Line(2, fmt::format("deprecated \"{}\"", *f.deprecated), f.span);
         if (f.file_key) Line(2, fmt::format("key \"{}\"", *f.file_key), f.span);
         if (f.constraint) Expression(2, "where", *f.constraint);

@@ -150,6 +150,8 @@ class Writer {
     Write(f.constraint);
     Count(f.aliases.size());
     for (const Name& n : f.aliases) Write(n);
+    Count(f.synonyms.size());
+    for (const Name& n : f.synonyms) Write(n);
     Bool(f.deprecated.has_value());
     if (f.deprecated) String(*f.deprecated);
     Bool(f.file_key.has_value());
@@ -343,6 +345,8 @@ class Reader {
     f.constraint = ReadExpr(0);
     f.aliases.resize(Count());
     for (Name& n : f.aliases) n = ReadName();
+    f.synonyms.resize(Count());
+    for (Name& n : f.synonyms) n = ReadName();
     if (Bool()) f.deprecated = String();
     if (Bool()) f.file_key = String();
   }

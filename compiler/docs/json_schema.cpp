@@ -160,7 +160,8 @@ class Writer {
       properties[FileKey(field)] = Field(field);
       // A field that can also be set by an old name is not `required`: the old name would do.
       bool optional = field.type.kind == Kind::Optional || field.default_value != nullptr;
-      if (!optional && field.aliases.empty()) required.push_back(FileKey(field));
+      if (!optional && field.aliases.empty() && field.synonyms.empty()) required.push_back(FileKey(field));
+      for (const std::string& also : field.synonyms) properties[also] = Field(field);
       for (const std::string& alias : field.aliases) {
         json::Object old = Field(field);
         old["description"] = fmt::format("Old name of `{}` (accepted with warning A2010). {}", FileKey(field),

@@ -151,6 +151,8 @@ class TreeBuilder {
         field.constraint = Expression(where->expr());
       } else if (auto* alias = dynamic_cast<AccelParser::AliasModifierContext*>(modifier)) {
         for (AccelParser::IdentContext* name : alias->ident()) field.aliases.push_back(NameOf(name));
+      } else if (auto* also = dynamic_cast<AccelParser::AlsoModifierContext*>(modifier)) {
+        for (AccelParser::IdentContext* name : also->ident()) field.synonyms.push_back(NameOf(name));
       } else if (auto* deprecated = dynamic_cast<AccelParser::DeprecatedModifierContext*>(modifier)) {
         field.deprecated = deprecated->message ? StringValue(deprecated->message) : "";
       } else if (auto* key = dynamic_cast<AccelParser::KeyModifierContext*>(modifier)) {

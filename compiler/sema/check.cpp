@@ -176,6 +176,7 @@ class Checker {
       // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
       // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
       const FieldSchema* field = options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
+      if (field == nullptr) field = record.FindSynonym(name.text);
       if (field == nullptr) field = Renamed(record, name, entry.file);
       // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
       // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.

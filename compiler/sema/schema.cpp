@@ -1,5 +1,6 @@
 #include "compiler/sema/schema.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "compiler/sema/evaluate.h"
@@ -18,6 +19,13 @@ const FieldSchema* RecordSchema::FindAlias(std::string_view alias) const {
     for (const std::string& name : f.aliases) {
       if (name == alias) return &f;
     }
+  }
+  return nullptr;
+}
+
+const FieldSchema* RecordSchema::FindSynonym(std::string_view name) const {
+  for (const FieldSchema& f : fields) {
+    if (std::find(f.synonyms.begin(), f.synonyms.end(), name) != f.synonyms.end()) return &f;
   }
   return nullptr;
 }
@@ -125,6 +133,7 @@ class SchemaBuilder {
       for (const ast::Name& env : f.env_vars) field.env_vars.push_back(env.text);
       field.constraint = f.constraint.get();
       for (const ast::Name& alias : f.aliases) field.aliases.push_back(alias.text);
+      for (const ast::Name& also : f.synonyms) field.synonyms.push_back(also.text);
       field.deprecated = f.deprecated;
       field.file_key = f.file_key;
       field.file = file.source;
