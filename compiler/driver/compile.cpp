@@ -56,7 +56,9 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   std::vector<fs::path> candidates{given};
   if (given.is_relative() && named->provenance.file != nullptr &&
       named->provenance.file->name() != "<stdin>") {
-    candidates.insert(candidates.begin(), fs::path(named->provenance.file->name()).parent_path() / given);
+    fs::path beside = fs::path(named->provenance.file->name()).parent_path() / given;
+    // A config in the working directory: both places are one, and the message names it once.
+    if (beside.lexically_normal() != given.lexically_normal()) candidates.insert(candidates.begin(), beside);
   }
   const fs::path* found = nullptr;
   std::error_code ec;
