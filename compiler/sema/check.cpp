@@ -788,6 +788,21 @@ class Checker {
     return value;
   }
 
+  // The member of `e` an unquoted YAML boolean word stands for: the one whose name or value is
+  // the same word up to case (`no` and `NO` for DistributedType's `NO`), or null.
+  const EnumSchema::Member* YamlBoolMember(const ast::Expr& expr, const EnumSchema& e) const {
+    if (!options_.yaml_scalars || expr.kind != ast::ExprKind::Bool) return nullptr;
+    auto lower = [](std::string text) {
+      std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+      return text;
+    };
+    std::string word = lower(expr.text);
+    for (const EnumSchema::Member& m : e.members) {
+      if (lower(m.name) == word || lower(m.value) == word) return &m;
+    }
+    return nullptr;
+  }
+
   std::optional<Value> ConvertEnum(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                    const std::string& path) {
     const EnumSchema& e = schema_.enums.find(type.name)->second;
@@ -796,12 +811,14 @@ class Checker {
       word = expr.path[0].text;
     } else if (expr.kind == ast::ExprKind::String) {
       word = expr.text;
-    } else if (options_.yaml_scalars && expr.kind == ast::ExprKind::Bool && e.Find(expr.text) != nullptr) {
-      // YAML 1.1 reads a plain `NO` or `off` as a boolean; the member was surely meant.
-      word = expr.text;
-      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::YamlBoolWord, file, expr.span, word,
-                                              expr.bool_value ? "true" : "false", word);
-      d.fixit = diag::FixIt{expr.span, "'" + word + "'"};
+    } else if (const EnumSchema::Member* meant = YamlBoolMember(expr, e)) {
+      // YAML 1.1 reads a plain `NO`, `no` or `off` as a boolean; the member was surely meant,
+      // whatever the word's case (Accelerate too receives the same `False` for all of them).
+      word = meant->name;
+      const std::string& spelling = options_.file_keys ? meant->value : meant->name;
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::YamlBoolWord, file, expr.span, expr.text,
+                                              expr.bool_value ? "true" : "false", spelling);
+      d.fixit = diag::FixIt{expr.span, "'" + spelling + "'"};
     } else {
       return Mismatch(expr, type, file, path);
     }
