@@ -607,8 +607,13 @@ int main(int argc, char** argv) {
   int status = kExitClean;
   std::vector<std::string> files = options.files;
   if (options.command == "check") {
-    accel::driver::Inputs inputs = accel::driver::ExpandInputs(options.files);
+    const accel::sema::Schema& schema = stdlib->schema();
+    accel::driver::Inputs inputs = accel::driver::ExpandInputs(
+        options.files, [&](const std::string& path) { return accel::driver::WhyNotConfigJson(path, schema); });
     for (const std::string& error : inputs.errors) fmt::print(stderr, "accelc: error: {}\n", error);
+    for (const std::string& skipped : inputs.skipped) {
+      fmt::print(stderr, "accelc: note: skipped {}\n", skipped);
+    }
     if (!inputs.errors.empty()) status = kExitUsage;
     files = std::move(inputs.files);
   }
