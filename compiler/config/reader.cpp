@@ -146,9 +146,10 @@ class Reader {
     }
     // After the duplicate check, so that a later `key: null` still unsets an earlier value.
     if (drop_nulls_) {
-      statements.erase(std::remove_if(statements.begin(), statements.end(),
-                                      [](const ast::Statement& s) { return s.value->kind == ast::ExprKind::None; }),
-                       statements.end());
+      statements.erase(
+          std::remove_if(statements.begin(), statements.end(),
+                         [](const ast::Statement& s) { return s.value->kind == ast::ExprKind::None; }),
+          statements.end());
     }
     return statements;
   }

@@ -608,8 +608,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> files = options.files;
   if (options.command == "check") {
     const accel::sema::Schema& schema = stdlib->schema();
-    accel::driver::Inputs inputs = accel::driver::ExpandInputs(
-        options.files, [&](const std::string& path) { return accel::driver::WhyNotConfigJson(path, schema); });
+    accel::driver::Inputs inputs = accel::driver::ExpandInputs(options.files, [&](const std::string& path) {
+      return accel::driver::WhyNotConfigJson(path, schema);
+    });
     for (const std::string& error : inputs.errors) fmt::print(stderr, "accelc: error: {}\n", error);
     for (const std::string& skipped : inputs.skipped) {
       fmt::print(stderr, "accelc: note: skipped {}\n", skipped);

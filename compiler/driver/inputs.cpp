@@ -102,7 +102,8 @@ std::string WhyNotConfigJson(const std::string& path, const sema::Schema& schema
       std::string key = entry.first.str();
       if (key.empty() || key[0] == '_') continue;
       ++keys;
-      if (record->second.FindFileKey(key) || record->second.FindAlias(key) || record->second.FindSynonym(key)) ++known;
+      if (record->second.FindFileKey(key) || record->second.FindAlias(key) || record->second.FindSynonym(key))
+        ++known;
     }
     if (keys > 0 && 2 * known > keys) return "";
   }

@@ -175,7 +175,8 @@ class Checker {
       const ast::Name& name = entry.statement->path[entry.depth];
       // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
       // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
-      const FieldSchema* field = options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
+      const FieldSchema* field =
+          options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
       if (field == nullptr) field = record.FindSynonym(name.text);
       if (field == nullptr) field = Renamed(record, name, entry.file);
       // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
@@ -248,12 +249,14 @@ class Checker {
   // The field of `record` (reached at `prefix`) that config-file key `key` sets: the field with
   // that key, or, in a section the launcher reads with a prefix, the field whose key reads the
   // same after prefixing (`version` and `fsdp_version` in `fsdp_config`). Null if none.
-  const FieldSchema* FindFileKey(const RecordSchema& record, std::string_view key, const std::string& prefix) const {
+  const FieldSchema* FindFileKey(const RecordSchema& record, std::string_view key,
+                                 const std::string& prefix) const {
     if (const FieldSchema* field = record.FindFileKey(key)) return field;
     for (const SectionKeyPrefix& section : options_.section_prefixes) {
       if (prefix != section.section + ".") continue;
       auto launched = [&](std::string_view k) {
-        return k.substr(0, section.unless.size()) == section.unless ? std::string(k) : section.prefix + std::string(k);
+        return k.substr(0, section.unless.size()) == section.unless ? std::string(k)
+                                                                    : section.prefix + std::string(k);
       };
       for (const FieldSchema& field : record.fields) {
         if (launched(NameOf(field)) == launched(key)) return &field;
@@ -280,8 +283,8 @@ class Checker {
 
   // A key unknown in `record` (at `prefix`) that is a key of the file a ForeignKeys section
   // stands for: reports A2024 and returns true.
-  bool ReportKeyOfAnotherFile(const RecordSchema& record, const ast::Name& name, const source::SourceFile* file,
-                              const std::string& prefix) {
+  bool ReportKeyOfAnotherFile(const RecordSchema& record, const ast::Name& name,
+                              const source::SourceFile* file, const std::string& prefix) {
     if (!options_.file_keys) return false;
     for (const ForeignKeys& foreign : options_.foreign_keys) {
       if (prefix != foreign.section + ".") continue;
@@ -319,9 +322,9 @@ class Checker {
     // A long list helps nobody; past a dozen fields the docs are the place to look.
     std::string choices = names.size() <= 12 ? fmt::format("; expected one of {}", Join(names))
                                              : fmt::format("; none of its {} fields is close", names.size());
-    diag::Diagnostic& d =
-        diagnostics_.Emit(ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField, file, name.span,
-                          name.text, record.name, guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
+    diag::Diagnostic& d = diagnostics_.Emit(
+        ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField, file, name.span, name.text,
+        record.name, guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
     return guess;
   }
@@ -947,8 +950,8 @@ class Checker {
           std::find(rule.targets.begin(), rule.targets.end(), options_.target) == rule.targets.end()) {
         // The tool this file is for does not need it; the tools that do are worth a line.
         d.severity = diag::Severity::Note;
-        d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code, options_.target,
-                                 fmt::join(rule.targets, "` or `--for "));
+        d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code,
+                                 options_.target, fmt::join(rule.targets, "` or `--for "));
         d.notes.clear();
       }
       diagnostics_.Add(std::move(d));

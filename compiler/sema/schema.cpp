@@ -1,7 +1,7 @@
 #include "compiler/sema/schema.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "compiler/sema/evaluate.h"
 
