@@ -1,6 +1,7 @@
 #include "compiler/sema/check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -531,7 +532,7 @@ class Checker {
                                 const std::string& path) {
     // A config file's "auto" where the schema's type has no `Auto`: no tool fills this key in.
     if (options_.file_keys && expr.kind == ast::ExprKind::String && expr.text == "auto") {
-      if (AdmitsAuto(type)) {
+      if (AdmitsAuto(type) && options_.target == "deepspeed") {
         diagnostics_.Emit(diag::Kind::AutoUnderDeepSpeed, file, expr.span, path);
       } else {
         diagnostics_.Emit(diag::Kind::AutoNotFilled, file, expr.span, path, type.Describe());
