@@ -26,8 +26,9 @@ enumDecl : 'enum' name=ident '{' enumMember (',' enumMember)* ','? '}' ;
 enumMember : name=ident ('=' value=STRING)? ;
 
 // `kwargs`, `plugin` and `config` are records with a role; `record` is a plain one; `extend`
-// adds fields and rules to a record declared elsewhere.
-recordDecl : kind=('kwargs' | 'plugin' | 'config' | 'record' | 'extend') name=ident '{' member* '}' ;
+// adds fields and rules to a record declared elsewhere. An `open` record is one whose reader
+// ignores keys it does not know, so in a config file an unknown key is a warning, not an error.
+recordDecl : open='open'? kind=('kwargs' | 'plugin' | 'config' | 'record' | 'extend') name=ident '{' member* '}' ;
 member : fieldDecl | ruleDecl ;
 
 fieldDecl
@@ -37,6 +38,7 @@ fieldModifier
   : 'from' 'env' ID (',' ID)*          # envDefault
   | 'where' expr                       # constraint
   | 'alias' ident (',' ident)*         # aliasModifier
+  | 'also' ident (',' ident)*          # alsoModifier
   | 'deprecated' message=STRING        # deprecatedModifier
   | 'key' fileKey=STRING               # keyModifier
   ;
@@ -46,7 +48,9 @@ typeAtom
   : name=ident ('<' type (',' type)* '>')? optional='?'?
   ;
 
-ruleDecl : 'rule' code=ruleCode severity=ID message=STRING ':' expr ';'? ;
+// `... "message" for accelerate, trainer: ...`: the rule holds only for files run by those tools (`accelc check
+// --for`); without it, it holds for every one.
+ruleDecl : 'rule' code=ruleCode severity=ID message=STRING ('for' targets+=ident (',' targets+=ident)*)? ':' expr ';'? ;
 // Rule ids keep the catalog's spelling: `CFG-010`, `LCH-FSDP-1`, or a plain name.
 ruleCode : ID ('-' (ID | INT))* ;
 
@@ -64,7 +68,7 @@ path : ident ('.' ident)* ;
 // Declaration keywords are reserved only where they start a declaration, so schemas may
 // still name a field `config`, `env` or `record`.
 ident : ID | 'enum' | 'kwargs' | 'plugin' | 'config' | 'record' | 'rule' | 'job' | 'extends'
-      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' ;
+      | 'from' | 'env' | 'where' | 'let' | 'import' | 'as' | 'alias' | 'deprecated' | 'set' | 'key' | 'extend' | 'open' | 'for' | 'also' ;
 
 // ---- expressions (shared) -----------------------------------------------------------------
 

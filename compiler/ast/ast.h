@@ -93,6 +93,7 @@ struct FieldDecl {
   std::vector<Name> env_vars;             // `from env A, B`: first one set wins
   ExprPtr constraint;                     // `where ...`, null when absent
   std::vector<Name> aliases;              // `alias old_name`: other names that set this field
+  std::vector<Name> synonyms;             // `also name`: names the reader accepts just as well
   std::optional<std::string> deprecated;  // `deprecated "why"`: setting it warns
   std::optional<std::string> file_key;    // `key "fsdp_offload_params"`: its name in Accelerate's files
 };
@@ -103,6 +104,8 @@ struct RuleDecl {
   std::string doc;
   Name code;
   Name severity;
+  // `... "message" for accelerate, trainer`: the tools the rule holds for; empty means every one.
+  std::vector<Name> targets;
   std::string message;
   ExprPtr condition;
 };
@@ -111,6 +114,8 @@ struct RecordDecl {
   Span span;
   std::string doc;
   std::string kind;  // kwargs, plugin, config or record
+  // Declared `open`: the reader of its config-file section ignores unknown keys.
+  bool open = false;
   Name name;
   std::vector<FieldDecl> fields;
   std::vector<RuleDecl> rules;

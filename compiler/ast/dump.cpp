@@ -50,12 +50,13 @@ class Dumper {
         Line(1, fmt::format("member {} = \"{}\"", m.name.text, m.value), m.span);
     }
     for (const RecordDecl& r : file_.records) {
-      Line(0, fmt::format("{} {}", r.kind, r.name.text), r.span);
+      Line(0, fmt::format("{}{} {}", r.open ? "open " : "", r.kind, r.name.text), r.span);
       for (const FieldDecl& f : r.fields) {
         Line(1, fmt::format("field {}: {}", f.name.text, TypeText(f.type)), f.span);
         if (f.default_value) Expression(2, "default", *f.default_value);
         for (const Name& env : f.env_vars) Line(2, fmt::format("from env {}", env.text), env.span);
         for (const Name& alias : f.aliases) Line(2, fmt::format("alias {}", alias.text), alias.span);
+        for (const Name& also : f.synonyms) Line(2, fmt::format("also {}", also.text), also.span);
         if (f.deprecated) Line(2, fmt::format("deprecated \"{}\"", *f.deprecated), f.span);
         if (f.file_key) Line(2, fmt::format("key \"{}\"", *f.file_key), f.span);
         if (f.constraint) Expression(2, "where", *f.constraint);
@@ -78,7 +79,9 @@ class Dumper {
   }
 
   void Rule(int depth, const RuleDecl& rule) {
-    Line(depth, fmt::format("rule {} {} \"{}\"", rule.code.text, rule.severity.text, rule.message),
+    std::string targets;
+    for (const Name& target : rule.targets) targets += (targets.empty() ? " for " : ", ") + target.text;
+    Line(depth, fmt::format("rule {} {} \"{}\"{}", rule.code.text, rule.severity.text, rule.message, targets),
          rule.span);
     if (rule.condition) Expression(depth + 1, "when", *rule.condition);
   }

@@ -50,6 +50,7 @@ class Writer {
       Write(r.span);
       String(r.doc);
       String(r.kind);
+      Count(r.open ? 1 : 0);
       Write(r.name);
       Count(r.fields.size());
       for (const FieldDecl& f : r.fields) Write(f);
@@ -149,6 +150,8 @@ class Writer {
     Write(f.constraint);
     Count(f.aliases.size());
     for (const Name& n : f.aliases) Write(n);
+    Count(f.synonyms.size());
+    for (const Name& n : f.synonyms) Write(n);
     Bool(f.deprecated.has_value());
     if (f.deprecated) String(*f.deprecated);
     Bool(f.file_key.has_value());
@@ -159,6 +162,8 @@ class Writer {
     String(r.doc);
     Write(r.code);
     Write(r.severity);
+    Count(r.targets.size());
+    for (const Name& target : r.targets) Write(target);
     String(r.message);
     Write(r.condition);
   }
@@ -209,6 +214,7 @@ class Reader {
       r.span = ReadSpan();
       r.doc = String();
       r.kind = String();
+      r.open = Count() != 0;
       r.name = ReadName();
       r.fields.resize(Count());
       for (FieldDecl& f : r.fields) ReadField(f);
@@ -339,6 +345,8 @@ class Reader {
     f.constraint = ReadExpr(0);
     f.aliases.resize(Count());
     for (Name& n : f.aliases) n = ReadName();
+    f.synonyms.resize(Count());
+    for (Name& n : f.synonyms) n = ReadName();
     if (Bool()) f.deprecated = String();
     if (Bool()) f.file_key = String();
   }
@@ -347,6 +355,8 @@ class Reader {
     r.doc = String();
     r.code = ReadName();
     r.severity = ReadName();
+    r.targets.resize(Count());
+    for (Name& target : r.targets) target = ReadName();
     r.message = String();
     r.condition = ReadExpr(0);
   }

@@ -68,6 +68,10 @@ class Reader {
     }
     config.kind = ChooseKind(root);
     config.root_record = RootRecord(config.kind, root);
+    // Accelerate's loader and launcher read `key: null` as the key's absence (a dataclass field
+    // of None is what launch fills in). DeepSpeed does not: `.get` returns the None, so a JSON
+    // null keeps its own checks.
+    drop_nulls_ = config.kind == FileKind::AccelerateConfig;
 
     ast::JobDecl job;
     job.name = {source_.name(), {0, 0}};
@@ -139,6 +143,13 @@ class Reader {
       }
       statement.path.push_back(std::move(name));
       statements.push_back(std::move(statement));
+    }
+    // After the duplicate check, so that a later `key: null` still unsets an earlier value.
+    if (drop_nulls_) {
+      statements.erase(
+          std::remove_if(statements.begin(), statements.end(),
+                         [](const ast::Statement& s) { return s.value->kind == ast::ExprKind::None; }),
+          statements.end());
     }
     return statements;
   }
@@ -325,6 +336,8 @@ class Reader {
   const source::SourceFile& source_;
   diag::DiagnosticEngine& diagnostics_;
   bool json_;
+  // Accelerate config files read `key: null` as an unset key.
+  bool drop_nulls_ = false;
 };
 
 }  // namespace

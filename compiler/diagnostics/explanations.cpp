@@ -82,6 +82,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A2022",
        "A chain of `extends` that returns to a job; the message shows the chain.\nFix: remove one `extends` "
        "so that the chain ends."},
+      {"A2023",
+       "A key its section's reader does not know, in a section that ignores such keys (DeepSpeed's top "
+       "level and the sections it reads with `dict.get`, such as `fp16`, `bf16`, `optimizer`): DeepSpeed "
+       "starts, and the setting has no effect. Keys starting with `_` (`_comment`) are notes and get no "
+       "diagnostic.\nFix: correct the key (a suggestion is shown when one is close), move it to the "
+       "section that reads it, or remove it."},
       {"A3001",
        "A value of the wrong type (a string where an int is expected, a block for a union...).\nFix: write "
        "a value of the expected type, shown in the message."},
@@ -103,6 +109,21 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "at "
        "start-up, after the job was scheduled.\nFix: set the value the message computes, or \"auto\" to let "
        "Accelerate fill it."},
+      {"A2024",
+       "A key of one file written in a section of another that does not read it: a DeepSpeed JSON key "
+       "(`zero_optimization`, `bf16`, `train_micro_batch_size_per_gpu`, ...) in an Accelerate config's "
+       "`deepspeed_config`. `accelerate launch` copies that section onto its own arguments, and a key "
+       "that is none of them is dropped.\nFix: put it in the DeepSpeed JSON file and name that file "
+       "with `deepspeed_config_file`, or use the section's own key for it (`zero_stage`, "
+       "`offload_optimizer_device`, `mixed_precision` at the top level, ...)."},
+      {"A3008",
+       "\"auto\" for a DeepSpeed key that neither Accelerate's DeepSpeedPlugin nor the Trainer fills in "
+       "(they fill in batch sizes, accumulation, clipping, precision, optimizer and scheduler "
+       "parameters, the ZeRO stage and offload, and the bucket sizes derived from the model); "
+       "DeepSpeed then reads the text and fails.\nFix: write the value."},
+      {"A3009",
+       "\"auto\" in a file checked `--for deepspeed`: the `deepspeed` launcher fills in nothing.\nFix: "
+       "write the value, or check with `--for accelerate` or `--for trainer` if one of them runs the file."},
       {"A3007",
        "A launch config names a file (a DeepSpeed JSON config) that is not there, relative to the config or "
        "to "

@@ -92,6 +92,11 @@ std::string FieldRow(const sema::Schema& schema, const sema::RecordSchema& recor
     for (size_t i = 0; i < field.aliases.size(); ++i) notes += (i ? ", " : " ") + Code(field.aliases[i]);
     notes += ".";
   }
+  if (!field.synonyms.empty()) {
+    notes += " Also accepted as:";
+    for (size_t i = 0; i < field.synonyms.size(); ++i) notes += (i ? ", " : " ") + Code(field.synonyms[i]);
+    notes += ".";
+  }
   std::string env;
   for (size_t i = 0; i < field.env_vars.size(); ++i) env += (i ? "<br>" : "") + Code(field.env_vars[i]);
   std::string default_text = DefaultText(field);

@@ -160,7 +160,8 @@ class Writer {
       properties[FileKey(field)] = Field(field);
       // A field that can also be set by an old name is not `required`: the old name would do.
       bool optional = field.type.kind == Kind::Optional || field.default_value != nullptr;
-      if (!optional && field.aliases.empty()) required.push_back(FileKey(field));
+      if (!optional && field.aliases.empty() && field.synonyms.empty()) required.push_back(FileKey(field));
+      for (const std::string& also : field.synonyms) properties[also] = Field(field);
       for (const std::string& alias : field.aliases) {
         json::Object old = Field(field);
         old["description"] = fmt::format("Old name of `{}` (accepted with warning A2010). {}", FileKey(field),
@@ -172,7 +173,8 @@ class Writer {
     json::Object def{{"title", name},
                      {"type", "object"},
                      {"properties", std::move(properties)},
-                     {"additionalProperties", false}};
+                     // An `open` record's reader ignores keys it does not know.
+                     {"additionalProperties", record.open}};
     if (!record.doc.empty()) def["description"] = OneLine(record.doc);
     if (!required.empty()) def["required"] = std::move(required);
     defs_[name] = std::move(def);

@@ -98,6 +98,11 @@ std::string FieldNotes(const sema::FieldSchema& field) {
     for (size_t i = 0; i < field.aliases.size(); ++i) out += (i ? ", " : " ") + Code(field.aliases[i]);
     out += ".";
   }
+  if (!field.synonyms.empty()) {
+    out += " Also accepted, without a warning, as:";
+    for (size_t i = 0; i < field.synonyms.size(); ++i) out += (i ? ", " : " ") + Code(field.synonyms[i]);
+    out += ".";
+  }
   return out;
 }
 

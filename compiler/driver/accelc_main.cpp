@@ -84,6 +84,7 @@ struct Options {
   std::vector<std::string> env_assignments;  // KEY=VALUE, from --env and --env-file in order
   std::vector<std::string> overrides;        // --set PATH=VALUE, in order
   std::string target;                        // --target; empty: the command's own default
+  std::string tool;                          // --for; empty: decided per file (CompileOptions::tool)
   bool all = false;                          // explain --all: defaults too
   std::string to;                            // export --to
   unsigned jobs = 0;                         // 0: one per core
@@ -168,6 +169,22 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
                return "";
              },
              .needs = "`native` or `accelerate`"},
+      Option{.names = {"--for"},
+             .value_name = "<tool>",
+             .help = "what runs the config files: `accelerate` (accelerate launch),\n"
+                     "`trainer` (the Transformers Trainer) or `deepspeed` (the deepspeed\n"
+                     "launcher, where nothing fills in \"auto\" and Accelerate's own\n"
+                     "requirements do not hold); default: `accelerate` for an Accelerate\n"
+                     "config and the JSON it names, and for a DeepSpeed JSON that uses\n"
+                     "\"auto\"; `deepspeed` for any other DeepSpeed JSON",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               if (v != "accelerate" && v != "trainer" && v != "deepspeed") {
+                 return fmt::format("unknown tool `{}`; expected `accelerate`, `trainer` or `deepspeed`", v);
+               }
+               o.tool = v;
+               return "";
+             },
+             .needs = "`accelerate`, `trainer` or `deepspeed`"},
       Option{.names = {"--werror"}, .help = "treat warnings as errors", .apply = Set(o.filter.werror)},
       Option{.names = {"--disable"},
              .value_name = "<code>",
@@ -590,8 +607,14 @@ int main(int argc, char** argv) {
   int status = kExitClean;
   std::vector<std::string> files = options.files;
   if (options.command == "check") {
-    accel::driver::Inputs inputs = accel::driver::ExpandInputs(options.files);
+    const accel::sema::Schema& schema = stdlib->schema();
+    accel::driver::Inputs inputs = accel::driver::ExpandInputs(options.files, [&](const std::string& path) {
+      return accel::driver::WhyNotConfigJson(path, schema);
+    });
     for (const std::string& error : inputs.errors) fmt::print(stderr, "accelc: error: {}\n", error);
+    for (const std::string& skipped : inputs.skipped) {
+      fmt::print(stderr, "accelc: note: skipped {}\n", skipped);
+    }
     if (!inputs.errors.empty()) status = kExitUsage;
     files = std::move(inputs.files);
   }
@@ -601,6 +624,7 @@ int main(int argc, char** argv) {
   // is always for the native runtime.
   compile_options.lower = options.command == "compile" || options.target == "native";
   compile_options.overrides = options.overrides;
+  compile_options.tool = options.tool;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<Compilation> compilations = CompileAll(files, *stdlib, environment, compile_options, jobs);
 

@@ -1,6 +1,7 @@
 #include "compiler/driver/compile.h"
 
 #include <filesystem>
+#include <string_view>
 
 #include "compiler/config/reader.h"
 #include "compiler/lower/lower.h"
@@ -38,7 +39,7 @@ const sema::Value* LaunchConfig(const sema::Value& root) {
 // the other). Finding and reading the second file is the driver's part: sema sees no file
 // system, and the JSON is a compilation of its own, kept in `referenced`.
 void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
-                              const sema::Environment& environment) {
+                              const sema::Environment& environment, const std::string& tool) {
   const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
   // Only a DeepSpeed launch reads the section; otherwise the launcher ignores it (DS-003).
   const sema::Value* engine = launch ? launch->Field("distributed_type") : nullptr;
@@ -55,7 +56,9 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   std::vector<fs::path> candidates{given};
   if (given.is_relative() && named->provenance.file != nullptr &&
       named->provenance.file->name() != "<stdin>") {
-    candidates.insert(candidates.begin(), fs::path(named->provenance.file->name()).parent_path() / given);
+    fs::path beside = fs::path(named->provenance.file->name()).parent_path() / given;
+    // A config in the working directory: both places are one, and the message names it once.
+    if (beside.lexically_normal() != given.lexically_normal()) candidates.insert(candidates.begin(), beside);
   }
   const fs::path* found = nullptr;
   std::error_code ec;
@@ -78,10 +81,34 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   }
   CompileOptions options;
   options.lower = false;
+  // The JSON an Accelerate config names is read by Accelerate's DeepSpeedPlugin.
+  options.tool = tool.empty() ? "accelerate" : tool;
   auto nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
   for (const diag::Diagnostic& d : nested->diagnostics.diagnostics()) compilation.diagnostics.Add(d);
   if (nested->spec) sema::CheckDeepSpeedBatch(*launch, *nested->spec, compilation.diagnostics);
   compilation.referenced.push_back(std::move(nested));
+}
+
+// How `accelerate launch` copies a config file's sections onto its arguments
+// (`_validate_launch_command` in accelerate/commands/launch.py): `fsdp_config`, `fp8_config` and
+// `dynamo_config` keys get their section's prefix unless they start with it, so published files
+// write `auto_wrap_policy` and `fsdp_auto_wrap_policy`, `backend` and `dynamo_backend`, alike.
+const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes() {
+  static const std::vector<sema::SectionKeyPrefix> prefixes = {
+      {"fsdp_config", "fsdp", "fsdp_"},
+      {"fp8_config", "fp8", "fp8_"},
+      {"dynamo_config", "dynamo_", "dynamo_"},
+  };
+  return prefixes;
+}
+
+// The tool a config file is checked for (CompileOptions::tool). A DeepSpeed JSON written for
+// the `deepspeed` launcher and one written for Accelerate or the Trainer look alike, except that
+// only the second may say "auto"; without one, the rules only those tools apply become notes.
+std::string ToolFor(config::FileKind kind, std::string_view text, const std::string& tool) {
+  if (!tool.empty() || kind == config::FileKind::JobSpec) return tool;
+  if (kind == config::FileKind::AccelerateConfig) return "accelerate";
+  return text.find("\"auto\"") != std::string_view::npos ? "accelerate" : "deepspeed";
 }
 
 void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
@@ -94,10 +121,18 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.root = config.root_record;
   // A YAML job spec is a spec like any other; Accelerate's own files are checked, not lowered.
   check.file_keys = config.kind != config::FileKind::JobSpec;
+  if (config.kind == config::FileKind::AccelerateConfig) {
+    check.section_prefixes = LaunchKeyPrefixes();
+    // launch copies `deepspeed_config` keys onto its arguments; a DeepSpeed JSON key among
+    // them matches no argument and is dropped, though published configs put them there.
+    check.foreign_keys = {{"deepspeed_config", "DeepSpeedConfig", "`accelerate launch`",
+                           "the DeepSpeed JSON file that `deepspeed_config_file` names"}};
+  }
+  check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
   check.yaml_scalars = true;
   compilation.config_file = check.file_keys;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
   if (compilation.spec && !compilation.config_file && options.lower) {
     compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
   }
@@ -131,7 +166,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   }
   sema::CheckOptions check = Composed(compilation, file, options);
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
   if (!compilation.spec || !options.lower) return;
   compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
 }

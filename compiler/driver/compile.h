@@ -43,6 +43,11 @@ struct CompileOptions {
   bool lower = true;
   // `--set path=value` overrides, in order: the last layer over the spec (or config file).
   std::vector<std::string> overrides;
+  // `accelc check --for`: the tool config files are checked for (`accelerate`, `trainer`,
+  // `deepspeed`; sema::CheckOptions::target). Empty: an Accelerate config and the DeepSpeed JSON
+  // it names are for `accelerate`; a DeepSpeed JSON on its own is for `accelerate` when a value
+  // is "auto" (only Accelerate and the Trainer fill those in), else for `deepspeed`.
+  std::string tool;
 };
 
 // Runs the whole pipeline on the spec at `path`: parse, check against `stdlib`, lower. Stops

@@ -10,6 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
 namespace accel::driver {
 namespace {
 
@@ -78,7 +81,37 @@ std::vector<std::string> ExpandGlob(const std::string& pattern) {
 
 }  // namespace
 
-Inputs ExpandInputs(const std::vector<std::string>& arguments) {
+std::string WhyNotConfigJson(const std::string& path, const sema::Schema& schema) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) return "cannot be read";
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return "not valid JSON";
+  }
+  const llvm::json::Object* object = json->getAsObject();
+  if (object == nullptr) return "not a JSON object";
+  // The roots the config reader chooses between. Keys such as `optimizer` or `checkpoint` are
+  // common in other tools' JSON too, so most of the keys (notes like `_comment` aside) must be
+  // the root's for the file to count as one.
+  for (const char* root : {"DeepSpeedConfig", "ClusterConfig"}) {
+    auto record = schema.records.find(root);
+    if (record == schema.records.end()) continue;
+    size_t keys = 0, known = 0;
+    for (const auto& entry : *object) {
+      std::string key = entry.first.str();
+      if (key.empty() || key[0] == '_') continue;
+      ++keys;
+      if (record->second.FindFileKey(key) || record->second.FindAlias(key) || record->second.FindSynonym(key))
+        ++known;
+    }
+    if (keys > 0 && 2 * known > keys) return "";
+  }
+  return "most of its top-level keys are not DeepSpeed or Accelerate config keys";
+}
+
+Inputs ExpandInputs(const std::vector<std::string>& arguments,
+                    const std::function<std::string(const std::string&)>& why_not_config) {
   Inputs inputs;
   std::set<std::string> seen;
   auto add = [&](const std::string& file) {
@@ -87,10 +120,19 @@ Inputs ExpandInputs(const std::vector<std::string>& arguments) {
   for (const std::string& argument : arguments) {
     std::error_code ec;
     if (argument != "-" && fs::is_directory(argument, ec)) {
-      std::vector<std::string> found =
-          Walk(argument, [](const fs::path& p) { return IsSpecOrConfig(p, false); });
+      // A `.json` is taken by content: most JSON in a repository is not config.
+      std::vector<std::string> found = Walk(argument, [&](const fs::path& p) {
+        if (IsSpecOrConfig(p, false)) return true;
+        if (p.extension() != ".json") return false;
+        std::string why = why_not_config ? why_not_config(p.string()) : "not named on the command line";
+        if (why.empty()) return true;
+        inputs.skipped.push_back(fmt::format("`{}`: {}", p.lexically_normal().string(), why));
+        return false;
+      });
+      std::sort(inputs.skipped.begin(), inputs.skipped.end());
       if (found.empty()) {
-        inputs.errors.push_back(fmt::format("no `.accel`, `.yaml` or `.yml` file under `{}`", argument));
+        inputs.errors.push_back(
+            fmt::format("no `.accel`, `.yaml`, `.yml` or DeepSpeed `.json` file under `{}`", argument));
       }
       for (const std::string& file : found) add(file);
     } else if (argument != "-" && !fs::exists(argument, ec) && IsPattern(argument)) {

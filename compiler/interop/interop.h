@@ -8,7 +8,7 @@
 #include "compiler/sema/value.h"
 #include "llvm/Support/Error.h"
 
-// Interop with Accelerate's own files (issue #5): a checked config file becomes a `.accel` job
+// Interop with Accelerate's own files: a checked config file becomes a `.accel` job
 // spec, and a spec's `compute` block (or a checked config file) becomes the files Accelerate
 // reads. Every function takes values the checker resolved (sema::Check) and writes text; none
 // reads files or the environment. What a value "sets" is decided by its provenance: only

@@ -128,6 +128,7 @@ class TreeBuilder {
     decl.span = SpanOf(context);
     decl.doc = Doc(context);
     decl.kind = context->kind ? context->kind->getText() : "record";
+    decl.open = context->open != nullptr;
     decl.name = NameOf(context->name);
     for (AccelParser::MemberContext* member : context->member()) {
       if (auto* f = member->fieldDecl()) decl.fields.push_back(Field(f));
@@ -150,6 +151,8 @@ class TreeBuilder {
         field.constraint = Expression(where->expr());
       } else if (auto* alias = dynamic_cast<AccelParser::AliasModifierContext*>(modifier)) {
         for (AccelParser::IdentContext* name : alias->ident()) field.aliases.push_back(NameOf(name));
+      } else if (auto* also = dynamic_cast<AccelParser::AlsoModifierContext*>(modifier)) {
+        for (AccelParser::IdentContext* name : also->ident()) field.synonyms.push_back(NameOf(name));
       } else if (auto* deprecated = dynamic_cast<AccelParser::DeprecatedModifierContext*>(modifier)) {
         field.deprecated = deprecated->message ? StringValue(deprecated->message) : "";
       } else if (auto* key = dynamic_cast<AccelParser::KeyModifierContext*>(modifier)) {
@@ -177,6 +180,7 @@ class TreeBuilder {
     rule.doc = Doc(context);
     rule.code = RuleCode(context->code);
     rule.severity = NameOf(context->severity);
+    for (AccelParser::IdentContext* target : context->targets) rule.targets.push_back(NameOf(target));
     if (context->message) rule.message = StringValue(context->message);
     rule.condition = Expression(context->expr());
     return rule;

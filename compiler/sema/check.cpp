@@ -1,6 +1,7 @@
 #include "compiler/sema/check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -175,11 +176,19 @@ class Checker {
       const ast::Name& name = entry.statement->path[entry.depth];
       // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
       // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
-      const FieldSchema* field = options_.file_keys ? record.FindFileKey(name.text) : record.Find(name.text);
+      const FieldSchema* field =
+          options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
+      if (field == nullptr) field = record.FindSynonym(name.text);
       if (field == nullptr) field = Renamed(record, name, entry.file);
+      // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
+      // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.
+      bool ignored = options_.file_keys && record.open;
+      if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
+      if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
-        std::string guess = ReportUnknownField(record, name, entry.file);
+        std::string guess = ReportUnknownField(record, name, entry.file, ignored);
+        if (ignored) continue;  // the reader drops it and the meant field keeps its default
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
         }
@@ -238,6 +247,25 @@ class Checker {
     return text;
   }
 
+  // The field of `record` (reached at `prefix`) that config-file key `key` sets: the field with
+  // that key, or, in a section the launcher reads with a prefix, the field whose key reads the
+  // same after prefixing (`version` and `fsdp_version` in `fsdp_config`). Null if none.
+  const FieldSchema* FindFileKey(const RecordSchema& record, std::string_view key,
+                                 const std::string& prefix) const {
+    if (const FieldSchema* field = record.FindFileKey(key)) return field;
+    for (const SectionKeyPrefix& section : options_.section_prefixes) {
+      if (prefix != section.section + ".") continue;
+      auto launched = [&](std::string_view k) {
+        return k.substr(0, section.unless.size()) == section.unless ? std::string(k)
+                                                                    : section.prefix + std::string(k);
+      };
+      for (const FieldSchema& field : record.fields) {
+        if (launched(NameOf(field)) == launched(key)) return &field;
+      }
+    }
+    return nullptr;
+  }
+
   // How the file being checked names `field`: its config-file key in a config file.
   const std::string& NameOf(const FieldSchema& field) const {
     return options_.file_keys && field.file_key ? *field.file_key : field.name;
@@ -254,9 +282,26 @@ class Checker {
     return field;
   }
 
-  // Reports A2003 and returns the suggested field name, if any.
+  // A key unknown in `record` (at `prefix`) that is a key of the file a ForeignKeys section
+  // stands for: reports A2024 and returns true.
+  bool ReportKeyOfAnotherFile(const RecordSchema& record, const ast::Name& name,
+                              const source::SourceFile* file, const std::string& prefix) {
+    if (!options_.file_keys) return false;
+    for (const ForeignKeys& foreign : options_.foreign_keys) {
+      if (prefix != foreign.section + ".") continue;
+      auto other = schema_.records.find(foreign.record);
+      if (other == schema_.records.end() || other->second.FindFileKey(name.text) == nullptr) continue;
+      diagnostics_.Emit(diag::Kind::KeyOfAnotherFile, file, name.span, name.text, foreign.record, record.name,
+                        foreign.reader, foreign.where);
+      return true;
+    }
+    return false;
+  }
+
+  // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
+  // name, if any.
   std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
-                                 const source::SourceFile* file) {
+                                 const source::SourceFile* file, bool ignored = false) {
     std::vector<std::string> names = options_.file_keys ? record.FileKeys() : record.FieldNames();
     std::string guess = diag::ClosestMatch(name.text, names);
     // In a config file, the plugin's field name (`tp_degree`) or the key without its section
@@ -278,9 +323,9 @@ class Checker {
     // A long list helps nobody; past a dozen fields the docs are the place to look.
     std::string choices = names.size() <= 12 ? fmt::format("; expected one of {}", Join(names))
                                              : fmt::format("; none of its {} fields is close", names.size());
-    diag::Diagnostic& d =
-        diagnostics_.Emit(diag::Kind::UnknownField, file, name.span, name.text, record.name,
-                          guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
+    diag::Diagnostic& d = diagnostics_.Emit(
+        ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField, file, name.span, name.text,
+        record.name, guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
     if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
     return guess;
   }
@@ -476,8 +521,24 @@ class Checker {
     return value;
   }
 
+  // True when `type` takes the stdlib's `Auto` (a key Accelerate or the Trainer fills in).
+  static bool AdmitsAuto(const Type& type) {
+    if (type.kind == Type::Kind::Enum) return type.name == "Auto";
+    if (type.kind != Type::Kind::Union && type.kind != Type::Kind::Optional) return false;
+    return std::any_of(type.args.begin(), type.args.end(), [](const Type& t) { return AdmitsAuto(t); });
+  }
+
   std::optional<Value> Mismatch(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                 const std::string& path) {
+    // A config file's "auto" where the schema's type has no `Auto`: no tool fills this key in.
+    if (options_.file_keys && expr.kind == ast::ExprKind::String && expr.text == "auto") {
+      if (AdmitsAuto(type) && options_.target == "deepspeed") {
+        diagnostics_.Emit(diag::Kind::AutoUnderDeepSpeed, file, expr.span, path);
+      } else {
+        diagnostics_.Emit(diag::Kind::AutoNotFilled, file, expr.span, path, type.Describe());
+      }
+      return std::nullopt;
+    }
     diagnostics_.Emit(diag::Kind::TypeMismatch, file, expr.span, path, type.Describe(), DescribeFound(expr));
     return std::nullopt;
   }
@@ -731,6 +792,21 @@ class Checker {
     return value;
   }
 
+  // The member of `e` an unquoted YAML boolean word stands for: the one whose name or value is
+  // the same word up to case (`no` and `NO` for DistributedType's `NO`), or null.
+  const EnumSchema::Member* YamlBoolMember(const ast::Expr& expr, const EnumSchema& e) const {
+    if (!options_.yaml_scalars || expr.kind != ast::ExprKind::Bool) return nullptr;
+    auto lower = [](std::string text) {
+      std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+      return text;
+    };
+    std::string word = lower(expr.text);
+    for (const EnumSchema::Member& m : e.members) {
+      if (lower(m.name) == word || lower(m.value) == word) return &m;
+    }
+    return nullptr;
+  }
+
   std::optional<Value> ConvertEnum(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                    const std::string& path) {
     const EnumSchema& e = schema_.enums.find(type.name)->second;
@@ -739,12 +815,14 @@ class Checker {
       word = expr.path[0].text;
     } else if (expr.kind == ast::ExprKind::String) {
       word = expr.text;
-    } else if (options_.yaml_scalars && expr.kind == ast::ExprKind::Bool && e.Find(expr.text) != nullptr) {
-      // YAML 1.1 reads a plain `NO` or `off` as a boolean; the member was surely meant.
-      word = expr.text;
-      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::YamlBoolWord, file, expr.span, word,
-                                              expr.bool_value ? "true" : "false", word);
-      d.fixit = diag::FixIt{expr.span, "'" + word + "'"};
+    } else if (const EnumSchema::Member* meant = YamlBoolMember(expr, e)) {
+      // YAML 1.1 reads a plain `NO`, `no` or `off` as a boolean; the member was surely meant,
+      // whatever the word's case (Accelerate too receives the same `False` for all of them).
+      word = meant->name;
+      const std::string& spelling = options_.file_keys ? meant->value : meant->name;
+      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::YamlBoolWord, file, expr.span, expr.text,
+                                              expr.bool_value ? "true" : "false", spelling);
+      d.fixit = diag::FixIt{expr.span, "'" + spelling + "'"};
     } else {
       return Mismatch(expr, type, file, path);
     }
@@ -757,6 +835,11 @@ class Checker {
       diag::Diagnostic& d =
           diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, Join(names));
       if (!guess.empty()) d.fixit = diag::FixIt{expr.span, guess};
+      return std::nullopt;
+    }
+    // `Auto` is the stdlib's "filled in by Accelerate or the Trainer"; DeepSpeed alone does not.
+    if (e.name == "Auto" && options_.target == "deepspeed") {
+      diagnostics_.Emit(diag::Kind::AutoUnderDeepSpeed, file, expr.span, path);
       return std::nullopt;
     }
     Value value = EnumValue(e, *member);
@@ -863,7 +946,16 @@ class Checker {
         continue;
       }
       if (result->bool_value) continue;
-      diagnostics_.Add(RuleViolation(rule, value, file, span, prefix));
+      diag::Diagnostic d = RuleViolation(rule, value, file, span, prefix);
+      if (!options_.target.empty() && !rule.targets.empty() &&
+          std::find(rule.targets.begin(), rule.targets.end(), options_.target) == rule.targets.end()) {
+        // The tool this file is for does not need it; the tools that do are worth a line.
+        d.severity = diag::Severity::Note;
+        d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code,
+                                 options_.target, fmt::join(rule.targets, "` or `--for "));
+        d.notes.clear();
+      }
+      diagnostics_.Add(std::move(d));
     }
   }
 

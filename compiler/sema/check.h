@@ -47,6 +47,24 @@ struct Composition {
   bool incomplete = false;
 };
 
+// A top-level section of a config file whose unknown keys are often meant for another file:
+// `deepspeed_config` in an Accelerate config, where DeepSpeed JSON keys have no effect.
+struct ForeignKeys {
+  std::string section;  // the section's config-file key, e.g. `deepspeed_config`
+  std::string record;   // the record of the other file, e.g. `DeepSpeedConfig`
+  std::string reader;   // who ignores the key in the section, e.g. "`accelerate launch`"
+  std::string where;    // where the key belongs, e.g. "the JSON file `deepspeed_config_file` names"
+};
+
+// How a launcher reads the keys of one top-level section of a config file: `accelerate launch`
+// takes `fsdp_config: {version: 2}` as `fsdp_version`, prefixing every key that does not start
+// with `unless`. Both spellings then set the same field.
+struct SectionKeyPrefix {
+  std::string section;  // the section's config-file key, e.g. `fsdp_config`
+  std::string unless;   // keys that start with this are read as written, e.g. `fsdp`
+  std::string prefix;   // prepended to every other key, e.g. `fsdp_`
+};
+
 struct CheckOptions {
   // The schema record the job's body is checked against: `Job` for a spec, `ClusterConfig`
   // (or `DeepSpeedConfig`, ...) for a config file read by config::ReadConfigFile.
@@ -59,6 +77,16 @@ struct CheckOptions {
   bool yaml_scalars = false;
   // Null: the file's single job and its own lets, nothing else.
   const Composition* composition = nullptr;
+  // Sections of a config file whose keys the launcher reads with a prefix (file_keys only).
+  std::vector<SectionKeyPrefix> section_prefixes;
+  // Sections whose unknown keys that belong to another file get A2024 (a warning: the reader
+  // ignores them) instead of A2003 (file_keys only).
+  std::vector<ForeignKeys> foreign_keys;
+  // The tool the file is checked for (`accelerate`, `trainer`, `deepspeed`; `accelc check
+  // --for`). A rule declared `for` other tools is reported as a note, not an error or warning,
+  // and under `deepspeed` a value `auto` is an error (only Accelerate and the Trainer fill it
+  // in). Empty: every rule holds.
+  std::string target;
 };
 
 // Checks the single job of `file` against `schema`: field names, types, enum members,

@@ -1,6 +1,7 @@
 #include "compiler/sema/schema.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "compiler/sema/evaluate.h"
 
@@ -18,6 +19,13 @@ const FieldSchema* RecordSchema::FindAlias(std::string_view alias) const {
     for (const std::string& name : f.aliases) {
       if (name == alias) return &f;
     }
+  }
+  return nullptr;
+}
+
+const FieldSchema* RecordSchema::FindSynonym(std::string_view name) const {
+  for (const FieldSchema& f : fields) {
+    if (std::find(f.synonyms.begin(), f.synonyms.end(), name) != f.synonyms.end()) return &f;
   }
   return nullptr;
 }
@@ -115,6 +123,7 @@ class SchemaBuilder {
       return;
     }
     RecordSchema& record = it->second;
+    record.open = record.open || decl.open;
     for (const ast::FieldDecl& f : decl.fields) {
       FieldSchema field;
       field.name = f.name.text;
@@ -124,6 +133,7 @@ class SchemaBuilder {
       for (const ast::Name& env : f.env_vars) field.env_vars.push_back(env.text);
       field.constraint = f.constraint.get();
       for (const ast::Name& alias : f.aliases) field.aliases.push_back(alias.text);
+      for (const ast::Name& also : f.synonyms) field.synonyms.push_back(also.text);
       field.deprecated = f.deprecated;
       field.file_key = f.file_key;
       field.file = file.source;
@@ -139,6 +149,7 @@ class SchemaBuilder {
       rule.severity = r.severity.text == "warning" ? diag::Severity::Warning : diag::Severity::Error;
       rule.message = r.message;
       rule.doc = r.doc;
+      for (const ast::Name& target : r.targets) rule.targets.push_back(target.text);
       rule.condition = r.condition.get();
       rule.file = file.source;
       rule.span = r.code.span;

@@ -22,6 +22,7 @@ struct FieldSchema {
   std::vector<std::string> env_vars;
   const ast::Expr* constraint = nullptr;
   std::vector<std::string> aliases;       // old names that still set this field, with a warning
+  std::vector<std::string> synonyms;      // names that set it just as well (pydantic's field name)
   std::optional<std::string> deprecated;  // why the field should no longer be set
   // Its key in Accelerate's config files (YAML, DeepSpeed JSON) when that differs from `name`.
   std::optional<std::string> file_key;
@@ -34,6 +35,8 @@ struct RuleSchema {
   diag::Severity severity = diag::Severity::Error;
   std::string message;
   std::string doc;
+  // The tools (`accelc check --for`) the rule holds for; empty means every one.
+  std::vector<std::string> targets;
   const ast::Expr* condition = nullptr;
   const source::SourceFile* file = nullptr;
   source::Span span;
@@ -43,6 +46,8 @@ struct RecordSchema {
   std::string name;
   std::string kind;  // kwargs, plugin, config, record
   std::string doc;
+  // Declared `open`: its config-file reader ignores unknown keys (DeepSpeed's dict-read sections).
+  bool open = false;
   std::vector<FieldSchema> fields;
   std::vector<RuleSchema> rules;
   const source::SourceFile* file = nullptr;
@@ -51,6 +56,8 @@ struct RecordSchema {
   const FieldSchema* Find(std::string_view field) const;
   // The field that lists `alias` among its old names, or null.
   const FieldSchema* FindAlias(std::string_view alias) const;
+  // The field that lists `name` among its synonyms, or null.
+  const FieldSchema* FindSynonym(std::string_view name) const;
   std::vector<std::string> FieldNames() const;
   // The field whose config-file key is `key` (its `key "..."`, else its name), or null.
   const FieldSchema* FindFileKey(std::string_view key) const;

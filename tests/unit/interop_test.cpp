@@ -38,7 +38,10 @@ class Interop : public ::testing::Test {
     diag::DiagnosticEngine diagnostics;
     config::ConfigFile config = config::ReadConfigFile(source, diagnostics);
     files_.push_back(std::move(config.file));
-    return Checked(files_.back(), diagnostics, {config.root_record, true});
+    sema::CheckOptions options;
+    options.root = config.root_record;
+    options.file_keys = true;
+    return Checked(files_.back(), diagnostics, options);
   }
 
   // The `Job` value of the spec `text`; fails the test on any error, or on any warning when
