@@ -19,6 +19,10 @@ namespace {
 
 // The same bound as the `.accel` parser's (A1006): past it the file is hostile, not a config.
 constexpr int kMaxNesting = 256;
+// Values a config file may expand to. An alias copies its anchor's whole subtree where it is
+// used, so a few lines of nested aliases ("billion laughs") name billions of values. The
+// largest published configs have a few hundred.
+constexpr int64_t kMaxValues = 100'000;
 
 bool EndsWith(const std::string& text, std::string_view suffix) {
   return text.size() >= suffix.size() &&
@@ -158,8 +162,24 @@ class Reader {
   ast::ExprPtr Expression(const YAML::Node& node, int depth, source::Span owner) {
     auto expr = std::make_unique<ast::Expr>();
     expr->span = owner;
+    if (++values_ > kMaxValues) {
+      // Once: everything past the budget is dropped unread.
+      if (values_ == kMaxValues + 1)
+        diagnostics_.Emit(diag::Kind::TooManyValues, &source_, At(node.Mark()), kMaxValues);
+      expr->kind = ast::ExprKind::None;
+      return expr;
+    }
     if (depth > kMaxNesting) {
       diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(node.Mark()), kMaxNesting);
+      expr->kind = ast::ExprKind::None;
+      return expr;
+    }
+    if (!SafeTag(node.Tag())) {
+      diagnostics_.Emit(
+          diag::Kind::SyntaxError, &source_, At(node.Mark()),
+          fmt::format("the tag `{}` is refused by yaml.safe_load, which Accelerate loads configs "
+                      "with; remove it",
+                      Shorthand(node.Tag())));
       expr->kind = ast::ExprKind::None;
       return expr;
     }
@@ -190,6 +210,29 @@ class Reader {
         return expr;
     }
     return expr;
+  }
+
+  static constexpr std::string_view kYamlTagPrefix = "tag:yaml.org,2002:";
+
+  // A tag as the file wrote it: `!!python/object:os.system`, not its resolved URI.
+  static std::string Shorthand(const std::string& tag) {
+    if (tag.compare(0, kYamlTagPrefix.size(), kYamlTagPrefix) == 0)
+      return "!!" + tag.substr(kYamlTagPrefix.size());
+    return tag;
+  }
+
+  // Whether yaml.safe_load constructs a node with this tag: untagged (`?` plain, `!` quoted) or
+  // one of SafeConstructor's YAML 1.1 types. Anything else (`!!python/object:...`, a local
+  // `!tag`) makes it raise ConstructorError.
+  static bool SafeTag(const std::string& tag) {
+    if (tag.empty() || tag == "?" || tag == "!") return true;
+    if (tag.compare(0, kYamlTagPrefix.size(), kYamlTagPrefix) != 0) return false;
+    std::string_view type = std::string_view(tag).substr(kYamlTagPrefix.size());
+    for (std::string_view safe : {"null", "bool", "int", "float", "binary", "timestamp", "omap", "pairs",
+                                  "set", "str", "seq", "map"}) {
+      if (type == safe) return true;
+    }
+    return false;
   }
 
   // Types a scalar the way Accelerate's loader would: json.load for `.json`, PyYAML's
@@ -338,6 +381,8 @@ class Reader {
   bool json_;
   // Accelerate config files read `key: null` as an unset key.
   bool drop_nulls_ = false;
+  // Values read so far, aliases counted at every use (kMaxValues).
+  int64_t values_ = 0;
 };
 
 }  // namespace

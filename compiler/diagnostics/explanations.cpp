@@ -24,11 +24,17 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A1006",
        "Nesting deeper than 256 levels; no real spec needs that.\nFix: name inner parts with `let`."},
       {"A1007", "A string literal does not end on its line.\nFix: close it with `\"`; strings are one line."},
-      {"A1008", "The file is over 16 MiB; specs are a few KiB.\nFix: check that the right file was passed."},
+      {"A1008",
+       "The file is over 16 MiB, or a device or pipe sent more than that; specs are a few KiB.\nFix: check "
+       "that the right file was passed."},
       {"A1009",
        "A number runs into letters: `10Gb`, `5sec`.\nFix: durations take ms, s, m, h; sizes B, KB, MB, GB, "
        "TB, KiB, MiB, GiB, TiB."},
       {"A1010", "A float literal overflows a double.\nFix: use a value below 1.8e308."},
+      {"A1011",
+       "A config file expands to more than 100,000 values. YAML aliases (`*name`) copy their anchor's "
+       "subtree where they are used, so nested aliases multiply (the \"billion laughs\" file); real "
+       "configs have a few hundred values.\nFix: write the values out, or use fewer nested aliases."},
       {"A2001",
        "A type name that no schema declares (often a typo of a record name).\nFix: use the suggested name; "
        "`accelc docs` lists every type."},

@@ -365,19 +365,22 @@ bool WriteFile(const std::string& path, const std::string& text) {
 int ParseOnly(const Options& options) {
   int status = kExitClean;
   for (const std::string& path : options.files) {
-    llvm::Expected<accel::source::SourceFile> source = accel::source::SourceFile::Read(path);
+    llvm::Expected<accel::source::SourceFile> source =
+        accel::source::SourceFile::Read(path, accel::driver::kMaxSourceBytes);
     if (!source) {
-      fmt::print(stderr, "accelc: error: {}\n", llvm::toString(source.takeError()));
       status = kExitUsage;
+      llvm::handleAllErrors(
+          source.takeError(),
+          [&](const accel::source::FileTooLargeError& error) {
+            fmt::print(stderr, "accelc: error: {} [A1008]\n", error.message());
+            status = kExitDiagnostics;
+          },
+          [](const llvm::ErrorInfoBase& error) {
+            fmt::print(stderr, "accelc: error: {}\n", error.message());
+          });
       continue;
     }
     accel::diag::DiagnosticEngine diagnostics;
-    if (source->text().size() > accel::driver::kMaxSourceBytes) {
-      fmt::print(stderr, "accelc: error: `{}` is {} bytes; spec files are limited to {} MiB [A1008]\n", path,
-                 source->text().size(), accel::driver::kMaxSourceBytes >> 20);
-      status = kExitDiagnostics;
-      continue;
-    }
     accel::ast::File file = accel::parse::Parse(*source, diagnostics);
     if (options.dump_ast) fmt::print("{}", accel::ast::Dump(file));
     if (options.verify) {

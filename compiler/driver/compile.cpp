@@ -186,18 +186,24 @@ Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sem
     compilation.source = std::make_unique<source::SourceFile>(path, "");
     return compilation;
   }
-  llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path);
+  // Standard input, pipes and devices have no size up front: the limit holds while reading.
+  llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path, kMaxSourceBytes);
   if (!source) {
-    compilation.diagnostics.Add(
-        diag::Diagnostic{"", diag::Severity::Error, llvm::toString(source.takeError()), nullptr, {}, {}, {}});
+    // Too large is a diagnostic about the file (exit 1); unreadable leaves no source (exit 2).
+    llvm::handleAllErrors(
+        source.takeError(),
+        [&](const source::FileTooLargeError& error) {
+          compilation.source = std::make_unique<source::SourceFile>(path, "");
+          compilation.diagnostics.Emit(diag::Kind::FileTooLarge, nullptr, {}, error.path(),
+                                       fmt::format("more than {}", error.limit()), error.limit() >> 20);
+        },
+        [&](const llvm::ErrorInfoBase& error) {
+          compilation.diagnostics.Add(
+              diag::Diagnostic{"", diag::Severity::Error, error.message(), nullptr, {}, {}, {}});
+        });
     return compilation;
   }
   compilation.source = std::make_unique<source::SourceFile>(std::move(*source));
-  if (compilation.source->text().size() > kMaxSourceBytes) {  // standard input has no size up front
-    compilation.diagnostics.Emit(diag::Kind::FileTooLarge, nullptr, {}, compilation.source->name(),
-                                 compilation.source->text().size(), kMaxSourceBytes >> 20);
-    return compilation;
-  }
   RunPhases(compilation, stdlib, environment, options);
   Finish(compilation);
   return compilation;

@@ -18,7 +18,7 @@ namespace accel::driver {
 
 // Spec files larger than this are refused (A1008) before they are read: real specs are a few
 // KiB, and the parser needs ~40 bytes of memory per input byte.
-inline constexpr size_t kMaxSourceBytes = 16u << 20;
+inline constexpr size_t kMaxSourceBytes = source::SourceFile::kMaxBytes;
 
 // Everything one compilation produced. Diagnostics point into `source`, which lives here.
 struct Compilation {

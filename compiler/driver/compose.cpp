@@ -90,6 +90,12 @@ class Composer {
       return nullptr;
     }
     if (auto it = loaded_.find(canonical); it != loaded_.end()) return it->second;
+    // Only specs: a syntax error in `/etc/passwd` would quote its lines into a CI log.
+    if (fs::path(canonical).extension() != ".accel") {
+      diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,
+                        "only `.accel` specs can be imported, and nothing of other files is shown");
+      return nullptr;
+    }
     llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path);
     if (!source) {
       diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/source/source_file.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace accel::driver {
 namespace {
@@ -82,9 +82,12 @@ std::vector<std::string> ExpandGlob(const std::string& pattern) {
 }  // namespace
 
 std::string WhyNotConfigJson(const std::string& path, const sema::Schema& schema) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) return "cannot be read";
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<source::SourceFile> file = source::SourceFile::Read(path);
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return "cannot be read, or is larger than 16 MiB";
+  }
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(file->text());
   if (!json) {
     llvm::consumeError(json.takeError());
     return "not valid JSON";

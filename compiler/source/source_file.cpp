@@ -1,8 +1,14 @@
 #include "compiler/source/source_file.h"
 
-#include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "llvm/Support/MemoryBuffer.h"
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "llvm/Support/raw_ostream.h"
 
 namespace accel::source {
 
@@ -13,21 +19,49 @@ SourceFile::SourceFile(std::string name, std::string text) : name_(std::move(nam
   }
 }
 
-llvm::Expected<SourceFile> SourceFile::Read(const std::string& path) {
-  if (path == "-") {
-    auto buffer = llvm::MemoryBuffer::getSTDIN();
-    if (!buffer) {
-      return llvm::createStringError(buffer.getError(), "cannot read standard input: %s",
-                                     buffer.getError().message().c_str());
+void FileTooLargeError::log(llvm::raw_ostream& os) const {
+  os << "`" << path_ << "` is larger than " << (limit_ >> 20) << " MiB, the limit for spec and config files";
+}
+
+llvm::Expected<SourceFile> SourceFile::Read(const std::string& path, size_t max_bytes) {
+  const bool standard_input = path == "-";
+  const std::string shown = standard_input ? "standard input" : "`" + path + "`";
+  auto fail = [&shown](int error) {
+    return llvm::createStringError(std::error_code(error, std::generic_category()), "cannot read %s: %s",
+                                   shown.c_str(), std::strerror(error));
+  };
+  // O_NONBLOCK only for the open: opening a FIFO with no writer would otherwise wait forever.
+  // Reads block as usual, and a FIFO whose writer never came reads as empty.
+  int fd = standard_input ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fail(errno);
+  auto close_file = [&] {
+    if (!standard_input) ::close(fd);
+  };
+  struct stat status {};
+  if (::fstat(fd, &status) == 0 && S_ISDIR(status.st_mode)) {
+    close_file();
+    return fail(EISDIR);
+  }
+  if (!standard_input) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::string text;
+  char chunk[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      close_file();
+      return fail(error);
     }
-    return SourceFile("<stdin>", (*buffer)->getBuffer().str());
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > max_bytes) {
+      close_file();
+      return llvm::make_error<FileTooLargeError>(standard_input ? "<stdin>" : path, max_bytes);
+    }
+    text.append(chunk, static_cast<size_t>(n));
   }
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer) {
-    return llvm::createStringError(buffer.getError(), "cannot read `%s`: %s", path.c_str(),
-                                   buffer.getError().message().c_str());
-  }
-  return SourceFile(path, (*buffer)->getBuffer().str());
+  close_file();
+  return SourceFile(standard_input ? "<stdin>" : path, std::move(text));
 }
 
 std::string_view SourceFile::Slice(Span span) const {

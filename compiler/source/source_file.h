@@ -27,6 +27,21 @@ struct LineColumn {
   uint32_t column = 1;
 };
 
+// Read stopped because the input is larger than the limit it was given.
+class FileTooLargeError : public llvm::ErrorInfo<FileTooLargeError> {
+ public:
+  inline static char ID = 0;
+  FileTooLargeError(std::string path, size_t limit) : path_(std::move(path)), limit_(limit) {}
+  const std::string& path() const { return path_; }
+  size_t limit() const { return limit_; }
+  void log(llvm::raw_ostream& os) const override;
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+
+ private:
+  std::string path_;
+  size_t limit_;
+};
+
 // The text of one input file with a line index. Immutable after construction; every AST node
 // and diagnostic refers to its file by pointer, so a SourceFile must outlive both.
 class SourceFile {
@@ -35,8 +50,14 @@ class SourceFile {
   SourceFile(std::string name, std::string text);
 
   // Reads `path` from disk, or standard input when `path` is `-` (named `<stdin>`). Fails
-  // with an error naming the path when it cannot be read.
-  static llvm::Expected<SourceFile> Read(const std::string& path);
+  // with an error naming the path when it cannot be read, and with FileTooLargeError as soon as
+  // more than `max_bytes` arrive: the limit holds while reading, so a device (`/dev/zero`), a
+  // pipe or a symlink to one cannot grow memory without bound. A FIFO that no one writes to
+  // reads as empty instead of blocking.
+  static llvm::Expected<SourceFile> Read(const std::string& path, size_t max_bytes = kMaxBytes);
+
+  // What Read takes by default: 16 MiB, far above any spec or config file.
+  static constexpr size_t kMaxBytes = 16u << 20;
 
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }
