@@ -78,6 +78,11 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string>& 
   std::string best;
   size_t best_distance = limit + 1;
   for (const std::string& candidate : candidates) {
+    // The lengths alone bound the distance from below: a candidate that cannot beat the best so
+    // far is not measured (a file of many unknown keys asks this for every key).
+    size_t length_gap =
+        candidate.size() > word.size() ? candidate.size() - word.size() : word.size() - candidate.size();
+    if (length_gap >= best_distance) continue;
     size_t distance = EditDistance(lowered, lower(candidate));
     if (distance < best_distance) {
       best_distance = distance;

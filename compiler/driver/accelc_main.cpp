@@ -88,6 +88,9 @@ struct Options {
   bool all = false;                          // explain --all: defaults too
   std::string to;                            // export --to
   unsigned jobs = 0;                         // 0: one per core
+  // --max-diagnostics: shown per file in the text and github formats; 0 shows all. A file of
+  // 100,000 unknown keys would otherwise print 300,000 lines into a CI log.
+  long max_diagnostics = 100;
   accel::driver::FilterOptions filter;
   bool help = false;     // -h, --help
   bool version = false;  // --version
@@ -248,6 +251,16 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
                return "";
              },
              .needs = "a thread count from 1 to 256"},
+      Option{.names = {"--max-diagnostics"},
+             .value_name = "<n>",
+             .help = "show at most n diagnostics per file, then how many more (default 100; 0: all)",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               std::optional<long> n = accel::cli::ParseInteger(v, 0, 1'000'000'000);
+               if (!n) return fmt::format("`--max-diagnostics` takes a count from 0, found `{}`", v);
+               o.max_diagnostics = *n;
+               return "";
+             },
+             .needs = "a count (0: all)"},
       Option{.names = {"--to"},
              .value_name = "<f>",
              .apply = Store(o.to),
@@ -337,11 +350,31 @@ accel::sema::MapEnvironment MakeEnvironment(const Options& options) {
   return accel::sema::MapEnvironment(std::move(values));
 }
 
-// Prints the diagnostics of every compilation, in the requested format, as one document.
+// Prints the diagnostics of every compilation, in the requested format, as one document. The
+// formats people read (text, github annotations) show at most --max-diagnostics per file, then
+// a note of how many more there are; json and sarif, read by programs, carry them all.
 void Report(const std::vector<Compilation>& compilations, const Options& options) {
+  const bool capped = options.max_diagnostics > 0 && options.format != "json" && options.format != "sarif";
   std::vector<accel::diag::Diagnostic> all;
   for (const Compilation& c : compilations) {
-    all.insert(all.end(), c.diagnostics.diagnostics().begin(), c.diagnostics.diagnostics().end());
+    const std::vector<accel::diag::Diagnostic>& mine = c.diagnostics.diagnostics();
+    size_t shown = capped ? std::min(mine.size(), static_cast<size_t>(options.max_diagnostics)) : mine.size();
+    all.insert(all.end(), mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(shown));
+    if (shown < mine.size()) {
+      size_t errors = 0;
+      for (size_t i = shown; i < mine.size(); ++i) errors += mine[i].severity == accel::diag::Severity::Error;
+      all.push_back(accel::diag::Diagnostic{
+          "",
+          accel::diag::Severity::Note,
+          fmt::format(
+              "{} more diagnostics in `{}` not shown ({} of them errors); `--max-diagnostics 0` shows "
+              "them all",
+              mine.size() - shown, c.source ? c.source->name() : std::string("this file"), errors),
+          nullptr,
+          {},
+          {},
+          {}});
+    }
   }
   if (options.format == "json") {
     fmt::print("{}\n", accel::diag::RenderJson(all));
