@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "compiler/scalars/bool_words.h"
@@ -57,9 +58,13 @@ class Reader {
     YAML::Node root;
     try {
       root = YAML::Load(source_.text());
+    } catch (const YAML::DeepRecursion& e) {
+      // The scanner's own bound (2,000 levels) is hit before ours; report it as ours.
+      diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(e.mark), kMaxNesting);
+      return config;
     } catch (const YAML::Exception& e) {
       diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(e.mark),
-                        fmt::format("invalid YAML: {}", e.msg));
+                        fmt::format("invalid {}: {}", json_ ? "JSON" : "YAML", e.msg));
       return config;
     }
     if (!root.IsMap()) {
