@@ -43,6 +43,26 @@ void RunRanks(int world, Body body, int timeout_ms = 10000) {
   for (auto& rank : ranks) rank.get();
 }
 
+// Runs `body(rank, ops, counted)` on `world` threads whose group counts its collectives, and
+// returns each rank's result in rank order.
+template <typename Body>
+auto RunCountedRanks(int world, Body body) {
+  using Result = decltype(body(0, std::declval<DataOps&>(), std::declval<FaultInjectingCollectives&>()));
+  int port = launch::PickFreePort();
+  std::vector<std::future<Result>> ranks;
+  for (int rank = 0; rank < world; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      FaultInjectingCollectives counted(
+          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::seconds(10)}), {});
+      DataOps ops(counted);
+      return body(rank, ops, counted);
+    }));
+  }
+  std::vector<Result> results;
+  for (auto& rank : ranks) results.push_back(rank.get());
+  return results;
+}
+
 std::string ErrorOf(const std::function<void()>& body) {
   try {
     body();
@@ -116,28 +136,20 @@ TEST_P(MultiRank, MismatchedShapesAreAnErrorOnEveryRankNamingEachLayout) {
 // back to header + data, with the right values either way.
 TEST_P(Ops, RepeatedSmallGathersCarryTheLayoutCheckInTheirOwnAllGather) {
   int world = GetParam();
-  int port = launch::PickFreePort();
-  std::vector<std::future<std::vector<int>>> ranks;
-  for (int rank = 0; rank < world; ++rank) {
-    ranks.push_back(std::async(std::launch::async, [=] {
-      FaultInjectingCollectives counted(
-          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::seconds(10)}), {});
-      DataOps ops(counted);
-      std::vector<int> calls;
-      for (int64_t size : {1024, 1024, 1024, 4096, 4096}) {
-        int before = counted.calls("all_gather");
-        at::Tensor mine = at::arange(size, at::kFloat) + 10000.0f * static_cast<float>(rank);
-        at::Tensor all = ops.Gather(T(mine)).tensor();
-        calls.push_back(counted.calls("all_gather") - before);
-        for (int r = 0; r < world; ++r)
-          EXPECT_TRUE(all.narrow(0, r * size, size).equal(at::arange(size, at::kFloat) + 10000.0f * r))
-              << size;
-      }
-      return calls;
-    }));
-  }
+  auto calls = RunCountedRanks(world, [world](int rank, DataOps& ops, FaultInjectingCollectives& counted) {
+    std::vector<int> calls;
+    for (int64_t size : {1024, 1024, 1024, 4096, 4096}) {
+      int before = counted.calls("all_gather");
+      at::Tensor mine = at::arange(size, at::kFloat) + 10000.0f * static_cast<float>(rank);
+      at::Tensor all = ops.Gather(T(mine)).tensor();
+      calls.push_back(counted.calls("all_gather") - before);
+      for (int r = 0; r < world; ++r)
+        EXPECT_TRUE(all.narrow(0, r * size, size).equal(at::arange(size, at::kFloat) + 10000.0f * r)) << size;
+    }
+    return calls;
+  });
   // First gather: header, then data. Same size again: one. Larger: header, then data; then one.
-  for (auto& rank : ranks) EXPECT_EQ(rank.get(), (std::vector<int>{2, 1, 1, 2, 1}));
+  for (const std::vector<int>& rank : calls) EXPECT_EQ(rank, (std::vector<int>{2, 1, 1, 2, 1}));
 }
 
 TEST_P(MultiRank, MismatchedShapesAfterAnInlinedGatherAreStillAnErrorOnEveryRank) {
@@ -314,32 +326,22 @@ TEST_P(Ops, PadAcrossProcessesGrowsToTheLargestRank) {
 }
 
 TEST_P(Ops, CoalescesManyLeavesIntoFewCollectives) {
-  int world = GetParam();
-  int port = launch::PickFreePort();
-  std::vector<std::future<std::vector<int>>> ranks;
-  for (int rank = 0; rank < world; ++rank) {
-    ranks.push_back(std::async(std::launch::async, [=] {
-      FaultInjectingCollectives counted(
-          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::seconds(10)}), {});
-      DataOps ops(counted);
-      std::vector<Value> leaves;
-      for (int i = 0; i < 100; ++i)
-        leaves.push_back(T(at::full({4 + i % 3}, float(i), i % 2 ? at::kFloat : at::kHalf)));
-      Value nested = Value::List(leaves);
-      ops.Gather(nested);
-      int gathers = counted.calls("all_gather");
-      ops.Reduce(nested, "sum");
-      int reduces = counted.calls("all_reduce");
-      ops.Broadcast(nested, 0);
-      int broadcasts = counted.calls("broadcast");
-      return std::vector<int>{gathers, reduces, broadcasts, counted.calls("all_gather")};
-    }));
-  }
-  for (auto& rank : ranks) {
-    // gather: the layout check + one data all-gather; reduce: one call for both dtypes;
-    // broadcast: one buffer. Accelerate would run 100 collectives for each.
-    EXPECT_EQ(rank.get(), (std::vector<int>{2, 1, 1, 4}));
-  }
+  auto counts = RunCountedRanks(GetParam(), [](int, DataOps& ops, FaultInjectingCollectives& counted) {
+    std::vector<Value> leaves;
+    for (int i = 0; i < 100; ++i)
+      leaves.push_back(T(at::full({4 + i % 3}, float(i), i % 2 ? at::kFloat : at::kHalf)));
+    Value nested = Value::List(leaves);
+    ops.Gather(nested);
+    int gathers = counted.calls("all_gather");
+    ops.Reduce(nested, "sum");
+    int reduces = counted.calls("all_reduce");
+    ops.Broadcast(nested, 0);
+    int broadcasts = counted.calls("broadcast");
+    return std::vector<int>{gathers, reduces, broadcasts, counted.calls("all_gather")};
+  });
+  // gather: the layout check + one data all-gather; reduce: one call for both dtypes;
+  // broadcast: one buffer. Accelerate would run 100 collectives for each.
+  for (const std::vector<int>& rank : counts) EXPECT_EQ(rank, (std::vector<int>{2, 1, 1, 4}));
 }
 
 TEST(Random, SynchronizeRngStatesGivesEveryRankRankZerosStream) {
