@@ -18,6 +18,7 @@
 
 #include "compiler/ast/ast.h"
 #include "compiler/cli/arguments.h"
+#include "compiler/diagnostics/diagnostic.h"
 #include "compiler/diagnostics/render.h"
 #include "compiler/docs/docs.h"
 #include "compiler/driver/compile.h"
@@ -310,7 +311,12 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
   if (options.command == "build") options.command = "compile";
   auto known = [&](const Command& command) { return command.name == options.command; };
   if (std::none_of(std::begin(kCommands), std::end(kCommands), known)) {
-    return options.command.empty() ? "missing command" : fmt::format("unknown command `{}`", options.command);
+    if (options.command.empty()) return "missing command";
+    std::vector<std::string> names;
+    for (const Command& command : kCommands) names.push_back(std::string(command.name));
+    std::string guess = accel::diag::ClosestMatch(options.command, names);
+    return fmt::format("unknown command `{}`{}", options.command,
+                       guess.empty() ? "" : fmt::format("; did you mean `{}`?", guess));
   }
   if (options.command == "docs") {
     if (options.output.empty() || !options.files.empty()) return "`docs` takes `--out DIR` and no input";
@@ -579,7 +585,9 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
 // page, JSON Schemas for editors). Files are written in full or the run fails.
 int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema) {
   namespace fs = std::filesystem;
+  size_t written = 0;
   for (const auto& [path, content] : accel::docs::ReferenceFiles(schema)) {
+    ++written;
     fs::path file = fs::path(out_dir) / path;
     std::error_code ec;
     fs::create_directories(file.parent_path(), ec);
@@ -589,6 +597,7 @@ int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema
       return kExitUsage;
     }
   }
+  fmt::print(stderr, "accelc: wrote {} reference files to {}\n", written, out_dir);
   return kExitClean;
 }
 
@@ -619,7 +628,9 @@ int main(int argc, char** argv) {
     return kExitClean;
   }
   if (!error.empty()) {
-    fmt::print(stderr, "accelc: error: {}\n\n{}", error, Usage());
+    // A misspelt command is one line; the whole usage text would bury the suggestion.
+    bool misspelt = error.find("did you mean") != std::string::npos;
+    fmt::print(stderr, "accelc: error: {}\n{}", error, misspelt ? "" : "\n" + Usage());
     return kExitUsage;
   }
   if (options.command == "parse") return ParseOnly(options);
