@@ -19,7 +19,7 @@ constexpr NativeField kFields[] = {
 
 }  // namespace
 
-std::span<const NativeField> NativeFields() { return kFields; }
+llvm::ArrayRef<NativeField> NativeFields() { return kFields; }
 
 const NativeField* FindNativeField(std::string_view record, std::string_view field) {
   for (const NativeField& row : kFields) {

@@ -1,7 +1,7 @@
 #ifndef ACCEL_COMPILER_LOWER_NATIVE_SUPPORT_H_
 #define ACCEL_COMPILER_LOWER_NATIVE_SUPPORT_H_
 
-#include <span>
+#include "llvm/ADT/ArrayRef.h"
 #include <string_view>
 
 #include "compiler/diagnostics/diagnostic.h"
@@ -23,7 +23,7 @@ struct NativeField {
 };
 
 // Every row of native_support.def, in table order.
-std::span<const NativeField> NativeFields();
+llvm::ArrayRef<NativeField> NativeFields();
 
 // The row of `record.field`, or null when the table has none (the coverage test fails then).
 const NativeField* FindNativeField(std::string_view record, std::string_view field);
