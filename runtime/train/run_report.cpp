@@ -27,7 +27,6 @@ double UnixSeconds() {
 RunReport::RunReport(const plan::Plan& plan, const plan::TrainLoop& loop,
                      const std::filesystem::path& output_dir, int64_t first_step, bool resumed)
     : loop_(loop),
-      first_step_(first_step),
       progress_(loop.steps, first_step, loop.log_every, observe::IsTerminal(stdout), stdout) {
   metrics_.emplace(OrThrow(observe::MetricsLog::Open((output_dir / "metrics.jsonl").string(), resumed)));
   for (plan::Tracker tracker : loop.trackers) {
@@ -42,8 +41,8 @@ RunReport::RunReport(const plan::Plan& plan, const plan::TrainLoop& loop,
   }
 }
 
-bool RunReport::Reports(int64_t step) const {
-  return step == first_step_ || step % loop_.log_every == 0 || step == loop_.steps;
+bool IsReportedStep(const plan::TrainLoop& loop, int64_t first_step, int64_t step) {
+  return step == first_step || step % loop.log_every == 0 || step == loop.steps;
 }
 
 void RunReport::Log(int64_t step, const observe::Scalars& scalars, double loss) {

@@ -14,6 +14,10 @@
 
 namespace accel::rt::train {
 
+// Whether `step` is one the loop reports (the run's first, every log_every-th, the last): only
+// then are the losses averaged across ranks. Every rank asks, since the average is collective.
+bool IsReportedStep(const plan::TrainLoop& loop, int64_t first_step, int64_t step);
+
 // What the main process reports while training: the progress line (a redrawn bar on a
 // terminal, plain lines otherwise), `metrics.jsonl` in the output directory, and TensorBoard
 // event files under `{logging_dir}/{job}` when the plan asks for the tensorboard tracker — the
@@ -24,10 +28,6 @@ class RunReport {
   // `resumed` continues metrics.jsonl instead of starting it over.
   RunReport(const plan::Plan& plan, const plan::TrainLoop& loop, const std::filesystem::path& output_dir,
             int64_t first_step, bool resumed);
-
-  // Whether `step` is one the loop reports (first, every log_every, last): only then are the
-  // losses averaged across ranks.
-  bool Reports(int64_t step) const;
 
   // At a reported step, before Update(): a metrics line and TensorBoard scalars (`scalars`,
   // named as they appear in the files: `loss`, `lr`, ...), and `loss` for the progress line.
@@ -46,7 +46,6 @@ class RunReport {
 
  private:
   const plan::TrainLoop& loop_;
-  int64_t first_step_;
   observe::ProgressReporter progress_;
   std::optional<observe::MetricsLog> metrics_;
   std::optional<observe::TensorBoardWriter> tensorboard_;

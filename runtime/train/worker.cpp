@@ -335,7 +335,7 @@ class TrainingRun {
   // At the first, every log_every-th and the last step: the loss averaged over the ranks
   // (DataOps's Reduce, as accelerator.reduce), and on rank 0 the metrics and progress line.
   void Report(int64_t step, int64_t first_step, const StepResult& result) {
-    bool reported = step == first_step || step % loop_.log_every == 0 || step == loop_.steps;
+    bool reported = IsReportedStep(loop_, first_step, step);
     if (!reported) {
       if (report_) report_->Update(step, result.lr, 0);
       return;
