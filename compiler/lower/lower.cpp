@@ -174,7 +174,8 @@ class Lowerer {
     LowerCheckpoint(train, accelerator, plan);
 
     Fields output = job.Record("output");
-    plan.steps.push_back(plan::SaveModel{output.Text("dir"), output.Text("model_file")});
+    plan.steps.push_back(
+        plan::SaveModel{output.Text("dir"), output.Text("model_file"), output.Int("max_shard_size")});
 
     if (failed_) return std::nullopt;
     plan.hash = plan::ComputeHash(plan);

@@ -17,7 +17,7 @@
 // header turns that table into C++ types and the reflection the JSON, schema and explain use.
 namespace accel::plan {
 
-inline constexpr std::string_view kFormat = "accel-plan/3";
+inline constexpr std::string_view kFormat = "accel-plan/4";
 
 // The range the reader enforces on a numeric field (on each element of a list).
 enum class Check { Any, Positive, NonNegative, Port };

@@ -1,9 +1,6 @@
 #include "runtime/checkpoint/shards.h"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -15,27 +12,7 @@
 namespace accel::rt::checkpoint {
 namespace {
 
-llvm::Error SizeError(std::string_view text, const std::string& why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "invalid max_shard_size `%s`: %s",
-                                 std::string(text).c_str(), why.c_str());
-}
-
-std::string_view Strip(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  return text;
-}
-
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// `12`, `1.5`, `1.`, `.5`: what Python's float() takes, less signs, exponents and `inf`.
-bool IsPlainDecimal(std::string_view number) {
-  size_t dot = number.find('.');
-  std::string_view whole = number.substr(0, dot);
-  std::string_view fraction = dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
-  auto digits = [](std::string_view s) { return std::all_of(s.begin(), s.end(), IsDigit); };
-  return digits(whole) && digits(fraction) && whole.size() + fraction.size() > 0;
-}
 
 // Whether `name` is `{stem}-<digits>-of-<digits>.safetensors`: a shard of some earlier save.
 bool IsShardName(std::string_view name, std::string_view stem) {
@@ -54,59 +31,6 @@ bool IsShardName(std::string_view name, std::string_view stem) {
 }
 
 }  // namespace
-
-llvm::Expected<uint64_t> ParseShardSize(std::string_view original) {
-  std::string_view text = Strip(original);
-  if (text.empty()) return SizeError(original, "empty");
-  uint64_t bytes = 0;
-  if (std::all_of(text.begin(), text.end(), IsDigit)) {
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
-    if (ec != std::errc() || end != text.data() + text.size()) return SizeError(original, "too large");
-  } else {
-    // Binary units first: `GiB` must not be read as a number ending in `iB`.
-    double multiplier = 0;
-    size_t unit_length = 0;
-    std::string upper(text.size() >= 3 ? text.substr(text.size() - 3) : text);
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    constexpr std::pair<std::string_view, double> kBinary[] = {
-        {"TIB", 1099511627776.0}, {"GIB", 1073741824.0}, {"MIB", 1048576.0}, {"KIB", 1024.0}};
-    constexpr std::pair<std::string_view, double> kDecimal[] = {
-        {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}};
-    for (const auto& [unit, factor] : kBinary) {
-      if (upper == unit) multiplier = factor, unit_length = 3;
-    }
-    if (unit_length == 0 && text.size() >= 2) {
-      std::string_view unit = text.substr(text.size() - 2);
-      if (std::isupper(static_cast<unsigned char>(unit[0])) && unit[1] == 'b') {
-        return SizeError(original,
-                         fmt::format("`{}` is ambiguous (bits for Accelerate's convert_file_size_to_int, "
-                                     "bytes for save_model); write `{}B`",
-                                     unit, unit[0]));
-      }
-      for (const auto& [name, factor] : kDecimal) {
-        if (upper.substr(upper.size() - 2) == name) multiplier = factor, unit_length = 2;
-      }
-    }
-    if (unit_length == 0) {
-      return SizeError(original,
-                       "expected a number of bytes or a number with a unit TB, GB, MB, KB "
-                       "(decimal, as save_model reads them) or TiB, GiB, MiB, KiB");
-    }
-    std::string number(Strip(text.substr(0, text.size() - unit_length)));
-    if (!IsPlainDecimal(number)) return SizeError(original, fmt::format("`{}` is not a number", number));
-    double value = 0;
-    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (ec != std::errc() || end != number.data() + number.size()) {
-      return SizeError(original, fmt::format("`{}` is not a number", number));
-    }
-    // Python's int(value * multiplier): the same double product, truncated.
-    double product = std::trunc(value * multiplier);
-    if (!(product < 18446744073709551616.0)) return SizeError(original, "too large");
-    bytes = static_cast<uint64_t>(product);
-  }
-  if (bytes == 0) return SizeError(original, "must be at least one byte");
-  return bytes;
-}
 
 std::vector<ShardPlan> PlanShards(const std::vector<TensorRef>& tensors, uint64_t max_shard_size,
                                   std::string_view stem) {

@@ -16,16 +16,9 @@
 // `model.safetensors.index.json` ({"metadata": {"total_size": N}, "weight_map": {...}}).
 namespace accel::rt::checkpoint {
 
-// Accelerate's default `max_shard_size` ("10GB").
+// Accelerate's default `max_shard_size` ("10GB"). A spec writes sizes as `.accel` size literals
+// (`500MB` is decimal, `512MiB` binary), the units save_model's strings take.
 inline constexpr uint64_t kDefaultMaxShardSize = 10'000'000'000;
-
-// Parses a `max_shard_size` as huggingface_hub's parse_size_to_int does for save_model:
-// `<number><unit>` with a decimal unit TB/GB/MB/KB (10^12 … 10^3, case-insensitive, so "10gb"
-// is 10^10 bytes), the number possibly fractional ("1.5GB"), the product truncated. Also
-// accepted: a bare integer (bytes, as an int argument is) and the binary units TiB/GiB/MiB/KiB.
-// Fails on anything else, on zero, and on `Gb`-style units, which Accelerate's other size
-// parser reads as bits (catalog §10 #16).
-llvm::Expected<uint64_t> ParseShardSize(std::string_view text);
 
 // One planned shard: its file name and the indices (into the given tensors) it holds.
 struct ShardPlan {

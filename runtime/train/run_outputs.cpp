@@ -9,6 +9,7 @@
 #include "llvm/Support/SHA256.h"
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/shards.h"
 #include "runtime/support/blas.h"
 #include "runtime/train/train_state.h"
 
@@ -28,8 +29,11 @@ llvm::Error WriteJson(const std::string& path, llvm::json::Value value) {
   return checkpoint::WriteFileAtomically(path, {text});
 }
 
-// The state_dict, as Accelerate's save_model writes it: parameters and buffers.
-llvm::Error WriteModel(const Trainer& trainer, const std::string& path) {
+// The state_dict, as Accelerate's save_model writes it: parameters and buffers, one file when
+// it fits in max_shard_size, else shards and an index (the stem is model_file without
+// `.safetensors`). Returns the path that names the weights: the file, or the index.
+llvm::Expected<std::string> WriteModel(const Trainer& trainer, const plan::SaveModel& save,
+                                       const std::filesystem::path& dir) {
   std::vector<at::Tensor> keep;  // contiguous copies must outlive the write
   std::vector<checkpoint::TensorRef> tensors;
   for (const auto& [name, tensor] : ModelState(trainer)) {
@@ -41,7 +45,22 @@ llvm::Error WriteModel(const Trainer& trainer, const std::string& path) {
     }
     tensors.push_back({name, dtype, keep.back().sizes().vec(), TensorBytes(keep.back())});
   }
-  return checkpoint::WriteSafetensors(path, tensors);
+  constexpr std::string_view kSuffix = ".safetensors";
+  const std::string& file = save.model_file;
+  bool standard = file.size() > kSuffix.size() &&
+                  file.compare(file.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+  std::string stem = standard ? file.substr(0, file.size() - kSuffix.size()) : file;
+  uint64_t limit = static_cast<uint64_t>(save.max_shard_size);
+  bool sharded = checkpoint::PlanShards(tensors, limit, stem).size() > 1;
+  if (!sharded && !standard) {
+    // A name of the user's own: kept as given (the shard writer would append `.safetensors`).
+    if (llvm::Error error = checkpoint::WriteSafetensors((dir / file).string(), tensors)) return error;
+    return (dir / file).string();
+  }
+  // Also removes the shards or index an earlier save in this directory left behind.
+  if (llvm::Error error = checkpoint::SaveShardedSafetensors(dir.string(), tensors, limit, stem))
+    return error;
+  return (dir / (sharded ? checkpoint::IndexFileName(stem) : file)).string();
 }
 
 }  // namespace
@@ -59,10 +78,13 @@ std::string ParameterDigest(const std::vector<std::pair<std::string, at::Tensor>
   return "sha256:" + llvm::toHex(sha.final(), /*LowerCase=*/true);
 }
 
-llvm::Error WriteRunOutputs(const plan::Plan& plan, const Trainer& trainer, const RunSummary& summary,
-                            const std::filesystem::path& output_dir, int rank, int world_size) {
+llvm::Error WriteRunOutputs(const plan::Plan& plan, const plan::SaveModel& save, const Trainer& trainer,
+                            RunSummary& summary, const std::filesystem::path& output_dir, int rank,
+                            int world_size) {
   if (rank == 0) {
-    if (llvm::Error error = WriteModel(trainer, summary.model_path)) return error;
+    llvm::Expected<std::string> written = WriteModel(trainer, save, output_dir);
+    if (!written) return written.takeError();
+    summary.model_path = *written;
     auto optional = [](double value) { return value >= 0 ? llvm::json::Value(value) : nullptr; };
     llvm::json::Object metrics{{"job", plan.job},
                                {"plan_hash", plan.hash},

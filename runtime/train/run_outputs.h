@@ -19,11 +19,13 @@ namespace accel::rt::train {
 // sha256 over every tensor's bytes, in name order: equal digests mean bit-identical weights.
 std::string ParameterDigest(const std::vector<std::pair<std::string, at::Tensor>>& named);
 
-// Rank 0 (`main_process`) writes the model's state_dict as `summary.model_path` (safetensors,
-// as Accelerate's save_model) and `metrics.json`; every rank writes `ranks/rank-N.json` with
-// its parameter digest.
-llvm::Error WriteRunOutputs(const plan::Plan& plan, const Trainer& trainer, const RunSummary& summary,
-                            const std::filesystem::path& output_dir, int rank, int world_size);
+// Rank 0 (`main_process`) writes the model's state_dict as `save` says (safetensors, sharded
+// past max_shard_size, as Accelerate's save_model), sets `summary.model_path` to the file or
+// the index that names it, and writes `metrics.json`; every rank writes `ranks/rank-N.json`
+// with its parameter digest.
+llvm::Error WriteRunOutputs(const plan::Plan& plan, const plan::SaveModel& save, const Trainer& trainer,
+                            RunSummary& summary, const std::filesystem::path& output_dir, int rank,
+                            int world_size);
 
 }  // namespace accel::rt::train
 

@@ -363,9 +363,9 @@ class TrainingRun {
   // leaves while a peer may still need it.
   llvm::Error Finish() {
     summary_.parameter_digest = ParameterDigest(named_);
-    summary_.model_path = (dir_ / steps_.save.model_file).string();
-    if (llvm::Error error =
-            WriteRunOutputs(plan_, *trainer_, summary_, dir_, context_.rank, context_.world_size)) {
+    summary_.model_path = (dir_ / steps_.save.model_file).string();  // rank 0: the file or index written
+    if (llvm::Error error = WriteRunOutputs(plan_, steps_.save, *trainer_, summary_, dir_, context_.rank,
+                                            context_.world_size)) {
       return error;
     }
     ops_->WaitForEveryone();

@@ -22,7 +22,7 @@
 #include "runtime/checkpoint/json.h"
 #include "runtime/checkpoint/sha256.h"
 #include "runtime/checkpoint/shards.h"
-#include "runtime/checkpoint/weights.h"
+#include "tests/support/weights.h"
 
 namespace {
 

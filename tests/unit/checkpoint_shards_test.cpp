@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "runtime/checkpoint/shards.h"
-#include "runtime/checkpoint/weights.h"
+#include "tests/support/weights.h"
 
 namespace accel::rt::checkpoint {
 namespace {
@@ -27,47 +27,6 @@ void WriteText(const fs::path& path, const std::string& text) {
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-uint64_t Size(const char* text) {
-  llvm::Expected<uint64_t> size = ParseShardSize(text);
-  if (!size) {
-    ADD_FAILURE() << llvm::toString(size.takeError());
-    return 0;
-  }
-  return *size;
-}
-
-std::string SizeError(const char* text) {
-  llvm::Expected<uint64_t> size = ParseShardSize(text);
-  if (size) return "";
-  return llvm::toString(size.takeError());
-}
-
-TEST(ShardSize, ReadsDecimalUnitsAsSaveModelDoes) {
-  EXPECT_EQ(Size("10GB"), 10'000'000'000u);  // Accelerate's default
-  EXPECT_EQ(Size("500MB"), 500'000'000u);
-  EXPECT_EQ(Size("256MB"), 256'000'000u);
-  EXPECT_EQ(Size("1TB"), 1'000'000'000'000u);
-  EXPECT_EQ(Size("3KB"), 3'000u);
-  EXPECT_EQ(Size(" 5gb "), 5'000'000'000u);  // the hub upper-cases the unit and strips
-  // int(float(x) * 10**9), as Python computes it.
-  EXPECT_EQ(Size("1.1GB"), 1'100'000'000u);
-  EXPECT_EQ(Size("2.5 MB"), 2'500'000u);
-  EXPECT_EQ(Size(".5KB"), 500u);
-  EXPECT_EQ(Size("123456"), 123'456u);  // an int argument is bytes
-  EXPECT_EQ(Size("1GiB"), 1u << 30);
-  EXPECT_EQ(Size("256MiB"), 256u << 20);
-}
-
-TEST(ShardSize, RejectsWhatItCannotReadUnambiguously) {
-  EXPECT_NE(SizeError("5Gb").find("ambiguous"), std::string::npos);
-  for (const char* text : {"", "GB", "10", "0", "0GB", "-1GB", "10XB", "1e3MB", "ten GB", "1.2.3GB", "1 G B",
-                           "18446744073709551616", "99999999999TB"}) {
-    if (std::string(text) == "10") continue;  // bytes: valid
-    EXPECT_NE(SizeError(text), "") << text;
-  }
-  EXPECT_NE(SizeError("10XB").find("invalid max_shard_size `10XB`"), std::string::npos);
 }
 
 std::vector<TensorRef> Tensors(const std::vector<std::pair<std::string, size_t>>& sizes,
@@ -132,7 +91,7 @@ TEST(ShardedSave, RoundTripsThroughTheIndexAndTheFolder) {
   fs::path dir = ScratchDir("roundtrip");
   std::vector<std::string> storage;
   auto tensors = Tensors({{"layer.0", 300}, {"layer.1", 300}, {"layer.2", 300}, {"head", 1000}}, storage);
-  ASSERT_FALSE(static_cast<bool>(SaveShardedSafetensors(dir.string(), tensors, Size("1KB"))));
+  ASSERT_FALSE(static_cast<bool>(SaveShardedSafetensors(dir.string(), tensors, 1000)));
   EXPECT_TRUE(fs::exists(dir / "model-00001-of-00002.safetensors"));
   EXPECT_TRUE(fs::exists(dir / "model-00002-of-00002.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "model.safetensors"));

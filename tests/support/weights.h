@@ -1,5 +1,5 @@
-#ifndef ACCEL_RUNTIME_CHECKPOINT_WEIGHTS_H_
-#define ACCEL_RUNTIME_CHECKPOINT_WEIGHTS_H_
+#ifndef ACCEL_TESTS_SUPPORT_WEIGHTS_H_
+#define ACCEL_TESTS_SUPPORT_WEIGHTS_H_
 
 #include <map>
 #include <string>
@@ -56,4 +56,4 @@ class Weights {
 
 }  // namespace accel::rt::checkpoint
 
-#endif  // ACCEL_RUNTIME_CHECKPOINT_WEIGHTS_H_
+#endif  // ACCEL_TESTS_SUPPORT_WEIGHTS_H_

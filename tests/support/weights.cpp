@@ -1,4 +1,4 @@
-#include "runtime/checkpoint/weights.h"
+#include "tests/support/weights.h"
 
 #include <filesystem>
 #include <set>
