@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Fails when a diagnostic code or a stdlib rule has no file test.
+"""Fails when a diagnostic code or a stdlib rule has no file test, or a passing case would
+pass with warnings.
 
 Diagnostic codes (kinds.def): some file under the lit tree names the code as `[CODE]` in an
 expectation (`expected-error [A2003] {{...}}`) or a CHECK line. Notes (A0xxx) are exempt.
 
-Stdlib rules (`rule ID ...` in stdlib/*.accel), as issue #4 asks:
+Stdlib rules (`rule ID ...` in stdlib/*.accel):
 - a failing test: some file under LIT_DIR/rules names `[ID]`;
 - a passing test: a file `ID.pass.<ext>` under LIT_DIR/rules;
 - for rules of records a config file can reach (from ClusterConfig, SageMakerConfig or
@@ -20,7 +21,7 @@ import sys
 # Codes no spec can trigger through accelc, each with where it is tested instead.
 EXEMPT = {
     "A2013": "needs a broken stdlib or an overflow; syntax/fail_rule_overflow.test covers the overflow",
-    "A2009": "retired: `import` and `extends` work since issue #5; the row stays so the code is never reused",
+    "A2009": "retired: `import` and `extends` work now; the row stays so the code is never reused",
 }
 CONFIG_ROOTS = ["ClusterConfig", "SageMakerConfig", "DeepSpeedConfig"]
 
@@ -98,6 +99,15 @@ def main():
             problems.append(f"rule {rule} has no passing file test ({rule}.pass.accel or .yaml) under {rules_dir}")
         if rules[rule] & surface and not any(p.endswith((".yaml", ".yml", ".test")) for p in failing):
             problems.append(f"rule {rule} reads a config file's keys but has no YAML/JSON failing test under {rules_dir}")
+
+    # A passing case must fail on any warning, not only on an error: with a plain `check` (exit 0
+    # with warnings) a new false alarm on a valid file would go unnoticed.
+    for path, text in files:
+        if ".pass." not in os.path.basename(path):
+            continue
+        for line in re.findall(r"RUN: (.*)", text):
+            if "%accelc check" in line and "--werror" not in line:
+                problems.append(f"{path}: a passing case runs `accelc check` without --werror: {line.strip()}")
 
     for problem in problems:
         print(problem)
