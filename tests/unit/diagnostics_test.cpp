@@ -155,5 +155,25 @@ TEST(ClosestMatch, SuggestsNearTyposAndNothingForUnrelatedWords) {
   EXPECT_EQ(ClosestMatch("learning_rate", fields), "");
 }
 
+// The limit is a third of the word's length, rounded up, at least 1: a word of 3k + 2
+// characters may be k + 1 edits away, not k + 2.
+TEST(ClosestMatch, TheLimitIsAThirdOfTheWordRoundedUp) {
+  // k = 1: five letters, two edits away is a typo, three is not.
+  EXPECT_EQ(ClosestMatch("abcxy", {"abcde"}), "abcde");
+  EXPECT_EQ(ClosestMatch("abxyz", {"abcde"}), "");
+  // k = 2: eight letters, three edits away is a typo, four is not.
+  EXPECT_EQ(ClosestMatch("abcdexyz", {"abcdefgh"}), "abcdefgh");
+  EXPECT_EQ(ClosestMatch("abcdwxyz", {"abcdefgh"}), "");
+  // A one-letter word still gets one edit.
+  EXPECT_EQ(ClosestMatch("x", {"y"}), "y");
+}
+
+TEST(ClosestMatch, ASwapOfNeighboursIsOneEditAndCaseIsIgnored) {
+  EXPECT_EQ(ClosestMatch("bsae", {"base", "bash"}), "base");  // one swap beats one substitution
+  EXPECT_EQ(ClosestMatch("STRNG", {"string"}), "string");
+  // A candidate whose length alone puts it past the best so far is never the answer.
+  EXPECT_EQ(ClosestMatch("steps", {"step", "stepsize_extra_long"}), "step");
+}
+
 }  // namespace
 }  // namespace accel::diag
