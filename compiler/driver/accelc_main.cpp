@@ -670,6 +670,7 @@ int main(int argc, char** argv) {
   // `check` validates for any engine unless asked for the native runtime; building a plan
   // is always for the native runtime.
   compile_options.lower = options.command == "compile" || options.target == "native";
+  compile_options.note_native = options.command == "check" && !compile_options.lower && !options.verify;
   compile_options.overrides = options.overrides;
   compile_options.tool = options.tool;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());

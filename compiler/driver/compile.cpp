@@ -138,6 +138,22 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   }
 }
 
+// `check` for any engine: what lowering for accelrun would refuse becomes a note, so a spec that
+// is valid for Accelerate but that accelrun cannot run says so instead of passing in silence.
+// `check --target native` and `build` report the same as errors.
+void NoteWhatAccelrunCannotRun(Compilation& compilation) {
+  diag::DiagnosticEngine lowering;
+  lower::Lower(*compilation.spec, compilation.source->name(), lowering);
+  for (diag::Diagnostic refused : lowering.diagnostics()) {
+    if (refused.severity != diag::Severity::Error) continue;
+    refused.severity = diag::Severity::Note;
+    refused.message = fmt::format("accelrun cannot run this as is: {} (`--target native` makes it an error)",
+                                  refused.message);
+    refused.fixit.reset();
+    compilation.diagnostics.Add(std::move(refused));
+  }
+}
+
 void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
   if (config::IsConfigFileName(compilation.source->name())) {
@@ -167,7 +183,11 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   sema::CheckOptions check = Composed(compilation, file, options);
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
-  if (!compilation.spec || !options.lower) return;
+  if (!compilation.spec) return;
+  if (!options.lower) {
+    if (options.note_native) NoteWhatAccelrunCannotRun(compilation);
+    return;
+  }
   compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
 }
 

@@ -41,6 +41,8 @@ struct CompileOptions {
   // Lower a checked spec to a plan. `accelc check` stops after checking: a spec for an engine
   // this runtime does not execute (DeepSpeed, FSDP, ...) is still a valid spec.
   bool lower = true;
+  // Without `lower`: report what lowering would refuse as notes (NoteWhatAccelrunCannotRun).
+  bool note_native = false;
   // `--set path=value` overrides, in order: the last layer over the spec (or config file).
   std::vector<std::string> overrides;
   // `accelc check --for`: the tool config files are checked for (`accelerate`, `trainer`,
