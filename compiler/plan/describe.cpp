@@ -111,8 +111,13 @@ unsigned ImpactOf(const std::string& path) {
       {"compute.", unsigned(I::Topology)},
       {"accelerator.init_process_group", unsigned(I::Topology)},
       {"accelerator.project_config", unsigned(I::Checkpoint)},
+      {"accelerator.project_dir", unsigned(I::Checkpoint)},
+      // Where results are logged changes no number the run computes.
+      {"accelerator.log_with", unsigned(I::Other)},
       {"accelerator.", unsigned(I::Numerics)},
       {"data.", unsigned(I::Numerics)},
+      {"train.log_every", unsigned(I::Other)},
+      {"train.checkpoint_every", unsigned(I::Checkpoint)},
       {"train.", unsigned(I::Numerics)},
   };
   for (const auto& [prefix, impact] : table) {
