@@ -294,6 +294,13 @@ exit status: 0 clean (warnings allowed), 1 errors were reported, 2 usage or I/O 
 )";
 }
 
+// `accelc COMMAND --help`: the command's own synopsis and what it does first, then the options.
+std::string CommandUsage(const Command& command) {
+  Options unused;
+  return fmt::format("usage: accelc {}\n\n{}\n\noptions:\n{}", command.synopsis, command.help,
+                     accel::cli::FormatOptions(OptionTable(unused), kHelpColumn));
+}
+
 // Parses argv into `options`; returns an error message, or "" on success (or on --help or
 // --version, which `options` then says).
 std::string ParseArguments(int argc, char** argv, Options& options) {
@@ -620,7 +627,15 @@ int main(int argc, char** argv) {
   Options options;
   std::string error = ParseArguments(argc, argv, options);
   if (options.help) {
-    fmt::print("{}", Usage());
+    // `--help` alone is applied, so the command is the first argument that is not an option.
+    std::string command = options.command;
+    for (int i = 1; command.empty() && i < argc; ++i) {
+      if (argv[i][0] != '-') command = argv[i];
+    }
+    if (command == "build") command = "compile";
+    auto named = std::find_if(std::begin(kCommands), std::end(kCommands),
+                              [&](const Command& c) { return c.name == command; });
+    fmt::print("{}", named != std::end(kCommands) ? CommandUsage(*named) : Usage());
     return kExitClean;
   }
   if (options.version) {
