@@ -1,8 +1,8 @@
 #ifndef ACCEL_COMPILER_LOWER_NATIVE_SUPPORT_H_
 #define ACCEL_COMPILER_LOWER_NATIVE_SUPPORT_H_
 
-#include "llvm/ADT/ArrayRef.h"
 #include <string_view>
+#include "llvm/ADT/ArrayRef.h"
 
 #include "compiler/diagnostics/diagnostic.h"
 

@@ -26,8 +26,7 @@ double UnixSeconds() {
 
 RunReport::RunReport(const plan::Plan& plan, const plan::TrainLoop& loop,
                      const std::filesystem::path& output_dir, int64_t first_step, bool resumed)
-    : loop_(loop),
-      progress_(loop.steps, first_step, loop.log_every, observe::IsTerminal(stdout), stdout) {
+    : loop_(loop), progress_(loop.steps, first_step, loop.log_every, observe::IsTerminal(stdout), stdout) {
   metrics_.emplace(OrThrow(observe::MetricsLog::Open((output_dir / "metrics.jsonl").string(), resumed)));
   for (plan::Tracker tracker : loop.trackers) {
     switch (tracker) {

@@ -17,8 +17,8 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include "tests/support/fault_injection.h"
 #include "runtime/distributed/operations.h"
+#include "tests/support/fault_injection.h"
 
 namespace distributed = accel::rt::distributed;
 
