@@ -109,4 +109,18 @@ std::optional<long> ParseInteger(std::string_view text, long low, long high) {
   return value;
 }
 
+Apply SetFlag(bool& target, bool value) {
+  return [&target, value](std::string_view, std::string_view) {
+    target = value;
+    return std::string();
+  };
+}
+
+Apply StoreText(std::string& target) {
+  return [&target](std::string_view, std::string_view value) {
+    target = value;
+    return std::string();
+  };
+}
+
 }  // namespace accel::cli

@@ -38,6 +38,11 @@ struct Option {
   bool exits = false;
 };
 
+// An `apply` for a switch: sets `target` to `value`.
+Apply SetFlag(bool& target, bool value = true);
+// An `apply` that stores the option's value in `target` as given.
+Apply StoreText(std::string& target);
+
 // Parses `args` (without the program name) against `options`, in order. Every argument that is
 // not an option, including a lone `-` (standard input), goes to `positional`, which returns an
 // error message or "". Returns the first error (`unknown option `--x``, `--x` needs a value,

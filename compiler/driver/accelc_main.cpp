@@ -121,29 +121,13 @@ std::string ReadEnvFile(const std::string& path, std::vector<std::string>& assig
   return "";
 }
 
-// A switch that sets `target`.
-accel::cli::Apply Set(bool& target) {
-  return [&target](std::string_view, std::string_view) {
-    target = true;
-    return std::string();
-  };
-}
-
-// An option whose value is stored in `target` as given.
-accel::cli::Apply Store(std::string& target) {
-  return [&target](std::string_view, std::string_view value) {
-    target = value;
-    return std::string();
-  };
-}
-
 // accelc's options, applied to `o`. The rows without help are shown in the command synopses.
 std::vector<accel::cli::Option> OptionTable(Options& o) {
   using accel::cli::Option;
   return {
       Option{.names = {"-o", "--out"},
              .value_name = "<path>",
-             .apply = Store(o.output),
+             .apply = accel::cli::StoreText(o.output),
              .needs = "a path",
              .allow_empty = false},
       Option{.names = {"--format"},
@@ -189,7 +173,9 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
                return "";
              },
              .needs = "`accelerate`, `trainer` or `deepspeed`"},
-      Option{.names = {"--werror"}, .help = "treat warnings as errors", .apply = Set(o.filter.werror)},
+      Option{.names = {"--werror"},
+             .help = "treat warnings as errors",
+             .apply = accel::cli::SetFlag(o.filter.werror)},
       Option{.names = {"--disable"},
              .value_name = "<code>",
              .help = "do not report <code> (a code, a rule id, a prefix like `FSDP-*`, or\n"
@@ -241,7 +227,7 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .needs = "a file"},
       Option{.names = {"--process-env"},
              .help = "also read this process's environment (explicit ones win)",
-             .apply = Set(o.process_env)},
+             .apply = accel::cli::SetFlag(o.process_env)},
       Option{.names = {"-j", "--jobs"},
              .value_name = "<n>",
              .help = "check files on n threads (default: one per core)",
@@ -264,18 +250,24 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .needs = "a count (0: all)"},
       Option{.names = {"--to"},
              .value_name = "<f>",
-             .apply = Store(o.to),
+             .apply = accel::cli::StoreText(o.to),
              .needs = "`accelerate-yaml` or `deepspeed-json`"},
-      Option{.names = {"--all"}, .apply = Set(o.all)},
+      Option{.names = {"--all"}, .apply = accel::cli::SetFlag(o.all)},
       Option{.names = {"--dump-ast"},
              .help = "with `parse`: print the syntax tree of each file",
-             .apply = Set(o.dump_ast)},
+             .apply = accel::cli::SetFlag(o.dump_ast)},
       Option{.names = {"--verify"},
              .help = "check that each file produces exactly the diagnostics its\n"
                      "`expected-error {{...}}` comments state (as clang -verify)",
-             .apply = Set(o.verify)},
-      Option{.names = {"--version"}, .help = "print the version", .apply = Set(o.version), .exits = true},
-      Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(o.help), .exits = true},
+             .apply = accel::cli::SetFlag(o.verify)},
+      Option{.names = {"--version"},
+             .help = "print the version",
+             .apply = accel::cli::SetFlag(o.version),
+             .exits = true},
+      Option{.names = {"-h", "--help"},
+             .help = "print this help",
+             .apply = accel::cli::SetFlag(o.help),
+             .exits = true},
   };
 }
 

@@ -107,14 +107,6 @@ struct CommandLine {
 // Where the help text of the options starts.
 constexpr size_t kHelpColumn = 26;
 
-// A switch that sets `target` to `value`.
-cli::Apply Set(bool& target, bool value = true) {
-  return [&target, value](std::string_view, std::string_view) {
-    target = value;
-    return std::string();
-  };
-}
-
 // The options of `accelrun estimate-memory`, applied to `c`, in the order the usage lists them.
 std::vector<cli::Option> OptionTable(CommandLine& c) {
   EstimateOptions& o = c.options;
@@ -161,19 +153,19 @@ std::vector<cli::Option> OptionTable(CommandLine& c) {
                                 std::string_view text) { return AddSpecialDtypes(text, o.special_dtypes); }},
       cli::Option{.names = {"--balanced"},
                   .help = "balance the GPUs first (get_balanced_memory)",
-                  .apply = Set(o.balanced)},
+                  .apply = cli::SetFlag(o.balanced)},
       cli::Option{.names = {"--low-zero"},
                   .help = "with --balanced: keep GPU 0 as empty as possible",
-                  .apply = Set(o.low_zero)},
+                  .apply = cli::SetFlag(o.low_zero)},
       cli::Option{.names = {"--offload-buffers"},
                   .help = "offload buffers with their modules",
-                  .apply = Set(o.offload_buffers)},
+                  .apply = cli::SetFlag(o.offload_buffers)},
       cli::Option{.names = {"--fallback-allocation"},
                   .help = "let a device that fits nothing take any module that fits",
-                  .apply = Set(o.fallback_allocation)},
+                  .apply = cli::SetFlag(o.fallback_allocation)},
       cli::Option{.names = {"--no-clean"},
                   .help = "do not merge device-map entries under a common prefix",
-                  .apply = Set(o.clean_result, false)},
+                  .apply = cli::SetFlag(o.clean_result, false)},
       cli::Option{.names = {"--depth"},
                   .value_name = "<n>",
                   .help = "module rows down to depth n (default 1)",
@@ -193,7 +185,8 @@ std::vector<cli::Option> OptionTable(CommandLine& c) {
                     c.format = text;
                     return "";
                   }},
-      cli::Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(c.help), .exits = true},
+      cli::Option{
+          .names = {"-h", "--help"}, .help = "print this help", .apply = cli::SetFlag(c.help), .exits = true},
   };
 }
 

@@ -10,14 +10,6 @@ namespace {
 // Where the help text of the options starts.
 constexpr size_t kHelpColumn = 27;
 
-// A switch that sets `target`.
-cli::Apply Set(bool& target) {
-  return [&target](std::string_view, std::string_view) {
-    target = true;
-    return std::string();
-  };
-}
-
 // An option whose value is non-empty text, handed to `store`.
 cli::Option Text(std::string name, std::string value_name, std::string help, std::string needs,
                  std::function<void(std::string_view)> store) {
@@ -97,8 +89,9 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
            "`auto` or a checkpoint directory", [&o](std::string_view v) { o.resume = v; }),
       cli::Option{.names = {"--dry-run"},
                   .help = "print every worker's command and added environment; start nothing",
-                  .apply = Set(o.dry_run)},
-      cli::Option{.names = {"-h", "--help"}, .help = "print this help", .apply = Set(o.help), .exits = true},
+                  .apply = cli::SetFlag(o.dry_run)},
+      cli::Option{
+          .names = {"-h", "--help"}, .help = "print this help", .apply = cli::SetFlag(o.help), .exits = true},
   };
 }
 

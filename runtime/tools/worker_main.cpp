@@ -24,20 +24,6 @@ struct WorkerOptions {
   bool facts = false;
 };
 
-accel::cli::Apply Store(std::string& target) {
-  return [&target](std::string_view, std::string_view value) {
-    target = value;
-    return std::string();
-  };
-}
-
-accel::cli::Apply Set(bool& target) {
-  return [&target](std::string_view, std::string_view) {
-    target = true;
-    return std::string();
-  };
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,14 +31,14 @@ int main(int argc, char** argv) {
   std::vector<accel::cli::Option> table = {
       {.names = {"--output-dir"},
        .value_name = "<dir>",
-       .apply = Store(o.output_dir),
+       .apply = accel::cli::StoreText(o.output_dir),
        .needs = "a directory"},
       {.names = {"--resume"},
        .value_name = "auto|<dir>",
-       .apply = Store(o.resume),
+       .apply = accel::cli::StoreText(o.resume),
        .needs = "auto or a directory"},
-      {.names = {"--self-test"}, .apply = Set(o.self_test)},
-      {.names = {"--facts"}, .apply = Set(o.facts)},
+      {.names = {"--self-test"}, .apply = accel::cli::SetFlag(o.self_test)},
+      {.names = {"--facts"}, .apply = accel::cli::SetFlag(o.facts)},
   };
   std::string error = accel::cli::Parse(std::vector<std::string>(argv + 1, argv + argc), table,
                                         [&o](const std::string& arg) -> std::string {

@@ -161,5 +161,17 @@ TEST(CliParseInteger, AcceptsOnlyWholeNumbersInRange) {
   EXPECT_EQ(ParseInteger("", 1, 8), std::nullopt);
 }
 
+TEST(CliApply, SetFlagAndStoreTextWriteTheirTargets) {
+  bool on = false, off = true;
+  std::string text;
+  std::vector<Option> table = {{.names = {"--on"}, .apply = SetFlag(on)},
+                               {.names = {"--off"}, .apply = SetFlag(off, false)},
+                               {.names = {"--text"}, .value_name = "<t>", .apply = StoreText(text)}};
+  EXPECT_EQ(Parse({"--on", "--off", "--text", "-x"}, table, [](const std::string&) { return ""; }), "");
+  EXPECT_TRUE(on);
+  EXPECT_FALSE(off);
+  EXPECT_EQ(text, "-x");
+}
+
 }  // namespace
 }  // namespace accel::cli
