@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace accel::rt::support {
 namespace {
 
@@ -25,6 +28,30 @@ TEST(Blas, DescriptionSaysWhichAndWhetherItIsSlow) {
 TEST(Blas, ThisTestBinaryLoadsNoBlas) {
   // Nothing here links BLAS; detection must not invent one.
   EXPECT_EQ(DetectLoadedBlas().kind, BlasInfo::Kind::NotLoaded);
+}
+
+// The launcher loads no BLAS: it resolves libblas.so.3 as the loader would for its workers.
+TEST(Blas, FindsTheLibraryTheLoaderWouldFromLdLibraryPathFirst) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::path(::testing::TempDir()) / "blas_search";
+  fs::remove_all(root);
+  fs::create_directories(root / "openblas-pthread");
+  fs::create_directories(root / "blas");
+  fs::create_directories(root / "alternatives");
+  std::ofstream(root / "openblas-pthread" / "libblas.so.3") << "";
+  std::ofstream(root / "blas" / "libblas.so.3") << "";
+  // An alternatives-style symlink is followed to the file it names.
+  fs::create_symlink(root / "openblas-pthread" / "libblas.so.3", root / "alternatives" / "libblas.so.3");
+
+  BlasInfo linked = FindBlasAsLoaderWould("/nonexistent:" + (root / "alternatives").string());
+  EXPECT_EQ(linked.kind, BlasInfo::Kind::OpenBlas);
+  EXPECT_EQ(linked.path, fs::canonical(root / "openblas-pthread" / "libblas.so.3").string());
+  // The first directory that holds one wins, as for ld.so.
+  EXPECT_EQ(FindBlasAsLoaderWould((root / "blas").string() + ":" + (root / "alternatives").string()).kind,
+            BlasInfo::Kind::NetlibReference);
+  // Without LD_LIBRARY_PATH the system's directories decide; whatever they hold, it is a real file.
+  BlasInfo system = FindBlasAsLoaderWould(std::nullopt);
+  if (system.kind != BlasInfo::Kind::NotLoaded) EXPECT_TRUE(fs::exists(system.path)) << system.path;
 }
 
 }  // namespace
