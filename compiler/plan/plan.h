@@ -19,6 +19,15 @@ namespace accel::plan {
 
 inline constexpr std::string_view kFormat = "accel-plan/4";
 
+// The largest job accelrun starts: beyond these a plan (or a launch flag) is a typo or hostile,
+// and a launcher would fork processes until the machine fails.
+inline constexpr int64_t kMaxMachines = 100000;
+inline constexpr int64_t kMaxProcessesPerMachine = 4096;
+
+// How deeply a plan's JSON may nest. The deepest plan the compiler writes nests 6 levels; the
+// bound keeps a hostile file from exhausting the stack of the recursive parser.
+inline constexpr int kMaxJsonDepth = 64;
+
 // The range the reader enforces on a numeric field (on each element of a list).
 enum class Check { Any, Positive, NonNegative, Port };
 
@@ -171,8 +180,13 @@ std::string ComputeHash(const Plan& plan);
 // Parses and validates a plan. Fails with a message that starts with `name` and names the JSON
 // path of the first problem (`plan.json: expected integer at steps[2].model.inputs`): malformed
 // JSON, another `format`, an unknown `op`, variant tag, enum member or field, a missing or
-// ill-typed field, a value outside its range, or a hash that does not match the content.
+// ill-typed field, a value outside its range, JSON nested deeper than kMaxJsonDepth, or a hash
+// that does not match the content.
 llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name = "plan");
+
+// Whether JSON `text` nests objects and arrays deeper than `limit`, counted without parsing (so
+// without recursion); brackets inside strings do not count.
+bool JsonNestsDeeperThan(std::string_view text, int limit);
 
 // The JSON Schema of the plan (docs/reference/plan.schema.json), generated from the table.
 std::string JsonSchema();

@@ -210,7 +210,18 @@ class Reader {
 std::string CheckAcrossFields(const Plan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
-    if (const auto* build = std::get_if<BuildModel>(&step)) {
+    if (const auto* group = std::get_if<InitProcessGroup>(&step)) {
+      if (group->num_machines > kMaxMachines) {
+        return fmt::format("invalid value {} at steps[{}].num_machines: accelrun starts at most {} machines",
+                           group->num_machines, i, kMaxMachines);
+      }
+      if (group->processes_per_machine > kMaxProcessesPerMachine) {
+        return fmt::format(
+            "invalid value {} at steps[{}].processes_per_machine: accelrun starts at most {} workers on a "
+            "machine",
+            group->processes_per_machine, i, kMaxProcessesPerMachine);
+      }
+    } else if (const auto* build = std::get_if<BuildModel>(&step)) {
       const auto* t = std::get_if<Transformer>(&build->model);
       if (t != nullptr && t->d_model % t->heads != 0) {
         return fmt::format("invalid value {} at steps[{}].model.heads: must divide d_model {}", t->heads, i,
@@ -248,10 +259,35 @@ std::string ToJson(const Plan& plan) {
   return out;
 }
 
+bool JsonNestsDeeperThan(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 llvm::Expected<Plan> FromJson(std::string_view text, std::string_view name) {
   auto error = [](const std::string& message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
   };
+  if (JsonNestsDeeperThan(text, kMaxJsonDepth)) {
+    return error(fmt::format("{}: nested deeper than {} levels; this is not a plan accelc wrote", name,
+                             kMaxJsonDepth));
+  }
   llvm::Expected<json::Value> parsed = json::parse(llvm::StringRef(text.data(), text.size()));
   if (!parsed) return error(fmt::format("{}: invalid JSON: {}", name, llvm::toString(parsed.takeError())));
   const json::Object* root = parsed->getAsObject();

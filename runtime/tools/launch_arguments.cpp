@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "compiler/cli/arguments.h"
+#include "compiler/plan/plan.h"
 #include "runtime/tools/launch_command.h"
 
 namespace accel::tools {
@@ -65,11 +66,11 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
           .needs = "auto, local, slurm or mpi",
           .allow_empty = false},
       Integer("--nnodes", "machines in the job (default: the plan's num_machines)", placement.nnodes, 1,
-              100000),
+              plan::kMaxMachines),
       Integer("--node-rank", "this machine's rank in a multi-machine job (default 0)", placement.node_rank, 0,
-              99999),
+              plan::kMaxMachines - 1),
       Integer("--nproc-per-node", "workers on each machine (default: the plan's processes per machine)",
-              placement.nproc_per_node, 1, 4096),
+              placement.nproc_per_node, 1, plan::kMaxProcessesPerMachine),
       Text("--master-addr", "<addr>",
            "address of the rendezvous store (default: the scheduler's first\n"
            "node, or the plan's)",

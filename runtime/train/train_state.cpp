@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/plan/plan.h"
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
@@ -63,15 +64,25 @@ llvm::Expected<json::Object> ReadJson(const checkpoint::VerifiedCheckpoint& ckpt
   auto found = ckpt.files.find(name);
   if (found == ckpt.files.end()) return Fail(fmt::format("{}: the checkpoint has no `{}`", ckpt.path, name));
   std::string_view text = found->second->view();
+  if (plan::JsonNestsDeeperThan(text, plan::kMaxJsonDepth))
+    return Fail(fmt::format("{}/{}: nested deeper than {} levels", ckpt.path, name, plan::kMaxJsonDepth));
   llvm::Expected<json::Value> value = json::parse(llvm::StringRef(text.data(), text.size()));
   if (!value) return Fail(fmt::format("{}/{}: {}", ckpt.path, name, llvm::toString(value.takeError())));
   if (json::Object* object = value->getAsObject()) return std::move(*object);
   return Fail(fmt::format("{}/{}: expected a JSON object", ckpt.path, name));
 }
 
-llvm::Expected<int64_t> Integer(const json::Object& object, llvm::StringRef key, const std::string& file) {
-  if (llvm::Optional<int64_t> value = object.getInteger(key)) return *value;
-  return Fail(fmt::format("{}: expected an integer `{}`", file, key.str()));
+// Integer `key` of `object`, at least `minimum`: a count edited to -5 must not resume a run
+// at a negative step or data position.
+llvm::Expected<int64_t> Integer(const json::Object& object, llvm::StringRef key, const std::string& file,
+                                int64_t minimum = 0) {
+  llvm::Optional<int64_t> value = object.getInteger(key);
+  if (!value) return Fail(fmt::format("{}: expected an integer `{}`", file, key.str()));
+  if (*value < minimum) {
+    return Fail(
+        fmt::format("{}: invalid value {} of `{}`: must be at least {}", file, *value, key.str(), minimum));
+  }
+  return *value;
 }
 
 // Copies tensor `name` of `file` into `target` after checking dtype and shape.
@@ -213,7 +224,7 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
     return Fail(fmt::format("{}: version {} is newer than this accelrun reads ({})", state_path,
                             *state->getInteger("version"), kStateVersion));
   }
-  llvm::Expected<int64_t> saved_world = Integer(*state, "world_size", state_path);
+  llvm::Expected<int64_t> saved_world = Integer(*state, "world_size", state_path, 1);
   if (!saved_world) return saved_world.takeError();
   if (*saved_world != world_size) {
     // Data shards and per-rank RNG states belong to one world size.
@@ -236,7 +247,8 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
     return Fail(
         fmt::format("{}: the checkpoint's data seed is {}, this run's is {}", data_path, *seed, data_seed));
   }
-  llvm::Expected<int64_t> epoch = Integer(*data, "epoch", data_path);
+  llvm::Expected<int64_t> epoch =
+      Integer(*data, "epoch", data_path, /*minimum=*/-1);  // -1: before the first batch
   if (!epoch) return epoch.takeError();
   llvm::Expected<int64_t> position = Integer(*data, "position", data_path);
   if (!position) return position.takeError();

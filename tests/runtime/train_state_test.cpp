@@ -216,6 +216,48 @@ TEST(TrainState, RefusesAnotherWorldSizeOptimizerOrModel) {
   EXPECT_NE(llvm::toString(wrong_model.takeError()).find("has another shape"), std::string::npos);
 }
 
+// A trainer_state.json edited to a negative step (and rehashed into the manifest) must not
+// resume a run at step -5, nor a loader at a negative position.
+TEST(TrainState, RefusesNegativeCountsInTheSavedProgress) {
+  std::unique_ptr<Trainer> sgd = Build("sgd", 1);
+  data::DataLoader data = Loader(0, 1);
+  Train(*sgd, data, 1);
+  auto save_with = [&](const std::string& name, Progress progress) {
+    std::string dir = accel::testing::ScratchDir(name).string();
+    llvm::Expected<std::unique_ptr<StateFiles>> files =
+        EncodeTrainingState(*sgd, progress, {CaptureRngState()}, DataIdentitySeed(Data()));
+    EXPECT_TRUE(static_cast<bool>(files)) << llvm::toString(files.takeError());
+    checkpoint::CheckpointStore store = Store(dir);
+    llvm::Expected<checkpoint::SaveResult> saved = store.Save((*files)->files());
+    EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
+    llvm::Expected<checkpoint::VerifiedCheckpoint> loaded = store.LoadLatest();
+    EXPECT_TRUE(static_cast<bool>(loaded)) << llvm::toString(loaded.takeError());
+    return std::move(*loaded);
+  };
+  Progress good;
+  good.step = 0;  // the lowest value is still a valid checkpoint
+  llvm::Expected<Progress> zero =
+      RestoreTrainingState(save_with("step_zero", good), *sgd, 0, 1, DataIdentitySeed(Data()));
+  EXPECT_TRUE(static_cast<bool>(zero)) << llvm::toString(zero.takeError());
+
+  Progress negative_step = good;
+  negative_step.step = -5;
+  llvm::Expected<Progress> step =
+      RestoreTrainingState(save_with("step_negative", negative_step), *sgd, 0, 1, DataIdentitySeed(Data()));
+  ASSERT_FALSE(static_cast<bool>(step));
+  EXPECT_NE(llvm::toString(step.takeError())
+                .find("trainer_state.json: invalid value -5 of `step`: must be at least 0"),
+            std::string::npos);
+
+  Progress negative_position = good;
+  negative_position.data_position = -1;
+  llvm::Expected<Progress> position = RestoreTrainingState(save_with("position_negative", negative_position),
+                                                           *sgd, 0, 1, DataIdentitySeed(Data()));
+  ASSERT_FALSE(static_cast<bool>(position));
+  EXPECT_NE(llvm::toString(position.takeError()).find("dataloader_0.json: invalid value -1 of `position`"),
+            std::string::npos);
+}
+
 TEST(DataLoaderResume, RestoreContinuesTheStreamSampleExactly) {
   data::DataLoader straight = Loader(1, 2);
   data::DataLoader resumed = Loader(1, 2);

@@ -250,6 +250,55 @@ TEST(PlanJson, RulesAcrossFieldsAreCheckedAfterTheFields) {
   EXPECT_TRUE(static_cast<bool>(epoch)) << (epoch ? "" : llvm::toString(epoch.takeError()));
 }
 
+// A launcher would fork as many workers as the plan says: a typo of 100000 workers per machine
+// is refused while reading, at the largest counts the launch flags also accept.
+TEST(PlanJson, WorkerCountsAreBoundedAtTheLaunchersLimits) {
+  Plan plan = SamplePlan();
+  auto& group = std::get<InitProcessGroup>(plan.steps[0]);
+  group.processes_per_machine = kMaxProcessesPerMachine;
+  group.num_machines = kMaxMachines;
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> largest = FromJson(ToJson(plan), "p.json");
+  EXPECT_TRUE(static_cast<bool>(largest)) << (largest ? "" : llvm::toString(largest.takeError()));
+
+  group.processes_per_machine = kMaxProcessesPerMachine + 1;
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> workers = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(workers));
+  EXPECT_EQ(llvm::toString(workers.takeError()),
+            "p.json: invalid value 4097 at steps[0].processes_per_machine: accelrun starts at most 4096 "
+            "workers on a machine");
+
+  group.processes_per_machine = 2;
+  group.num_machines = kMaxMachines + 1;
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> machines = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(machines));
+  EXPECT_EQ(llvm::toString(machines.takeError()),
+            "p.json: invalid value 100001 at steps[0].num_machines: accelrun starts at most 100000 machines");
+}
+
+// llvm::json::parse recurses once per level: 50,000 nested arrays overflowed the stack of
+// accelrun. The depth is counted first, without recursion.
+TEST(PlanJson, DeepNestingIsRefusedBeforeParsing) {
+  std::string deep = "{\"format\": " + std::string(50000, '[') + std::string(50000, ']') + "}";
+  llvm::Expected<Plan> read = FromJson(deep, "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: nested deeper than 64 levels; this is not a plan accelc wrote");
+
+  EXPECT_FALSE(JsonNestsDeeperThan(std::string(64, '[') + std::string(64, ']'), 64));
+  EXPECT_TRUE(JsonNestsDeeperThan(std::string(65, '[') + std::string(65, ']'), 64));
+  // Brackets inside strings, escaped quotes included, are text, not nesting.
+  EXPECT_FALSE(JsonNestsDeeperThan("[\"" + std::string(100, '[') + "\\\"[[[\"]", 2));
+  EXPECT_TRUE(JsonNestsDeeperThan("[\"\\\\\", [[]]]", 2));  // "\\" ends the string
+  // Closing brackets bring the depth back down: siblings do not add up.
+  EXPECT_FALSE(JsonNestsDeeperThan("[[[]],[[]],[[]]]", 3));
+
+  // The plans the compiler writes stay far inside the bound.
+  EXPECT_FALSE(JsonNestsDeeperThan(ToJson(SamplePlan()), 8));
+}
+
 TEST(PlanJson, AnOlderFormatIsRefusedWithRecompile) {
   Plan plan = SamplePlan();
   plan.format = "accel-plan/2";
