@@ -1,5 +1,7 @@
 #include "runtime/distributed/c10d_group.h"
 
+#include <signal.h>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -55,6 +57,10 @@ void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
 }  // namespace
 
 c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
+  // The store and Gloo write to sockets without MSG_NOSIGNAL. When a peer goes away, the next
+  // write would raise SIGPIPE and kill this rank silently; ignored, it fails with EPIPE, which
+  // the collective reports as an error naming the peer.
+  signal(SIGPIPE, SIG_IGN);
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options.master_port);
   store_options.isServer = options.rank == 0;

@@ -4,6 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -79,6 +83,23 @@ TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
   EXPECT_THROW(group->AllReduceSum(tensors), CollectiveError);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_LT(seconds, 10.0);
+}
+
+// Writing to a socket whose peer went away must fail with EPIPE, not kill the rank with
+// SIGPIPE: a worker that dies of a signal names no peer and no cause.
+TEST(Gloo, AWriteToAPeerThatLeftFailsInsteadOfKillingTheRank) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        std::unique_ptr<Collectives> group = ConnectGloo(Options(0, 1, launch::PickFreePort(), 2000));
+        int ends[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) != 0) std::_Exit(2);
+        close(ends[1]);
+        char byte = 0;
+        bool failed_with_epipe = write(ends[0], &byte, 1) == -1 && errno == EPIPE;
+        std::_Exit(failed_with_epipe ? 0 : 3);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(SingleProcess, OperationsAreTheIdentity) {
