@@ -27,6 +27,27 @@ c10d::ReduceOp ToC10d(ReduceOp op) {
   return c10d::ReduceOp::SUM;
 }
 
+constexpr const char* kLaunchKey = "accel/launch";
+
+// Rank 0, the store's server, publishes its launch id before anyone can check in; every other
+// rank reads it first, so a rank of another job never takes a place in this one.
+void AgreeOnLaunch(c10d::Store& store, const RendezvousOptions& options) {
+  if (options.rank == 0) {
+    store.set(kLaunchKey, std::vector<uint8_t>(options.launch_id.begin(), options.launch_id.end()));
+    return;
+  }
+  store.wait({kLaunchKey}, options.timeout);
+  std::vector<uint8_t> published = store.get(kLaunchKey);
+  std::string theirs(published.begin(), published.end());
+  if (theirs == options.launch_id) return;
+  auto name = [](const std::string& id) { return id.empty() ? std::string("one without a launch id") : id; };
+  throw ForeignRendezvousError(fmt::format(
+      "the rendezvous at {}:{} belongs to launch {}, and this rank to launch {}: another job uses this "
+      "address and port; give each job its own port (--master-port or MASTER_PORT), or leave the spec's "
+      "main_process_port unset so that each scheduler job derives its own",
+      options.master_addr, options.master_port, name(theirs), name(options.launch_id)));
+}
+
 std::string CheckInKey(int rank) { return fmt::format("accel/checked-in/{}", rank); }
 
 void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
@@ -68,6 +89,7 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   store_options.waitWorkers = false;  // CheckIn waits, and can say who is missing
   store_options.timeout = options.timeout;
   auto store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+  AgreeOnLaunch(*store, options);
   CheckIn(*store, options);
   return store;
 }

@@ -83,6 +83,16 @@ struct RendezvousOptions {
   int master_port = 29500;
   // Bounds the rendezvous (all ranks connecting) and every collective.
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  // The launch this rank belongs to (launch::kEnvLaunchId). Rank 0 publishes its own in the
+  // store; any other rank with a different one is refused before it checks in.
+  std::string launch_id;
+};
+
+// This rank reached the rendezvous of another launch (another job on the same address and
+// port). The rank failed on its own, unlike a CollectiveError: its peers are fine.
+class ForeignRendezvousError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Joins the group: rank 0 serves a TCPStore at master_addr:master_port, the others connect,

@@ -37,6 +37,8 @@ std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int l
     auto group =
         c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, nccl_options);
     return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCUDA, index));
+  } catch (const ForeignRendezvousError&) {
+    throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {
     throw internal::RendezvousError(options, error);
   }

@@ -39,6 +39,11 @@ std::map<std::string, std::string> AccelerateEnvironment(const plan::Plan& plan)
   return env;
 }
 
+bool PortChosenBySpec(const plan::Plan& plan) {
+  const llvm::json::Value* port = ConfigValue(plan, {"compute", "main_process_port"});
+  return port == nullptr || port->kind() != llvm::json::Value::Null;
+}
+
 bool IsCpuRun(const plan::Plan& plan) {
   const auto* init = plan.Find<plan::InitProcessGroup>();
   return (init && init->backend == plan::Backend::gloo) || ConfigFlag(plan, {"compute", "use_cpu"}) ||

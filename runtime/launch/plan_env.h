@@ -17,6 +17,11 @@ namespace accel::rt::launch {
 // Accelerate's default.
 std::map<std::string, std::string> AccelerateEnvironment(const plan::Plan& plan);
 
+// Whether the spec chose the rendezvous port: false when the plan's configuration records
+// `compute.main_process_port` as unset (its port is then only the default). A plan without a
+// configuration counts as chosen.
+bool PortChosenBySpec(const plan::Plan& plan);
+
 // Whether the plan runs on CPUs: a Gloo process group, or `use_cpu`/`cpu` set.
 bool IsCpuRun(const plan::Plan& plan);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/launch/launch_id.h"
 #include "runtime/support/error.h"
 
 namespace accel::rt::launch {
@@ -87,6 +88,10 @@ llvm::Expected<Placement> FromCluster(const ClusterTask& task, const PlanPlaceme
       return Fail(fmt::format("MASTER_PORT=`{}` is not a port number (1-65535)", *port));
     topology.master_port = static_cast<int>(value);
     port_from = "MASTER_PORT";
+  } else if (std::optional<LaunchId> launch = SchedulerLaunchId(env); launch && !plan.main_process_port_set) {
+    // Two jobs sharing a node must not meet at the plan's default port.
+    topology.master_port = DerivedPort(launch->id);
+    port_from = "the launch id";
   } else {
     topology.master_port = plan.main_process_port;
     port_from = "the plan";

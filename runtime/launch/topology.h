@@ -48,6 +48,8 @@ struct PlanPlacement {
   int processes_per_machine = 1;
   std::string main_process_ip = "127.0.0.1";
   int main_process_port = 29500;
+  // Whether the spec set the port; if not, a scheduler's launch derives one from its job id.
+  bool main_process_port_set = true;
 };
 
 // The command line's placement flags; unset ones defer to the scheduler or the plan.
@@ -57,7 +59,8 @@ struct PlacementFlags {
   std::optional<int> node_rank;
   std::optional<int> nproc_per_node;
   std::optional<std::string> master_addr;
-  std::optional<int> master_port;  // 0 asks for a free port (one machine only)
+  std::optional<int> master_port;      // 0 asks for a free port (one machine only)
+  std::optional<std::string> rdzv_id;  // the launch id every launcher of the job shares
 };
 
 struct Placement {
@@ -75,7 +78,8 @@ struct Placement {
 // --nproc-per-node then are errors. Locally, the flags win over the plan, with a note. The
 // rendezvous address: --master-addr, then (scheduler only) MASTER_ADDR, the scheduler's first
 // node, then the plan's. The port: --master-port, then (scheduler only) MASTER_PORT, then on
-// one machine without a scheduler `pick_port()`, else the plan's. Fails with a message for
+// one machine without a scheduler `pick_port()`, then (scheduler only, the spec leaving the
+// port unset) one derived from the scheduler's job id, else the plan's. Fails with a message for
 // the user for out-of-range values and conflicting flags.
 llvm::Expected<Placement> ResolvePlacement(const PlanPlacement& plan, const PlacementFlags& flags,
                                            const Environment& env, const std::function<int()>& pick_port);

@@ -79,6 +79,11 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
               "port of the rendezvous store (default: a free port on one machine,\n"
               "the plan's port across machines; 0 picks a free one)",
               placement.master_port, 0, 65535),
+      Text("--rdzv-id", "<id>",
+           "the launch id every launcher of the job shares; a rank with another\n"
+           "is refused (default: the scheduler's job id, or a new one when one\n"
+           "accelrun starts every rank)",
+           "an id", [&placement](std::string_view v) { placement.rdzv_id = std::string(v); }),
       Integer("--num-cpu-threads-per-process",
               "OMP_NUM_THREADS of each worker (default: inherited, else physical\n"
               "cores / workers on a CPU run)",

@@ -11,6 +11,7 @@
 
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/plan_env.h"
 #include "runtime/support/blas.h"
@@ -123,7 +124,7 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   launch::Environment env = launch::CurrentEnvironment();
   launch::PlanPlacement planned{static_cast<int>(init->num_machines),
                                 static_cast<int>(init->processes_per_machine), init->main_process_ip,
-                                static_cast<int>(init->main_process_port)};
+                                static_cast<int>(init->main_process_port), launch::PortChosenBySpec(*plan)};
   llvm::Expected<launch::Placement> placement =
       launch::ResolvePlacement(planned, options.placement, env, launch::PickFreePort);
   if (!placement) {
@@ -147,8 +148,19 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     }
   }
 
+  launch::LaunchId launch_id = launch::ResolveLaunchId(options.placement.rdzv_id, env,
+                                                       topology.launched_by.empty() && topology.nnodes == 1);
+  // A dry run's output stays the same from run to run, like the launcher pid below.
+  if (options.dry_run && launch_id.generated) launch_id.id = "<new for each launch>";
+  if (launch_id.id.empty()) {
+    placement->notes.push_back(
+        "no launch id: a rank of another job that reaches this rendezvous is not told apart; pass the same "
+        "`--rdzv-id` to every launcher of the job");
+  }
+
   std::string blas_note;
   std::map<std::string, std::string> common = CommonEnvironment(*plan, options, topology, env, blas_note);
+  common[launch::kEnvLaunchId] = launch_id.id;
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
   // Checked before anything starts: a launcher without its workers names the missing file.
   std::string worker_executable = WorkerExecutable(argv0);
@@ -174,8 +186,9 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
 
   fmt::print("accelrun: job `{}` ({}){}\n", plan->job, plan->hash.substr(0, 19),
              options.dry_run ? ": dry run, nothing is started" : "");
-  fmt::print("accelrun: {}; rendezvous {}:{} ({})\n", placement->summary, topology.master_addr,
-             topology.master_port, placement->rendezvous_from);
+  fmt::print("accelrun: {}; rendezvous {}:{} ({}){}\n", placement->summary, topology.master_addr,
+             topology.master_port, placement->rendezvous_from,
+             launch_id.id.empty() ? "" : fmt::format(", launch {} (from {})", launch_id.id, launch_id.from));
   for (const std::string& note : placement->notes) fmt::print("accelrun: note: {}\n", note);
   if (options.dry_run) {
     PrintDryRun(launch_options);

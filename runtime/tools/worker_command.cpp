@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/topology.h"
 #include "runtime/tools/plan_input.h"
@@ -53,6 +54,7 @@ int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir
   context.local_rank = EnvInt(launch::kEnvLocalRank, 0);
   if (const char* addr = std::getenv(launch::kEnvMasterAddr)) context.master_addr = addr;
   context.master_port = EnvInt(launch::kEnvMasterPort, 0);
+  if (const char* id = std::getenv(launch::kEnvLaunchId)) context.launch_id = id;
   context.output_dir = output_dir;
   context.resume = resume;
   // One line per rank: a rank that fails before it says anything else still leaves this in the

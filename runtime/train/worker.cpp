@@ -62,7 +62,7 @@ std::unique_ptr<distributed::Collectives> ConnectGroup(const plan::InitProcessGr
   if (context.world_size <= 1) return distributed::MakeSingleProcess();
   return distributed::Connect(std::string(plan::EnumName(init.backend)),
                               {context.rank, context.world_size, context.master_addr, context.master_port,
-                               std::chrono::milliseconds(init.timeout)},
+                               std::chrono::milliseconds(init.timeout), context.launch_id},
                               context.local_rank);
 }
 

@@ -18,6 +18,7 @@ struct WorkerContext {
   int local_rank = 0;  // picks this rank's GPU on the nccl backend
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
+  std::string launch_id;  // see distributed::RendezvousOptions
   // Overrides the plan's output directory when set.
   std::string output_dir;
   // `accelrun --resume`: empty starts fresh; `auto` continues from the newest complete

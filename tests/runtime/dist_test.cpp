@@ -85,6 +85,49 @@ TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
   EXPECT_LT(seconds, 10.0);
 }
 
+// Two jobs on one address and port: a rank of job A reaches job B's store. It must be refused
+// at once, naming both launches, and must not take B's rank 1 place: B trains on.
+TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
+  int port = launch::PickFreePort();
+  auto options = [port](int rank, const std::string& launch) {
+    RendezvousOptions o = Options(rank, 2, port, 4000);
+    o.launch_id = launch;
+    return o;
+  };
+  std::promise<void> foreign_done;
+  auto job_b_rank0 = std::async(std::launch::async, [&] {
+    std::unique_ptr<Collectives> group = ConnectGloo(options(0, "slurm-12.0"));
+    std::vector<at::Tensor> tensors = {at::ones({4})};
+    group->AllReduceSum(tensors);
+    return tensors[0];
+  });
+  auto foreign = std::async(std::launch::async, [&] {
+    auto started = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+      ConnectGloo(options(1, "slurm-11.0"));
+    } catch (const ForeignRendezvousError& error) {
+      message = error.what();
+    }
+    foreign_done.set_value();
+    return std::pair{message, std::chrono::steady_clock::now() - started};
+  });
+  foreign_done.get_future().wait();  // the foreign rank knocks first
+  auto job_b_rank1 = std::async(std::launch::async, [&] {
+    std::unique_ptr<Collectives> group = ConnectGloo(options(1, "slurm-12.0"));
+    std::vector<at::Tensor> tensors = {at::ones({4})};
+    group->AllReduceSum(tensors);
+    return tensors[0];
+  });
+  auto [message, took] = foreign.get();
+  EXPECT_NE(message.find("belongs to launch slurm-12.0, and this rank to launch slurm-11.0"),
+            std::string::npos)
+      << message;
+  EXPECT_LT(std::chrono::duration<double>(took).count(), 3.0);  // refused, not timed out
+  EXPECT_TRUE(at::equal(job_b_rank0.get(), at::full({4}, 2.0f)));
+  EXPECT_TRUE(at::equal(job_b_rank1.get(), at::full({4}, 2.0f)));
+}
+
 // Writing to a socket whose peer went away must fail with EPIPE, not kill the rank with
 // SIGPIPE: a worker that dies of a signal names no peer and no cause.
 TEST(Gloo, AWriteToAPeerThatLeftFailsInsteadOfKillingTheRank) {

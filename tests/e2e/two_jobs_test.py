@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Two jobs that meet at one rendezvous, as two srun jobs sharing a node and a port did.
+
+Job 12 runs ranks 0 and 1 of the quickstart; rank 1 of job 11 (whose rank 0 could not bind the
+same port) reaches job 12's store. The stray rank must be refused at once, naming both
+launches, and exit non-zero; job 12 must train to the end on its own two ranks. Before launch
+ids, the stray rank could take job 12's rank 1 place and exit 0 with "done".
+
+Usage: two_jobs_test.py ACCELRUN SPEC WORKDIR
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def srun_task(job, task, port):
+    """The variables real `srun -n2` gives task `task` of job `job` on one node."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "OMPI_", "PMI", "MASTER_"))}
+    env.update({"SLURM_JOB_ID": str(job), "SLURM_STEP_ID": "0", "SLURM_PROCID": str(task), "SLURM_NTASKS": "2",
+                "SLURM_LOCALID": str(task), "SLURM_NODEID": "0", "SLURM_NNODES": "1",
+                "SLURM_TASKS_PER_NODE": "2", "SLURM_STEP_TASKS_PER_NODE": "2",
+                "SLURM_STEP_NODELIST": "localhost", "MASTER_PORT": str(port)})
+    return env
+
+
+def main():
+    accelrun, spec, workdir = sys.argv[1:4]
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    port = free_port()
+    job_out = os.path.join(workdir, "job12")
+
+    def start(job, task, out):
+        return subprocess.Popen([accelrun, spec, "--output-dir", out], env=srun_task(job, task, port),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    rank0 = start(12, 0, job_out)
+    time.sleep(0.5)  # the store is up; the stray rank knocks before job 12's rank 1
+    stray = start(11, 1, os.path.join(workdir, "job11"))
+    stray_text, _ = stray.communicate(timeout=120)
+    rank1 = start(12, 1, job_out)
+    outputs = [p.communicate(timeout=200)[0] for p in (rank0, rank1)]
+
+    sys.stdout.write(stray_text)
+    assert stray.returncode != 0, "the rank of job 11 was let into job 12"
+    assert ("belongs to launch slurm-12.0, and this rank to launch slurm-11.0" in stray_text), stray_text
+    assert "done" not in stray_text, stray_text
+    for p, text in zip((rank0, rank1), outputs):
+        assert p.returncode == 0, f"job 12 failed:\n{text}"
+    assert os.path.exists(os.path.join(job_out, "model.safetensors")), "job 12 saved no model"
+    print("the stray rank was refused; job 12 trained on its own ranks")
+
+
+if __name__ == "__main__":
+    main()
