@@ -5,12 +5,14 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/launch/directory_lock.h"
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/plan_env.h"
@@ -108,6 +110,43 @@ void PrintDone(const fs::path& output_dir, double seconds) {
   fmt::print("accelrun: done in {:.2f} s\n", seconds);
 }
 
+// Whether this launcher starts the job's rank 0, the rank that writes the output.
+bool StartsRankZero(const launch::Topology& topology) {
+  for (const launch::Slot& slot : topology.slots)
+    if (slot.rank == 0) return true;
+  return false;
+}
+
+// Locks every directory the job writes into: the output directory, and the checkpoints'
+// project directory when it is another. Taken by rank 0's launcher, before plan.json is
+// written, and held until the launcher exits.
+llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan::Plan& plan,
+                                                                      const fs::path& output_dir,
+                                                                      const std::string& launch_id) {
+  std::vector<fs::path> dirs = {output_dir};
+  const auto* checkpoint = plan.Find<plan::Checkpoint>();
+  if (checkpoint != nullptr && !checkpoint->project_dir.empty()) {
+    std::error_code ec;
+    fs::path project = checkpoint->project_dir;
+    if (!fs::exists(project, ec) || !fs::exists(output_dir, ec) || !fs::equivalent(project, output_dir, ec))
+      dirs.push_back(project);
+  }
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  std::time_t now = std::time(nullptr);
+  char since[32];
+  std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string holder = fmt::format("accelrun pid {} on {}, launch {}, since {}", ::getpid(), host,
+                                   launch_id.empty() ? "without an id" : launch_id, since);
+  std::vector<launch::DirectoryLock> locks;
+  for (const fs::path& dir : dirs) {
+    llvm::Expected<launch::DirectoryLock> lock = launch::DirectoryLock::Acquire(dir.string(), holder);
+    if (!lock) return lock.takeError();
+    locks.push_back(std::move(*lock));
+  }
+  return locks;
+}
+
 }  // namespace
 
 int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
@@ -138,16 +177,6 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
         "for one task per rank");
   }
 
-  fs::path output_dir = options.output_dir.empty() ? fs::path(save->dir) : fs::path(options.output_dir);
-  fs::path plan_path = output_dir / "plan.json";
-  if (!options.dry_run) {
-    std::string plan_json = plan::ToJson(*plan);
-    if (llvm::Error error = rt::checkpoint::WriteFileAtomically(plan_path.string(), {plan_json})) {
-      fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(std::move(error)));
-      return kExitUsage;
-    }
-  }
-
   launch::LaunchId launch_id = launch::ResolveLaunchId(options.placement.rdzv_id, env,
                                                        topology.launched_by.empty() && topology.nnodes == 1);
   // A dry run's output stays the same from run to run, like the launcher pid below.
@@ -156,6 +185,26 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     placement->notes.push_back(
         "no launch id: a rank of another job that reaches this rendezvous is not told apart; pass the same "
         "`--rdzv-id` to every launcher of the job");
+  }
+
+  fs::path output_dir = options.output_dir.empty() ? fs::path(save->dir) : fs::path(options.output_dir);
+  fs::path plan_path = output_dir / "plan.json";
+  std::vector<launch::DirectoryLock> locks;
+  if (!options.dry_run && StartsRankZero(topology)) {
+    llvm::Expected<std::vector<launch::DirectoryLock>> taken =
+        LockJobDirectories(*plan, output_dir, launch_id.id);
+    if (!taken) {
+      fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(taken.takeError()));
+      return kExitFailed;
+    }
+    locks = std::move(*taken);
+  }
+  if (!options.dry_run) {
+    std::string plan_json = plan::ToJson(*plan);
+    if (llvm::Error error = rt::checkpoint::WriteFileAtomically(plan_path.string(), {plan_json})) {
+      fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(std::move(error)));
+      return kExitUsage;
+    }
   }
 
   std::string blas_note;

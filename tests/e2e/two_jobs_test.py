@@ -6,6 +6,10 @@ same port) reaches job 12's store. The stray rank must be refused at once, namin
 launches, and exit non-zero; job 12 must train to the end on its own two ranks. Before launch
 ids, the stray rank could take job 12's rank 1 place and exit 0 with "done".
 
+Two local jobs given one output directory: the second is refused before it starts a worker,
+naming the first (its pid); the first finishes. Before the lock both exited 0, with their
+metrics.jsonl lines interleaved.
+
 Usage: two_jobs_test.py ACCELRUN SPEC WORKDIR
 """
 import os
@@ -58,6 +62,26 @@ def main():
         assert p.returncode == 0, f"job 12 failed:\n{text}"
     assert os.path.exists(os.path.join(job_out, "model.safetensors")), "job 12 saved no model"
     print("the stray rank was refused; job 12 trained on its own ranks")
+
+    shared = os.path.join(workdir, "shared")
+    first = subprocess.Popen([accelrun, spec, "--output-dir", shared], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             env={k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "OMPI_", "PMI"))})
+    first_lines = []
+    for line in first.stdout:  # until its workers run, so it surely holds the directory
+        first_lines.append(line)
+        if "joins" in line:
+            break
+    second = subprocess.run([accelrun, spec, "--output-dir", shared], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=60)
+    first_lines.append(first.communicate(timeout=200)[0])
+    first_text = "".join(first_lines)
+    sys.stdout.write(second.stdout)
+    assert second.returncode != 0, f"a second job wrote into a directory in use:\n{second.stdout}"
+    assert f"is in use by another job (accelrun pid {first.pid} on " in second.stdout, second.stdout
+    assert "worker rank" not in second.stdout, "the refused job started workers"
+    assert first.returncode == 0, f"the first job failed:\n{first_text}"
+    print("the second job on one output directory was refused, naming the first")
 
 
 if __name__ == "__main__":
