@@ -122,6 +122,96 @@ TEST(ClusterDetection, SlurmUnevenTasksPerNode) {
   EXPECT_EQ(Detect(env).local_world_size, 1);
 }
 
+// What Slurm 22.05's srun sets in the step of `salloc -N1 --ntasks-per-node=2 srun -n1 ...`:
+// the allocation's SLURM_NTASKS_PER_NODE is inherited, the step's own counts say one task.
+Environment RealSrunOneTaskInTwoPerNodeAllocation() {
+  return {{"SLURM_JOB_ID", "2"},         {"SLURM_JOBID", "2"},
+          {"SLURM_STEP_ID", "0"},        {"SLURM_STEPID", "0"},
+          {"SLURM_PROCID", "0"},         {"SLURM_LOCALID", "0"},
+          {"SLURM_NODEID", "0"},         {"SLURM_NNODES", "1"},
+          {"SLURM_JOB_NUM_NODES", "1"},  {"SLURM_STEP_NUM_NODES", "1"},
+          {"SLURM_NTASKS", "1"},         {"SLURM_NPROCS", "1"},
+          {"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_NTASKS_PER_NODE", "2"},
+          {"SLURM_TASKS_PER_NODE", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "1"},
+          {"SLURM_CPUS_ON_NODE", "2"},   {"SLURM_JOB_CPUS_PER_NODE", "2"},
+          {"SLURM_JOB_NODELIST", "vm"},  {"SLURM_STEP_NODELIST", "vm"},
+          {"SLURM_NODELIST", "vm"},      {"SLURMD_NODENAME", "vm"}};
+}
+
+TEST(ClusterDetection, RealSrunStepTasksPerNodeWinOverTheAllocations) {
+  ClusterTask task = Detect(RealSrunOneTaskInTwoPerNodeAllocation());
+  EXPECT_EQ(task.world_size, 1);
+  EXPECT_EQ(task.local_world_size, 1);
+  EXPECT_EQ(task.local_rank, 0);
+  EXPECT_EQ(task.master_addr_from, "the first node of SLURM_STEP_NODELIST");
+}
+
+TEST(ClusterDetection, RealSrunTwoTasksOnOneNode) {
+  // `srun -N1 -n2`, task 1: what Slurm 22.05 sets (no SLURM_NTASKS_PER_NODE without the option).
+  ClusterTask task = Detect({{"SLURM_JOB_ID", "1"},
+                             {"SLURM_STEP_ID", "0"},
+                             {"SLURM_PROCID", "1"},
+                             {"SLURM_LOCALID", "1"},
+                             {"SLURM_NODEID", "0"},
+                             {"SLURM_NNODES", "1"},
+                             {"SLURM_STEP_NUM_NODES", "1"},
+                             {"SLURM_NTASKS", "2"},
+                             {"SLURM_STEP_NUM_TASKS", "2"},
+                             {"SLURM_TASKS_PER_NODE", "2"},
+                             {"SLURM_STEP_TASKS_PER_NODE", "2"},
+                             {"SLURM_STEP_NODELIST", "vm"}});
+  EXPECT_EQ(task.rank, 1);
+  EXPECT_EQ(task.world_size, 2);
+  EXPECT_EQ(task.local_rank, 1);
+  EXPECT_EQ(task.local_world_size, 2);
+}
+
+TEST(ClusterDetection, StepCountsWinOverEveryAllocationCount) {
+  // A step of 3 tasks on nodes of 2 and 1, inside an allocation of 4 tasks per node on 2 nodes;
+  // the allocation's counts are what a step would inherit if srun did not set its own.
+  Environment env = RealSrunOneTaskInTwoPerNodeAllocation();
+  env["SLURM_NTASKS"] = "8";
+  env["SLURM_NPROCS"] = "8";
+  env["SLURM_NTASKS_PER_NODE"] = "4";
+  env["SLURM_TASKS_PER_NODE"] = "4(x2)";
+  env["SLURM_NNODES"] = "2";
+  env["SLURM_STEP_NUM_TASKS"] = "3";
+  env["SLURM_STEP_NUM_NODES"] = "2";
+  env["SLURM_STEP_TASKS_PER_NODE"] = "2,1";
+  env["SLURM_PROCID"] = "2";
+  env["SLURM_NODEID"] = "1";
+  ClusterTask task = Detect(env);
+  EXPECT_EQ(task.world_size, 3);
+  EXPECT_EQ(task.nnodes, 2);
+  EXPECT_EQ(task.local_world_size, 1);
+  env["SLURM_NODEID"] = "0";
+  env["SLURM_PROCID"] = "1";
+  env["SLURM_LOCALID"] = "1";
+  EXPECT_EQ(Detect(env).local_world_size, 2);
+  env["SLURM_STEP_TASKS_PER_NODE"] = "2(x3)";
+  env["SLURM_STEP_NUM_NODES"] = "3";
+  env["SLURM_STEP_NUM_TASKS"] = "6";
+  EXPECT_EQ(Detect(env).local_world_size, 2);
+  EXPECT_EQ(Detect(env).world_size, 6);
+  EXPECT_EQ(Detect(env).nnodes, 3);
+}
+
+TEST(ClusterDetection, AllocationTasksPerNodeStillServeWithoutAStepCount) {
+  // Older or hand-made environments: SLURM_NTASKS_PER_NODE when nothing per step says more.
+  Environment env = SlurmStep();
+  env.erase("SLURM_TASKS_PER_NODE");
+  env["SLURM_NTASKS_PER_NODE"] = "4";
+  EXPECT_EQ(Detect(env).local_world_size, 4);
+}
+
+TEST(ClusterDetection, BadStepTasksPerNodeIsNamed) {
+  Environment env = RealSrunOneTaskInTwoPerNodeAllocation();
+  env["SLURM_STEP_TASKS_PER_NODE"] = "two";
+  EXPECT_EQ(DetectError(env),
+            "cannot read Slurm's placement: SLURM_STEP_TASKS_PER_NODE=`two` does not give a task count "
+            "for node 0");
+}
+
 TEST(ClusterDetection, BatchScriptWithoutStepIsNotATask) {
   Environment env = SlurmStep();
   env.erase("SLURM_STEP_ID");
