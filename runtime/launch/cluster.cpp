@@ -138,6 +138,8 @@ llvm::Expected<std::optional<ClusterTask>> ReadSlurm(const Environment& env) {
   } else {
     task.local_world_size = std::max(1, task.world_size / std::max(1, task.nnodes));
   }
+  // Set only when the job or step asked for --cpus-per-task; Slurm's default is one CPU.
+  task.cpus_per_task = read.Int("SLURM_CPUS_PER_TASK", 0);
   for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
     if (!read.Has(name)) continue;
     llvm::Expected<std::vector<std::string>> hosts = ExpandNodeList(read.Text(name));

@@ -36,6 +36,7 @@ llvm::Expected<Placement> FromCluster(const ClusterTask& task, const PlanPlaceme
   topology.node_rank = task.node_rank;
   topology.local_world_size = task.local_world_size;
   topology.slots = {{task.rank, task.local_rank}};
+  topology.cpus_per_worker = task.cpus_per_task;
   placement.summary = fmt::format("launched by {}: rank {} of {} (local rank {} of {}, node {} of {})",
                                   task.scheduler, task.rank, task.world_size, task.local_rank,
                                   task.local_world_size, task.node_rank, task.nnodes);

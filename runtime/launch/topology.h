@@ -34,6 +34,8 @@ struct Topology {
   int node_rank = 0;
   int local_world_size = 1;
   std::vector<Slot> slots;  // every local rank (local launch), or this task's one rank
+  // CPUs the scheduler gave each worker (one worker per task), or 0 when it did not say.
+  int cpus_per_worker = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
 };

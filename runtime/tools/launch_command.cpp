@@ -40,20 +40,21 @@ std::string ShellQuote(const std::string& text) {
 }
 
 // The variables every worker gets besides its rank's: the plan's Accelerate variables, threads,
-// BLAS and malloc settings. `blas_note` says what was decided about BLAS.
+// BLAS and malloc settings. `blas_note` says what was decided about BLAS, `threads` about threads.
 std::map<std::string, std::string> CommonEnvironment(const plan::Plan& plan,
                                                      const LaunchCommandOptions& options,
                                                      const launch::Topology& topology,
-                                                     const launch::Environment& env, std::string& blas_note) {
+                                                     const launch::Environment& env, std::string& blas_note,
+                                                     launch::ThreadChoice& threads) {
   std::map<std::string, std::string> common = launch::AccelerateEnvironment(plan);
   auto inherited = [&env](const char* name) -> std::optional<std::string> {
     auto it = env.find(name);
     return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
-  if (std::optional<std::string> threads =
-          launch::OmpThreads(options.cpu_threads, inherited("OMP_NUM_THREADS"), launch::IsCpuRun(plan),
-                             launch::PhysicalCoreCount(), topology.local_world_size))
-    common["OMP_NUM_THREADS"] = *threads;
+  threads =
+      launch::ChooseThreads(options.cpu_threads, inherited("OMP_NUM_THREADS"), topology.cpus_per_worker,
+                            launch::IsCpuRun(plan), launch::PhysicalCoreCount(), topology.local_world_size);
+  if (threads.set) common["OMP_NUM_THREADS"] = *threads.set;
 
   // LibTorch calls whatever libblas.so.3 resolves to; steer the workers to OpenBLAS if the
   // system alternative is the slow reference BLAS.
@@ -148,7 +149,9 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
 
   std::string blas_note;
-  std::map<std::string, std::string> common = CommonEnvironment(*plan, options, topology, env, blas_note);
+  launch::ThreadChoice threads;
+  std::map<std::string, std::string> common =
+      CommonEnvironment(*plan, options, topology, env, blas_note, threads);
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
   // Checked before anything starts: a launcher without its workers names the missing file.
   std::string worker_executable = WorkerExecutable(argv0);
@@ -174,8 +177,9 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
 
   fmt::print("accelrun: job `{}` ({}){}\n", plan->job, plan->hash.substr(0, 19),
              options.dry_run ? ": dry run, nothing is started" : "");
-  fmt::print("accelrun: {}; rendezvous {}:{} ({})\n", placement->summary, topology.master_addr,
-             topology.master_port, placement->rendezvous_from);
+  fmt::print("accelrun: {}; rendezvous {}:{} ({}); {} thread{} per worker ({})\n", placement->summary,
+             topology.master_addr, topology.master_port, placement->rendezvous_from, threads.value,
+             threads.value == "1" ? "" : "s", threads.from);
   for (const std::string& note : placement->notes) fmt::print("accelrun: note: {}\n", note);
   if (options.dry_run) {
     PrintDryRun(launch_options);

@@ -480,12 +480,43 @@ TEST(PlanEnvironment, CpuRun) {
   EXPECT_FALSE(IsCpuRun(PlanWith({}, plan::MixedPrecision::no, plan::Backend::nccl)));
 }
 
-TEST(PlanEnvironment, OmpThreadsFollowLch013) {
-  EXPECT_EQ(OmpThreads(3, std::string("8"), true, 16, 2), "3");                      // the flag wins
-  EXPECT_EQ(OmpThreads(std::nullopt, std::string("8"), true, 16, 2), std::nullopt);  // inherited stands
-  EXPECT_EQ(OmpThreads(std::nullopt, std::nullopt, true, 16, 2), "8");               // cores / local workers
-  EXPECT_EQ(OmpThreads(std::nullopt, std::nullopt, true, 2, 4), "1");                // never below 1
-  EXPECT_EQ(OmpThreads(std::nullopt, std::nullopt, false, 16, 2), "1");              // accelerator runs
+std::string Threads(const ThreadChoice& choice) {
+  return choice.value + " from " + choice.from + (choice.set ? "" : " (not set)");
+}
+
+TEST(PlanEnvironment, ThreadsFollowLch013AndSaySo) {
+  EXPECT_EQ(Threads(ChooseThreads(3, std::string("8"), 4, true, 16, 2)),
+            "3 from --num-cpu-threads-per-process");
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::string("8"), 4, true, 16, 2)),
+            "8 from the inherited OMP_NUM_THREADS (not set)");
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 0, true, 16, 2)),
+            "8 from 16 physical cores for 2 local workers");
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 0, true, 2, 4)),
+            "1 from 2 physical cores for 4 local workers");  // never below 1
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 0, false, 16, 2)), "1 from not a CPU run");
+}
+
+TEST(PlanEnvironment, SlurmCpusPerTaskSetTheThreadsWhenNothingExplicitDoes) {
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 3, true, 16, 1)), "3 from SLURM_CPUS_PER_TASK");
+  // The reservation holds on GPU runs too: the worker's CPU threads are what Slurm gave it.
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 3, false, 16, 1)),
+            "3 from SLURM_CPUS_PER_TASK");
+}
+
+TEST(ClusterDetection, SlurmCpusPerTaskReachesTheTopology) {
+  // `srun -n1 -c2`: Slurm 22.05 sets SLURM_CPUS_PER_TASK only when -c was given.
+  Environment env = RealSrunOneTaskInTwoPerNodeAllocation();
+  EXPECT_EQ(Detect(env).cpus_per_task, 0);
+  env["SLURM_CPUS_PER_TASK"] = "2";
+  EXPECT_EQ(Detect(env).cpus_per_task, 2);
+  EXPECT_EQ(Resolve(TwoProcesses(), {}, env).topology.cpus_per_worker, 2);
+  env["SLURM_CPUS_PER_TASK"] = "-2";
+  EXPECT_EQ(DetectError(env),
+            "cannot read Slurm's placement: SLURM_CPUS_PER_TASK=`-2` is not a non-negative integer");
+  // A local launch inside an allocation splits the machine its own way.
+  PlacementFlags local;
+  local.launcher = LauncherKind::kLocal;
+  EXPECT_EQ(Resolve(TwoProcesses(), local, env).topology.cpus_per_worker, 0);
 }
 
 TEST(PlanEnvironment, PhysicalCoresArePositive) { EXPECT_GE(PhysicalCoreCount(), 1); }
