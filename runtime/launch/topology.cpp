@@ -173,6 +173,13 @@ std::map<std::string, std::string> RankEnvironment(const Topology& topology, con
   return env;
 }
 
+std::string LauncherPrefix(const Topology& topology) {
+  for (const Slot& slot : topology.slots)
+    if (slot.rank == 0) return "";
+  if (topology.slots.size() == 1) return fmt::format("[rank {}] ", topology.slots.front().rank);
+  return fmt::format("[node {}] ", topology.node_rank);
+}
+
 llvm::Expected<Placement> ResolvePlacement(const PlanPlacement& plan, const PlacementFlags& flags,
                                            const Environment& env, const std::function<int()>& pick_port) {
   llvm::Expected<std::optional<ClusterTask>> task = DetectCluster(env, flags.launcher);

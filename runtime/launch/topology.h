@@ -44,6 +44,12 @@ struct Topology {
 // twins for the worker in `slot`.
 std::map<std::string, std::string> RankEnvironment(const Topology& topology, const Slot& slot);
 
+// What this launcher's own lines start with. Empty for the launcher that runs rank 0: it speaks
+// for the job, alone. Every other launcher of the job (one per srun or mpirun task, or per
+// machine of a launch by hand) marks its lines with `[rank N] ` when it runs one worker, or
+// `[node N] ` when it runs several, as worker lines are marked.
+std::string LauncherPrefix(const Topology& topology);
+
 // What the plan's init_process_group step asks for.
 struct PlanPlacement {
   int num_machines = 1;

@@ -85,6 +85,19 @@ void PrintDryRun(const launch::LaunchOptions& launch_options) {
   }
 }
 
+// Every line of `text` (a final newline is added) starting with `prefix`.
+std::string PrefixLines(const std::string& prefix, const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += prefix + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
 void InstallSignalHandlers() {
   struct sigaction action {};
   action.sa_handler = [](int signal) { g_interrupted = signal; };
@@ -175,17 +188,25 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
   launch_options.prefix_output = topology.world_size > 1;
 
-  fmt::print("accelrun: job `{}` ({}){}\n", plan->job, plan->hash.substr(0, 19),
-             options.dry_run ? ": dry run, nothing is started" : "");
-  fmt::print("accelrun: {}; rendezvous {}:{} ({}); {} thread{} per worker ({})\n", placement->summary,
-             topology.master_addr, topology.master_port, placement->rendezvous_from, threads.value,
-             threads.value == "1" ? "" : "s", threads.from);
-  for (const std::string& note : placement->notes) fmt::print("accelrun: note: {}\n", note);
+  // Under srun or mpirun every task runs this launcher: the job's lines (which job, done) come
+  // once, from rank 0's; each launcher's own placement, notes and BLAS are marked as its own.
+  std::string prefix = launch::LauncherPrefix(topology);
+  bool speaks_for_job = prefix.empty();
+  if (speaks_for_job) {
+    fmt::print("accelrun: job `{}` ({}){}\n", plan->job, plan->hash.substr(0, 19),
+               options.dry_run ? ": dry run, nothing is started" : "");
+  } else if (options.dry_run) {
+    fmt::print("{}accelrun: dry run, nothing is started\n", prefix);
+  }
+  fmt::print("{}accelrun: {}; rendezvous {}:{} ({}); {} thread{} per worker ({})\n", prefix,
+             placement->summary, topology.master_addr, topology.master_port, placement->rendezvous_from,
+             threads.value, threads.value == "1" ? "" : "s", threads.from);
+  for (const std::string& note : placement->notes) fmt::print("{}accelrun: note: {}\n", prefix, note);
   if (options.dry_run) {
     PrintDryRun(launch_options);
     return 0;
   }
-  fmt::print("accelrun: BLAS: {}\n", blas_note);
+  fmt::print("{}accelrun: BLAS: {}\n", prefix, blas_note);
   std::fflush(stdout);
 
   launch_options.interrupted = [] { return g_interrupted.load() != 0; };
@@ -194,11 +215,12 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   launch::LaunchResult result = launch::RunWorkers(launch_options, spawner);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!result.success) {
-    fmt::print(stderr, "accelrun: error: {}\n", result.message);
+    fmt::print(stderr, "{}", PrefixLines(prefix, "accelrun: error: " + result.message));
     // Interrupted: the shell convention 128 + signal, so schedulers can tell it from a failure.
     if (int signal = g_interrupted.load()) return 128 + signal;
     return kExitFailed;
   }
+  if (!speaks_for_job) return 0;
   if (options.self_test) {
     fmt::print("accelrun: test passed in {:.2f} s: ready for distributed training on world size {}\n",
                seconds, topology.world_size);

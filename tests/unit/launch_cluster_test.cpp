@@ -417,6 +417,23 @@ TEST(Placement, OneNodeMpiMeetsOnLoopback) {
   EXPECT_TRUE(placement.notes.empty());
 }
 
+TEST(Placement, OnlyTheLauncherOfRankZeroSpeaksUnmarked) {
+  Environment env = SlurmStep();
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), {}, env).topology), "[rank 3] ");
+  env["SLURM_PROCID"] = "0";
+  env["SLURM_LOCALID"] = "0";
+  env["SLURM_NODEID"] = "0";
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), {}, env).topology), "");
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), {}).topology), "");
+  PlacementFlags second_machine;
+  second_machine.nnodes = 2;
+  second_machine.node_rank = 1;
+  second_machine.master_addr = "10.0.0.1";
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), second_machine).topology), "[node 1] ");
+  second_machine.nproc_per_node = 1;
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), second_machine).topology), "[rank 1] ");
+}
+
 TEST(RankEnvironment, TorchrunAndAccelNames) {
   Topology topology;
   topology.world_size = 8;
