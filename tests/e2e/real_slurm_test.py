@@ -19,6 +19,7 @@ Usage: real_slurm_test.py ACCELC ACCELRUN SPEC WORKDIR
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 
@@ -29,33 +30,45 @@ from slurm_cluster import SlurmCluster, Unavailable, free_port  # noqa: E402
 # Enough steps for the weights to depend on every rank's gradients; few enough for a 2-core
 # machine to run five jobs in well under a minute.
 STEPS = 40
+# Every wait of the test comes out of this budget, below ctest's TIMEOUT (180 s): a hung job fails
+# the test by itself, which then stops the cluster, instead of ctest killing it.
+BUDGET_S = 150
 
 
 def main():
     accelc, accelrun, spec, workdir = sys.argv[1:5]
+    # Stopped from outside (Ctrl-C is KeyboardInterrupt already): still stop the daemons.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     accelc, accelrun, workdir = map(os.path.abspath, (accelc, accelrun, workdir))
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     started = time.monotonic()
 
-    cluster = SlurmCluster(os.path.join(workdir, "cluster"))
+    def left():
+        remaining = BUDGET_S - (time.monotonic() - started)
+        assert remaining > 1, f"the test ran past its budget of {BUDGET_S} s"
+        return remaining
+
+    cluster = SlurmCluster()
     try:
         cluster.start()
     except Unavailable as why:
         cluster.stop()
+        cluster.remove()
         skip(f"no one-node Slurm cluster on this machine: {why}")
+    passed = False
     try:
         print(f"cluster up in {time.monotonic() - started:.1f} s")
         plan = os.path.join(workdir, "plan.json")
-        run([accelc, "build", spec, "--set", f"train.steps={STEPS}", "-o", plan])
+        run([accelc, "build", spec, "--set", f"train.steps={STEPS}", "-o", plan], timeout=left())
         reference = os.path.join(workdir, "local")
-        run([accelrun, plan, "--output-dir", reference], env=scheduler_free_env(), timeout=120)
+        run([accelrun, plan, "--output-dir", reference], env=scheduler_free_env(), timeout=left())
 
         # srun passes the environment on: MASTER_PORT keeps the rendezvous off the plan's fixed
         # port, which another test may hold.
         out = os.path.join(workdir, "srun")
         result = cluster.run(["srun", "-N1", "-n2", accelrun, plan, "--output-dir", out],
-                             env={"MASTER_PORT": str(free_port())}, cwd=workdir)
+                             env={"MASTER_PORT": str(free_port())}, cwd=workdir, timeout=left())
         assert_trained_like(reference, out, "srun -N1 -n2")
         check_one_voice("srun -N1 -n2", "Slurm", result.stdout)
 
@@ -63,9 +76,9 @@ def main():
         script = os.path.join(workdir, "job.sh")
         with open(script, "w") as f:
             f.write(f"#!/bin/sh\n#SBATCH -N1 -n2 -o {out}.log\nexec srun {accelrun} {plan} --output-dir {out}\n")
-        result = cluster.run(["sbatch", "--parsable", script], env={"MASTER_PORT": str(free_port())}, cwd=workdir)
+        result = cluster.run(["sbatch", "--parsable", script], env={"MASTER_PORT": str(free_port())}, cwd=workdir, timeout=left())
         job_id = result.stdout.strip().split(";")[0]
-        state, exit_code = cluster.wait_job(job_id, timeout=120)
+        state, exit_code = cluster.wait_job(job_id, timeout=left())
         with open(f"{out}.log") as f:
             log = f.read()
         sys.stdout.write(log)
@@ -75,24 +88,30 @@ def main():
 
         out = os.path.join(workdir, "salloc")
         result = cluster.run(["salloc", "-n2", "srun", accelrun, plan, "--output-dir", out],
-                             env={"MASTER_PORT": str(free_port())}, cwd=workdir)
+                             env={"MASTER_PORT": str(free_port())}, cwd=workdir, timeout=left())
         assert_trained_like(reference, out, "salloc -n2 + srun")
         check_one_voice("salloc -n2 + srun", "Slurm", result.stdout)
 
         # The step inherits SLURM_NTASKS_PER_NODE=2 from the allocation; its own count is 1.
         result = cluster.run(["salloc", "-N1", "--ntasks-per-node=2", "srun", "-n1", accelrun, plan, "--dry-run"],
-                             cwd=workdir)
+                             cwd=workdir, timeout=left())
         assert "launched by Slurm: rank 0 of 1 (local rank 0 of 1, node 0 of 1)" in result.stdout, result.stdout
         assert re.search(r"^  env: LOCAL_WORLD_SIZE=1$", result.stdout, re.M), "srun -n1: LOCAL_WORLD_SIZE is not 1"
         assert re.search(r"^  env: WORLD_SIZE=1$", result.stdout, re.M), "srun -n1: WORLD_SIZE is not 1"
         print("srun -n1 in --ntasks-per-node=2: LOCAL_WORLD_SIZE=1")
 
-        result = cluster.run(["srun", "-n1", "-c2", accelrun, plan, "--dry-run"], cwd=workdir)
+        result = cluster.run(["srun", "-n1", "-c2", accelrun, plan, "--dry-run"], cwd=workdir, timeout=left())
         assert "; 2 threads per worker (SLURM_CPUS_PER_TASK)" in result.stdout, result.stdout
         assert re.search(r"^  env: OMP_NUM_THREADS=2$", result.stdout, re.M), "srun -c2: OMP_NUM_THREADS is not 2"
         print("srun -n1 -c2: 2 threads per worker from SLURM_CPUS_PER_TASK")
+        passed = True
     finally:
         cluster.stop()
+        # A failed run keeps the daemons' logs for a look.
+        if passed:
+            cluster.remove()
+        else:
+            print(f"Slurm's configuration and logs: {cluster.dir}")
     print(f"real Slurm: all jobs passed in {time.monotonic() - started:.1f} s")
 
 

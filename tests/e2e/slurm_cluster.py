@@ -3,11 +3,15 @@ slurmd run in the foreground as children of the test, with a generated slurm.con
 state, spool and log folders under one scratch folder, on free ports. Nothing outside that folder
 is configured, and every daemon is stopped by the id this module started it with.
 
-    with SlurmCluster(workdir) as cluster:      # raises Unavailable when it cannot be hosted
+    with SlurmCluster() as cluster:      # raises Unavailable when it cannot be hosted
         cluster.run(["srun", "-n2", "hostname"])
+
+The folder is a fresh one under the system's temporary directory, short enough for munged's
+socket path (108 bytes at most); `remove()` deletes it once the daemons are stopped.
 
 Needs root (slurmd launches the job steps) and the Debian packages slurm-wlm and munge.
 """
+import ctypes
 import os
 import secrets
 import shutil
@@ -15,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 from e2e_support import scheduler_free_env
@@ -27,6 +32,14 @@ START_TIMEOUT_S = 45
 
 class Unavailable(Exception):
     """This machine cannot host the cluster; the message says why (the test then skips)."""
+
+
+def _die_with_test(sig):
+    """For a child, before exec: `sig` when the test process dies, even by SIGKILL (a ctest
+    timeout), so that no daemon or client outlives it. (Job steps, which slurmd forks, are
+    ended by scancel in stop(); this cannot reach them.)"""
+    PR_SET_PDEATHSIG = 1
+    return lambda: ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
 def free_port():
@@ -44,8 +57,8 @@ def _tail(path, lines=15):
 
 
 class SlurmCluster:
-    def __init__(self, workdir, cpus=2):
-        self.dir = os.path.abspath(workdir)
+    def __init__(self, cpus=2):
+        self.dir = tempfile.mkdtemp(prefix="accel-slurm-")
         self.cpus = cpus
         # slurmctld accepts only the host that slurm.conf names as the controller; Slurm uses
         # the short name.
@@ -63,7 +76,6 @@ class SlurmCluster:
             raise Unavailable("slurmd must run as root to launch job steps, and this test is not root")
 
     def _write_files(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
         for sub in ("munge", "state", "spool", "log"):
             os.makedirs(os.path.join(self.dir, sub), mode=0o700)
         # munged refuses a key that others can read.
@@ -119,7 +131,7 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=10 State=UP
         log = open(os.path.join(self.dir, "log", f"{name}.out"), "w")
         # Its own session, so that stopping it can also reach what it forked (slurmstepd).
         process = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=_die_with_test(signal.SIGTERM))
         log.close()
         self.daemons.append((name, process))
         return process
@@ -171,8 +183,10 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=10 State=UP
         full_env = dict(self.env)
         full_env.update(env or {})
         try:
+            # srun takes SIGTERM as a request to end its step and may wait on it: SIGKILL.
             result = subprocess.run(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd)
+                                    timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd,
+                                    preexec_fn=_die_with_test(signal.SIGKILL))
         except subprocess.TimeoutExpired as e:
             partial = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
             sys.stdout.write(partial)
@@ -202,11 +216,27 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=10 State=UP
     # -- teardown ----------------------------------------------------------------------------
     def stop(self):
         if any(name == "slurmctld" and p.poll() is None for name, p in self.daemons):
-            # Jobs first, so slurmd can end their steps while it still runs.
-            subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, capture_output=True, timeout=10)
+            # Jobs first, so slurmd can end their steps while it still runs: a step's
+            # slurmstepd leads its own session, out of reach of stopping slurmd.
+            try:
+                subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, capture_output=True, timeout=10)
+                deadline = time.monotonic() + 15
+                while time.monotonic() < deadline:
+                    queued = subprocess.run(["squeue", "-h", "-o", "%i"], env=self.env, capture_output=True,
+                                            text=True, timeout=10)
+                    if queued.returncode != 0 or not queued.stdout.strip():
+                        break
+                    time.sleep(0.3)
+            except subprocess.TimeoutExpired:
+                pass  # the daemons are stopped below all the same
         for name, process in reversed(self.daemons):
             _stop(process)
         self.daemons = []
+
+    def remove(self):
+        """Deletes the cluster's folder (configuration, state, logs); call after stop()."""
+        assert not self.daemons, "remove() while daemons run"
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):
         try:
