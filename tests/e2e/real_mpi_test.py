@@ -11,6 +11,7 @@ Usage: real_mpi_test.py openmpi|mpich ACCELC ACCELRUN SPEC WORKDIR
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -42,6 +43,21 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def run_launcher(argv, env, timeout):
+    """Runs an MPI launcher in a process group of its own; past `timeout` seconds the whole group
+    (launcher and the tasks it forked) is killed, and the output so far is returned with code
+    None."""
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+        return process.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return None, output
+
+
 def main():
     flavor, accelc, accelrun, spec, workdir = sys.argv[1:6]
     prefix, scheduler, package = launcher(flavor)
@@ -54,13 +70,11 @@ def main():
     env = scheduler_free_env()
 
     # Whether this machine can run two MPI tasks at all, apart from accelrun.
-    try:
-        probe = subprocess.run(prefix + ["true"], env=env, capture_output=True, text=True, timeout=60,
-                               stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    code, output = run_launcher(prefix + ["true"], env, timeout=60)
+    if code is None:
         skip(f"`{' '.join(prefix)} true` did not end within 60 s")
-    if probe.returncode != 0:
-        skip(f"`{' '.join(prefix)} true` exited {probe.returncode}: {(probe.stdout + probe.stderr).strip()[-500:]}")
+    if code != 0:
+        skip(f"`{' '.join(prefix)} true` exited {code}: {output.strip()[-500:]}")
 
     plan = os.path.join(workdir, "plan.json")
     run([accelc, "build", spec, "--set", f"train.steps={STEPS}", "-o", plan])
@@ -69,14 +83,14 @@ def main():
 
     out = os.path.join(workdir, flavor)
     # A port of its own: the plan's fixed one may be held by another test.
-    result = subprocess.run(prefix + [accelrun, plan, "--output-dir", out, "--master-port", str(free_port())],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
-                            stdin=subprocess.DEVNULL)
-    sys.stdout.write(result.stdout)
+    code, output = run_launcher(prefix + [accelrun, plan, "--output-dir", out, "--master-port", str(free_port())],
+                                env, timeout=120)
+    sys.stdout.write(output)
     name = " ".join(prefix[:3])
-    assert result.returncode == 0, f"{name}: exited {result.returncode}"
+    assert code is not None, f"{name}: did not end within 120 s"
+    assert code == 0, f"{name}: exited {code}"
     assert_trained_like(reference, out, name)
-    check_one_voice(name, scheduler, result.stdout)
+    check_one_voice(name, scheduler, output)
     print(f"{name}: passed in {time.monotonic() - started:.1f} s")
 
 
