@@ -24,6 +24,10 @@ packages=(
   # training executor: PyTorch itself (python3-torch 1.13, the LibTorch of libtorch-dev) as the
   # reference the TorchScript example is checked against, step by step
   python3-torch
+  # launcher tests under real schedulers (tests/e2e/real_*_test.py start their own daemons;
+  # nothing here starts one): a one-node Slurm cluster with munge authentication, and the two
+  # MPI implementations whose launchers Debian ships
+  slurm-wlm munge openmpi-bin mpich
 )
 
 # `--fuzz` adds clang and its sanitizer and libFuzzer runtimes (scripts/fuzz.sh).

@@ -1,6 +1,7 @@
 #include "runtime/launch/cluster.h"
 
 #include <charconv>
+#include <initializer_list>
 #include <string>
 
 #include <fmt/format.h>
@@ -35,6 +36,12 @@ class Reader {
   Reader(const Environment& env, std::string scheduler) : env_(env), scheduler_(std::move(scheduler)) {}
 
   bool Has(const std::string& name) const { return env_.count(name) != 0; }
+  // The first of `names` that is set, or empty.
+  std::string FirstSet(std::initializer_list<const char*> names) const {
+    for (const char* name : names)
+      if (Has(name)) return name;
+    return "";
+  }
   // The integer in `name`; `fallback` when unset, or an error when unset and no fallback.
   int Int(const std::string& name, std::optional<int> fallback = std::nullopt) {
     auto it = env_.find(name);
@@ -105,18 +112,34 @@ llvm::Expected<std::optional<ClusterTask>> ReadSlurm(const Environment& env) {
   Reader read(env, "Slurm");
   ClusterTask task;
   task.rank = read.Int("SLURM_PROCID");
-  task.world_size = read.Int("SLURM_NTASKS");
   task.local_rank = read.Int("SLURM_LOCALID");
   task.node_rank = read.Int("SLURM_NODEID", 0);
-  task.nnodes = read.Int(read.Has("SLURM_NNODES") ? "SLURM_NNODES" : "SLURM_JOB_NUM_NODES", 1);
-  if (read.Has("SLURM_NTASKS_PER_NODE")) {
+  // A step inherits every variable of its allocation, and srun sets the step's own beside
+  // them: `srun -n1` inside `--ntasks-per-node=2` keeps SLURM_NTASKS_PER_NODE=2 but sets
+  // SLURM_STEP_TASKS_PER_NODE=1. The step's counts describe this task; the allocation's only
+  // stand in for them when srun did not set them.
+  std::string world = read.FirstSet({"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"});
+  task.world_size = read.Int(world.empty() ? "SLURM_NTASKS" : world);
+  std::string nodes = read.FirstSet({"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
+  task.nnodes = nodes.empty() ? 1 : read.Int(nodes);
+  // Per-node lists (`2(x3),1`) are exact for uneven steps; SLURM_NTASKS_PER_NODE is the
+  // allocation's uniform request.
+  std::string per_node = read.FirstSet({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
+  if (!per_node.empty()) {
+    std::optional<int> on_node = TasksOnNode(read.Text(per_node), task.node_rank);
+    if (on_node) {
+      task.local_world_size = *on_node;
+    } else {
+      read.NoteError(fmt::format("{}=`{}` does not give a task count for node {}", per_node,
+                                 read.Text(per_node), task.node_rank));
+    }
+  } else if (read.Has("SLURM_NTASKS_PER_NODE")) {
     task.local_world_size = read.Int("SLURM_NTASKS_PER_NODE");
   } else {
-    std::string spec = read.Text(read.Has("SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
-                                                                       : "SLURM_TASKS_PER_NODE");
-    std::optional<int> on_node = TasksOnNode(spec, task.node_rank);
-    task.local_world_size = on_node ? *on_node : std::max(1, task.world_size / std::max(1, task.nnodes));
+    task.local_world_size = std::max(1, task.world_size / std::max(1, task.nnodes));
   }
+  // Set only when the job or step asked for --cpus-per-task; Slurm's default is one CPU.
+  task.cpus_per_task = read.Int("SLURM_CPUS_PER_TASK", 0);
   for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
     if (!read.Has(name)) continue;
     llvm::Expected<std::vector<std::string>> hosts = ExpandNodeList(read.Text(name));

@@ -36,6 +36,8 @@ struct ClusterTask {
   // The rendezvous host the scheduler implies (Slurm: the first node of the job), or empty.
   std::string master_addr;
   std::string master_addr_from;  // the variable it came from, for the startup line
+  // CPUs the scheduler gave this task (Slurm's SLURM_CPUS_PER_TASK), or 0 when it did not say.
+  int cpus_per_task = 0;
 };
 
 // Reads the scheduler's variables from `env`. With kAuto, the first of OpenMPI

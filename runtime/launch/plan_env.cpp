@@ -5,6 +5,8 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
+
 namespace accel::rt::launch {
 namespace {
 
@@ -50,14 +52,21 @@ bool IsCpuRun(const plan::Plan& plan) {
          ConfigFlag(plan, {"accelerator", "cpu"});
 }
 
-std::optional<std::string> OmpThreads(std::optional<int> threads_flag,
-                                      const std::optional<std::string>& inherited, bool cpu_run,
-                                      int physical_cores, int local_processes) {
-  if (threads_flag) return std::to_string(*threads_flag);
-  if (inherited) return std::nullopt;
+ThreadChoice ChooseThreads(std::optional<int> threads_flag, const std::optional<std::string>& inherited,
+                           int cpus_per_worker, bool cpu_run, int physical_cores, int local_processes) {
+  auto set = [](int threads, std::string from) {
+    return ThreadChoice{std::to_string(threads), std::to_string(threads), std::move(from)};
+  };
+  if (threads_flag) return set(*threads_flag, "--num-cpu-threads-per-process");
+  if (inherited) return {std::nullopt, *inherited, "the inherited OMP_NUM_THREADS"};
+  // The scheduler reserved these CPUs for the task, and the task runs one worker: more threads
+  // would compete with other jobs' tasks on the node, fewer would leave the reservation idle.
+  if (cpus_per_worker > 0) return set(cpus_per_worker, "SLURM_CPUS_PER_TASK");
+  if (!cpu_run) return set(1, "not a CPU run");
   // Without a limit each of N workers would start one thread per core: N-fold oversubscription.
   int share = local_processes > 0 ? physical_cores / local_processes : physical_cores;
-  return std::to_string(cpu_run && share > 1 ? share : 1);
+  return set(std::max(share, 1), fmt::format("{} physical cores for {} local worker{}", physical_cores,
+                                             local_processes, local_processes == 1 ? "" : "s"));
 }
 
 int PhysicalCoreCount() {

@@ -25,12 +25,19 @@ bool PortChosenBySpec(const plan::Plan& plan);
 // Whether the plan runs on CPUs: a Gloo process group, or `use_cpu`/`cpu` set.
 bool IsCpuRun(const plan::Plan& plan);
 
-// OMP_NUM_THREADS for each worker (catalog LCH-013): `threads_flag` when given; nothing (the
-// inherited value stands) when `inherited` is set; on a CPU run `physical_cores /
-// local_processes` when that is above 1; else 1.
-std::optional<std::string> OmpThreads(std::optional<int> threads_flag,
-                                      const std::optional<std::string>& inherited, bool cpu_run,
-                                      int physical_cores, int local_processes);
+// The intra-op threads of each worker and why.
+struct ThreadChoice {
+  // OMP_NUM_THREADS for the launcher to set; empty when the inherited value stands.
+  std::optional<std::string> set;
+  std::string value;  // the value the workers run with
+  std::string from;   // what decided it, for the placement line
+};
+
+// OMP_NUM_THREADS for each worker (catalog LCH-013; the plan has no thread count): `threads_flag`
+// when given; the `inherited` value when set; `cpus_per_worker` (a scheduler's CPUs per task)
+// when above 0; on a CPU run `physical_cores / local_processes` when that is above 1; else 1.
+ThreadChoice ChooseThreads(std::optional<int> threads_flag, const std::optional<std::string>& inherited,
+                           int cpus_per_worker, bool cpu_run, int physical_cores, int local_processes);
 
 // Physical cores of this machine (distinct core ids in /proc/cpuinfo), or the logical CPU
 // count when that file says nothing.

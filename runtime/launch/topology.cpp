@@ -37,6 +37,7 @@ llvm::Expected<Placement> FromCluster(const ClusterTask& task, const PlanPlaceme
   topology.node_rank = task.node_rank;
   topology.local_world_size = task.local_world_size;
   topology.slots = {{task.rank, task.local_rank}};
+  topology.cpus_per_worker = task.cpus_per_task;
   placement.summary = fmt::format("launched by {}: rank {} of {} (local rank {} of {}, node {} of {})",
                                   task.scheduler, task.rank, task.world_size, task.local_rank,
                                   task.local_world_size, task.node_rank, task.nnodes);
@@ -175,6 +176,13 @@ std::map<std::string, std::string> RankEnvironment(const Topology& topology, con
   env[kEnvMasterAddr] = env["MASTER_ADDR"] = topology.master_addr;
   env[kEnvMasterPort] = env["MASTER_PORT"] = std::to_string(topology.master_port);
   return env;
+}
+
+std::string LauncherPrefix(const Topology& topology) {
+  for (const Slot& slot : topology.slots)
+    if (slot.rank == 0) return "";
+  if (topology.slots.size() == 1) return fmt::format("[rank {}] ", topology.slots.front().rank);
+  return fmt::format("[node {}] ", topology.node_rank);
 }
 
 llvm::Expected<Placement> ResolvePlacement(const PlanPlacement& plan, const PlacementFlags& flags,

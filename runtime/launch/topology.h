@@ -34,6 +34,8 @@ struct Topology {
   int node_rank = 0;
   int local_world_size = 1;
   std::vector<Slot> slots;  // every local rank (local launch), or this task's one rank
+  // CPUs the scheduler gave each worker (one worker per task), or 0 when it did not say.
+  int cpus_per_worker = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
 };
@@ -41,6 +43,12 @@ struct Topology {
 // RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and their ACCEL_
 // twins for the worker in `slot`.
 std::map<std::string, std::string> RankEnvironment(const Topology& topology, const Slot& slot);
+
+// What this launcher's own lines start with. Empty for the launcher that runs rank 0: it speaks
+// for the job, alone. Every other launcher of the job (one per srun or mpirun task, or per
+// machine of a launch by hand) marks its lines with `[rank N] ` when it runs one worker, or
+// `[node N] ` when it runs several, as worker lines are marked.
+std::string LauncherPrefix(const Topology& topology);
 
 // What the plan's init_process_group step asks for.
 struct PlanPlacement {

@@ -43,20 +43,21 @@ std::string ShellQuote(const std::string& text) {
 }
 
 // The variables every worker gets besides its rank's: the plan's Accelerate variables, threads,
-// BLAS and malloc settings. `blas_note` says what was decided about BLAS.
+// BLAS and malloc settings. `blas_note` says what was decided about BLAS, `threads` about threads.
 std::map<std::string, std::string> CommonEnvironment(const plan::Plan& plan,
                                                      const LaunchCommandOptions& options,
                                                      const launch::Topology& topology,
-                                                     const launch::Environment& env, std::string& blas_note) {
+                                                     const launch::Environment& env, std::string& blas_note,
+                                                     launch::ThreadChoice& threads) {
   std::map<std::string, std::string> common = launch::AccelerateEnvironment(plan);
   auto inherited = [&env](const char* name) -> std::optional<std::string> {
     auto it = env.find(name);
     return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
-  if (std::optional<std::string> threads =
-          launch::OmpThreads(options.cpu_threads, inherited("OMP_NUM_THREADS"), launch::IsCpuRun(plan),
-                             launch::PhysicalCoreCount(), topology.local_world_size))
-    common["OMP_NUM_THREADS"] = *threads;
+  threads =
+      launch::ChooseThreads(options.cpu_threads, inherited("OMP_NUM_THREADS"), topology.cpus_per_worker,
+                            launch::IsCpuRun(plan), launch::PhysicalCoreCount(), topology.local_world_size);
+  if (threads.set) common["OMP_NUM_THREADS"] = *threads.set;
 
   // LibTorch calls whatever libblas.so.3 resolves to; steer the workers to OpenBLAS if the
   // system alternative is the slow reference BLAS.
@@ -85,6 +86,19 @@ void PrintDryRun(const launch::LaunchOptions& launch_options) {
     // std::map: sorted by name.
     for (const auto& [name, value] : worker.env) fmt::print("  env: {}={}\n", name, ShellQuote(value));
   }
+}
+
+// Every line of `text` (a final newline is added) starting with `prefix`.
+std::string PrefixLines(const std::string& prefix, const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += prefix + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
 }
 
 void InstallSignalHandlers() {
@@ -208,7 +222,9 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
 
   std::string blas_note;
-  std::map<std::string, std::string> common = CommonEnvironment(*plan, options, topology, env, blas_note);
+  launch::ThreadChoice threads;
+  std::map<std::string, std::string> common =
+      CommonEnvironment(*plan, options, topology, env, blas_note, threads);
   common[launch::kEnvLaunchId] = launch_id.id;
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
   // Checked before anything starts: a launcher without its workers names the missing file.
@@ -233,17 +249,26 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
   launch_options.prefix_output = topology.world_size > 1;
 
-  fmt::print("accelrun: job `{}` ({}){}\n", plan->job, plan->hash.substr(0, 19),
-             options.dry_run ? ": dry run, nothing is started" : "");
-  fmt::print("accelrun: {}; rendezvous {}:{} ({}){}\n", placement->summary, topology.master_addr,
-             topology.master_port, placement->rendezvous_from,
-             launch_id.id.empty() ? "" : fmt::format(", launch {} (from {})", launch_id.id, launch_id.from));
-  for (const std::string& note : placement->notes) fmt::print("accelrun: note: {}\n", note);
+  // Under srun or mpirun every task runs this launcher: the job's lines (which job, done) come
+  // once, from rank 0's; each launcher's own placement, notes and BLAS are marked as its own.
+  std::string prefix = launch::LauncherPrefix(topology);
+  bool speaks_for_job = prefix.empty();
+  if (speaks_for_job) {
+    fmt::print("accelrun: job `{}` ({}){}\n", plan->job, plan->hash.substr(0, 19),
+               options.dry_run ? ": dry run, nothing is started" : "");
+  } else if (options.dry_run) {
+    fmt::print("{}accelrun: dry run, nothing is started\n", prefix);
+  }
+  fmt::print("{}accelrun: {}; rendezvous {}:{} ({}){}; {} thread{} per worker ({})\n", prefix,
+             placement->summary, topology.master_addr, topology.master_port, placement->rendezvous_from,
+             launch_id.id.empty() ? "" : fmt::format(", launch {} (from {})", launch_id.id, launch_id.from),
+             threads.value, threads.value == "1" ? "" : "s", threads.from);
+  for (const std::string& note : placement->notes) fmt::print("{}accelrun: note: {}\n", prefix, note);
   if (options.dry_run) {
     PrintDryRun(launch_options);
     return 0;
   }
-  fmt::print("accelrun: BLAS: {}\n", blas_note);
+  fmt::print("{}accelrun: BLAS: {}\n", prefix, blas_note);
   std::fflush(stdout);
 
   launch_options.interrupted = [] { return g_interrupted.load() != 0; };
@@ -252,11 +277,12 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   launch::LaunchResult result = launch::RunWorkers(launch_options, spawner);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!result.success) {
-    fmt::print(stderr, "accelrun: error: {}\n", result.message);
+    fmt::print(stderr, "{}", PrefixLines(prefix, "accelrun: error: " + result.message));
     // Interrupted: the shell convention 128 + signal, so schedulers can tell it from a failure.
     if (int signal = g_interrupted.load()) return 128 + signal;
     return kExitFailed;
   }
+  if (!speaks_for_job) return 0;
   if (options.self_test) {
     fmt::print("accelrun: test passed in {:.2f} s: ready for distributed training on world size {}\n",
                seconds, topology.world_size);

@@ -2,6 +2,7 @@
 library only, sharing no code with Accel), running accelrun, and reading what a run wrote."""
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -64,3 +65,54 @@ def rank_digests(out_dir, world_size):
         with open(os.path.join(out_dir, "ranks", f"rank-{rank}.json")) as f:
             digests.append(json.load(f)["parameter_digest"])
     return digests
+
+
+# ctest counts this exit code as skipped, not passed (SKIP_RETURN_CODE in tests/CMakeLists.txt).
+SKIP_EXIT = 77
+
+
+def skip(reason):
+    """Ends a test that this machine cannot run, saying why."""
+    print(f"skipped: {reason}", flush=True)
+    sys.exit(SKIP_EXIT)
+
+
+def scheduler_free_env():
+    """This process's environment without any scheduler's, rendezvous or thread variables, so
+    that a test's launchers see only the placement the test gives them and choose their threads
+    themselves."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("SLURM_", "SBATCH_", "SALLOC_", "SRUN_", "OMPI_", "PMI_", "PMIX_", "MV2_",
+                                 "HYDRA_", "MPI_LOCAL", "MASTER_", "OMP_NUM_THREADS"))}
+
+
+def assert_trained_like(reference_dir, out_dir, name, world_size=2):
+    """The run in `out_dir` trained on `world_size` ranks and saved the very bytes the reference
+    run saved."""
+    with open(os.path.join(out_dir, "metrics.json")) as f:
+        metrics = json.load(f)
+    assert metrics["world_size"] == world_size, f"{name}: trained on world size {metrics['world_size']}"
+    for rank in range(world_size):
+        assert os.path.exists(os.path.join(out_dir, "ranks", f"rank-{rank}.json")), f"{name}: rank {rank} missing"
+    with open(os.path.join(reference_dir, "model.safetensors"), "rb") as f:
+        reference = f.read()
+    with open(os.path.join(out_dir, "model.safetensors"), "rb") as f:
+        trained = f.read()
+    if trained != reference:
+        worst = max_abs_difference(read_safetensors(os.path.join(reference_dir, "model.safetensors")),
+                                   read_safetensors(os.path.join(out_dir, "model.safetensors")))
+        raise AssertionError(f"{name}: weights differ from the local run's (largest difference {worst})")
+    print(f"{name}: trained on {world_size} ranks, weights bit-identical to the local run")
+
+
+def check_one_voice(name, scheduler, output):
+    """`output` is what two launchers of one job (ranks 0 and 1, one node) printed together: rank
+    0's says which job and that it is done, once; rank 1's marks each of its lines."""
+    assert output.count("accelrun: job `") == 1, f"{name}: the job line is not printed once"
+    assert len(re.findall(r"^accelrun: done in", output, re.M)) == 1, f"{name}: the done line is not printed once"
+    assert re.search(rf"^accelrun: launched by {re.escape(scheduler)}: rank 0 of 2 \(local rank 0 of 2, node 0 of 1\)",
+                     output, re.M), f"{name}: rank 0's placement line"
+    assert re.search(rf"^\[rank 1\] accelrun: launched by {re.escape(scheduler)}: rank 1 of 2 "
+                     r"\(local rank 1 of 2, node 0 of 1\)", output, re.M), f"{name}: rank 1's placement line"
+    assert re.search(r"^\[rank 1\] accelrun: BLAS: ", output, re.M), f"{name}: rank 1's BLAS line"
+    assert len(re.findall(r"^accelrun: BLAS: ", output, re.M)) == 1, f"{name}: unmarked BLAS lines"

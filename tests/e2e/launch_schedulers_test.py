@@ -51,6 +51,15 @@ def run_pair(name, out, commands_and_envs):
     return outputs
 
 
+def assert_one_voice(name, outputs, marks):
+    """Rank 0's launcher says which job and that it is done; the other launcher marks every line it
+    prints, its worker's included, with `marks` and says neither."""
+    assert "accelrun: job `quickstart`" in outputs[0] and "accelrun: done in" in outputs[0], f"{name}: {outputs[0]}"
+    lines = outputs[1].splitlines()
+    assert lines and all(line.startswith(marks) for line in lines), f"{name}: unmarked lines:\n{outputs[1]}"
+    assert "accelrun: job" not in outputs[1] and "accelrun: done" not in outputs[1], f"{name}: {outputs[1]}"
+
+
 def main():
     accelrun, spec, workdir = sys.argv[1:4]
     shutil.rmtree(workdir, ignore_errors=True)
@@ -62,6 +71,7 @@ def main():
               "1", "--master-addr", "127.0.0.1", "--master-port", str(port)], clean_env()) for node in (0, 1)]
     outputs = run_pair("by hand", out, pair)
     assert "local launch: 1 process on this machine (node 1 of 2), world size 2" in outputs[1], outputs[1]
+    assert_one_voice("by hand", outputs, "[rank 1] ")
 
     out = os.path.join(workdir, "slurm")
     port = free_port()
@@ -75,6 +85,7 @@ def main():
     outputs = run_pair("srun", out, pair)
     assert (f"launched by Slurm: rank 1 of 2 (local rank 1 of 2, node 0 of 1); rendezvous localhost:{port} "
             "(address from the first node of SLURM_STEP_NODELIST, port from MASTER_PORT)") in outputs[1], outputs[1]
+    assert_one_voice("srun", outputs, "[rank 1] ")
 
     out = os.path.join(workdir, "mpi")
     port = free_port()
@@ -87,6 +98,7 @@ def main():
     outputs = run_pair("mpirun", out, pair)
     assert ("launched by OpenMPI: rank 0 of 2 (local rank 0 of 2, node 0 of 1); rendezvous 127.0.0.1:"
             f"{port} (address from all tasks on one node, port from --master-port)") in outputs[0], outputs[0]
+    assert_one_voice("mpirun", outputs, "[rank 1] ")
 
     # Same plan, same world size: the placement must not change a single bit of the result.
     models = []

@@ -122,6 +122,96 @@ TEST(ClusterDetection, SlurmUnevenTasksPerNode) {
   EXPECT_EQ(Detect(env).local_world_size, 1);
 }
 
+// What Slurm 22.05's srun sets in the step of `salloc -N1 --ntasks-per-node=2 srun -n1 ...`:
+// the allocation's SLURM_NTASKS_PER_NODE is inherited, the step's own counts say one task.
+Environment RealSrunOneTaskInTwoPerNodeAllocation() {
+  return {{"SLURM_JOB_ID", "2"},         {"SLURM_JOBID", "2"},
+          {"SLURM_STEP_ID", "0"},        {"SLURM_STEPID", "0"},
+          {"SLURM_PROCID", "0"},         {"SLURM_LOCALID", "0"},
+          {"SLURM_NODEID", "0"},         {"SLURM_NNODES", "1"},
+          {"SLURM_JOB_NUM_NODES", "1"},  {"SLURM_STEP_NUM_NODES", "1"},
+          {"SLURM_NTASKS", "1"},         {"SLURM_NPROCS", "1"},
+          {"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_NTASKS_PER_NODE", "2"},
+          {"SLURM_TASKS_PER_NODE", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "1"},
+          {"SLURM_CPUS_ON_NODE", "2"},   {"SLURM_JOB_CPUS_PER_NODE", "2"},
+          {"SLURM_JOB_NODELIST", "vm"},  {"SLURM_STEP_NODELIST", "vm"},
+          {"SLURM_NODELIST", "vm"},      {"SLURMD_NODENAME", "vm"}};
+}
+
+TEST(ClusterDetection, RealSrunStepTasksPerNodeWinOverTheAllocations) {
+  ClusterTask task = Detect(RealSrunOneTaskInTwoPerNodeAllocation());
+  EXPECT_EQ(task.world_size, 1);
+  EXPECT_EQ(task.local_world_size, 1);
+  EXPECT_EQ(task.local_rank, 0);
+  EXPECT_EQ(task.master_addr_from, "the first node of SLURM_STEP_NODELIST");
+}
+
+TEST(ClusterDetection, RealSrunTwoTasksOnOneNode) {
+  // `srun -N1 -n2`, task 1: what Slurm 22.05 sets (no SLURM_NTASKS_PER_NODE without the option).
+  ClusterTask task = Detect({{"SLURM_JOB_ID", "1"},
+                             {"SLURM_STEP_ID", "0"},
+                             {"SLURM_PROCID", "1"},
+                             {"SLURM_LOCALID", "1"},
+                             {"SLURM_NODEID", "0"},
+                             {"SLURM_NNODES", "1"},
+                             {"SLURM_STEP_NUM_NODES", "1"},
+                             {"SLURM_NTASKS", "2"},
+                             {"SLURM_STEP_NUM_TASKS", "2"},
+                             {"SLURM_TASKS_PER_NODE", "2"},
+                             {"SLURM_STEP_TASKS_PER_NODE", "2"},
+                             {"SLURM_STEP_NODELIST", "vm"}});
+  EXPECT_EQ(task.rank, 1);
+  EXPECT_EQ(task.world_size, 2);
+  EXPECT_EQ(task.local_rank, 1);
+  EXPECT_EQ(task.local_world_size, 2);
+}
+
+TEST(ClusterDetection, StepCountsWinOverEveryAllocationCount) {
+  // A step of 3 tasks on nodes of 2 and 1, inside an allocation of 4 tasks per node on 2 nodes;
+  // the allocation's counts are what a step would inherit if srun did not set its own.
+  Environment env = RealSrunOneTaskInTwoPerNodeAllocation();
+  env["SLURM_NTASKS"] = "8";
+  env["SLURM_NPROCS"] = "8";
+  env["SLURM_NTASKS_PER_NODE"] = "4";
+  env["SLURM_TASKS_PER_NODE"] = "4(x2)";
+  env["SLURM_NNODES"] = "2";
+  env["SLURM_STEP_NUM_TASKS"] = "3";
+  env["SLURM_STEP_NUM_NODES"] = "2";
+  env["SLURM_STEP_TASKS_PER_NODE"] = "2,1";
+  env["SLURM_PROCID"] = "2";
+  env["SLURM_NODEID"] = "1";
+  ClusterTask task = Detect(env);
+  EXPECT_EQ(task.world_size, 3);
+  EXPECT_EQ(task.nnodes, 2);
+  EXPECT_EQ(task.local_world_size, 1);
+  env["SLURM_NODEID"] = "0";
+  env["SLURM_PROCID"] = "1";
+  env["SLURM_LOCALID"] = "1";
+  EXPECT_EQ(Detect(env).local_world_size, 2);
+  env["SLURM_STEP_TASKS_PER_NODE"] = "2(x3)";
+  env["SLURM_STEP_NUM_NODES"] = "3";
+  env["SLURM_STEP_NUM_TASKS"] = "6";
+  EXPECT_EQ(Detect(env).local_world_size, 2);
+  EXPECT_EQ(Detect(env).world_size, 6);
+  EXPECT_EQ(Detect(env).nnodes, 3);
+}
+
+TEST(ClusterDetection, AllocationTasksPerNodeStillServeWithoutAStepCount) {
+  // Older or hand-made environments: SLURM_NTASKS_PER_NODE when nothing per step says more.
+  Environment env = SlurmStep();
+  env.erase("SLURM_TASKS_PER_NODE");
+  env["SLURM_NTASKS_PER_NODE"] = "4";
+  EXPECT_EQ(Detect(env).local_world_size, 4);
+}
+
+TEST(ClusterDetection, BadStepTasksPerNodeIsNamed) {
+  Environment env = RealSrunOneTaskInTwoPerNodeAllocation();
+  env["SLURM_STEP_TASKS_PER_NODE"] = "two";
+  EXPECT_EQ(DetectError(env),
+            "cannot read Slurm's placement: SLURM_STEP_TASKS_PER_NODE=`two` does not give a task count "
+            "for node 0");
+}
+
 TEST(ClusterDetection, BatchScriptWithoutStepIsNotATask) {
   Environment env = SlurmStep();
   env.erase("SLURM_STEP_ID");
@@ -327,6 +417,23 @@ TEST(Placement, OneNodeMpiMeetsOnLoopback) {
   EXPECT_TRUE(placement.notes.empty());
 }
 
+TEST(Placement, OnlyTheLauncherOfRankZeroSpeaksUnmarked) {
+  Environment env = SlurmStep();
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), {}, env).topology), "[rank 3] ");
+  env["SLURM_PROCID"] = "0";
+  env["SLURM_LOCALID"] = "0";
+  env["SLURM_NODEID"] = "0";
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), {}, env).topology), "");
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), {}).topology), "");
+  PlacementFlags second_machine;
+  second_machine.nnodes = 2;
+  second_machine.node_rank = 1;
+  second_machine.master_addr = "10.0.0.1";
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), second_machine).topology), "[node 1] ");
+  second_machine.nproc_per_node = 1;
+  EXPECT_EQ(LauncherPrefix(Resolve(TwoProcesses(), second_machine).topology), "[rank 1] ");
+}
+
 TEST(RankEnvironment, TorchrunAndAccelNames) {
   Topology topology;
   topology.world_size = 8;
@@ -390,12 +497,43 @@ TEST(PlanEnvironment, CpuRun) {
   EXPECT_FALSE(IsCpuRun(PlanWith({}, plan::MixedPrecision::no, plan::Backend::nccl)));
 }
 
-TEST(PlanEnvironment, OmpThreadsFollowLch013) {
-  EXPECT_EQ(OmpThreads(3, std::string("8"), true, 16, 2), "3");                      // the flag wins
-  EXPECT_EQ(OmpThreads(std::nullopt, std::string("8"), true, 16, 2), std::nullopt);  // inherited stands
-  EXPECT_EQ(OmpThreads(std::nullopt, std::nullopt, true, 16, 2), "8");               // cores / local workers
-  EXPECT_EQ(OmpThreads(std::nullopt, std::nullopt, true, 2, 4), "1");                // never below 1
-  EXPECT_EQ(OmpThreads(std::nullopt, std::nullopt, false, 16, 2), "1");              // accelerator runs
+std::string Threads(const ThreadChoice& choice) {
+  return choice.value + " from " + choice.from + (choice.set ? "" : " (not set)");
+}
+
+TEST(PlanEnvironment, ThreadsFollowLch013AndSaySo) {
+  EXPECT_EQ(Threads(ChooseThreads(3, std::string("8"), 4, true, 16, 2)),
+            "3 from --num-cpu-threads-per-process");
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::string("8"), 4, true, 16, 2)),
+            "8 from the inherited OMP_NUM_THREADS (not set)");
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 0, true, 16, 2)),
+            "8 from 16 physical cores for 2 local workers");
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 0, true, 2, 4)),
+            "1 from 2 physical cores for 4 local workers");  // never below 1
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 0, false, 16, 2)), "1 from not a CPU run");
+}
+
+TEST(PlanEnvironment, SlurmCpusPerTaskSetTheThreadsWhenNothingExplicitDoes) {
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 3, true, 16, 1)), "3 from SLURM_CPUS_PER_TASK");
+  // The reservation holds on GPU runs too: the worker's CPU threads are what Slurm gave it.
+  EXPECT_EQ(Threads(ChooseThreads(std::nullopt, std::nullopt, 3, false, 16, 1)),
+            "3 from SLURM_CPUS_PER_TASK");
+}
+
+TEST(ClusterDetection, SlurmCpusPerTaskReachesTheTopology) {
+  // `srun -n1 -c2`: Slurm 22.05 sets SLURM_CPUS_PER_TASK only when -c was given.
+  Environment env = RealSrunOneTaskInTwoPerNodeAllocation();
+  EXPECT_EQ(Detect(env).cpus_per_task, 0);
+  env["SLURM_CPUS_PER_TASK"] = "2";
+  EXPECT_EQ(Detect(env).cpus_per_task, 2);
+  EXPECT_EQ(Resolve(TwoProcesses(), {}, env).topology.cpus_per_worker, 2);
+  env["SLURM_CPUS_PER_TASK"] = "-2";
+  EXPECT_EQ(DetectError(env),
+            "cannot read Slurm's placement: SLURM_CPUS_PER_TASK=`-2` is not a non-negative integer");
+  // A local launch inside an allocation splits the machine its own way.
+  PlacementFlags local;
+  local.launcher = LauncherKind::kLocal;
+  EXPECT_EQ(Resolve(TwoProcesses(), local, env).topology.cpus_per_worker, 0);
 }
 
 TEST(PlanEnvironment, PhysicalCoresArePositive) { EXPECT_GE(PhysicalCoreCount(), 1); }

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""accelrun under a real Slurm: the test starts a one-node cluster of its own (munged, slurmctld,
+slurmd; tests/e2e/slurm_cluster.py), runs the quickstart through it, and stops every daemon.
+
+1. `srun -N1 -n2 accelrun plan.json`;
+2. `sbatch` of a script that runs `srun accelrun plan.json`;
+3. `salloc -n2` then `srun accelrun plan.json`;
+each trains on 2 ranks with weights bit-identical to a local 2-process `accelrun` run, and only
+rank 0's launcher prints the job's lines. Then, with `--dry-run`:
+4. `srun -n1` inside `salloc --ntasks-per-node=2`: the step's one task per node wins over the
+   allocation's two (LOCAL_WORLD_SIZE=1);
+5. `srun -n1 -c2`: SLURM_CPUS_PER_TASK sets the worker's threads.
+
+Exits 77 (ctest: skipped) when the machine cannot host the cluster: packages missing, not root,
+or the daemons do not start.
+
+Usage: real_slurm_test.py ACCELC ACCELRUN SPEC WORKDIR
+"""
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from e2e_support import assert_trained_like, check_one_voice, run, scheduler_free_env, skip  # noqa: E402
+from slurm_cluster import SlurmCluster, Unavailable, free_port  # noqa: E402
+
+# Enough steps for the weights to depend on every rank's gradients; few enough for a 2-core
+# machine to run five jobs in well under a minute.
+STEPS = 40
+# Every wait of the test comes out of this budget, below ctest's TIMEOUT (180 s): a hung job fails
+# the test by itself, which then stops the cluster, instead of ctest killing it.
+BUDGET_S = 150
+
+
+def main():
+    accelc, accelrun, spec, workdir = sys.argv[1:5]
+    # Stopped from outside (Ctrl-C is KeyboardInterrupt already): still stop the daemons.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    accelc, accelrun, workdir = map(os.path.abspath, (accelc, accelrun, workdir))
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    started = time.monotonic()
+
+    def left():
+        remaining = BUDGET_S - (time.monotonic() - started)
+        assert remaining > 1, f"the test ran past its budget of {BUDGET_S} s"
+        return remaining
+
+    cluster = SlurmCluster()
+    try:
+        cluster.start()
+    except Unavailable as why:
+        cluster.stop()
+        cluster.remove()
+        skip(f"no one-node Slurm cluster on this machine: {why}")
+    passed = False
+    try:
+        print(f"cluster up in {time.monotonic() - started:.1f} s")
+        plan = os.path.join(workdir, "plan.json")
+        run([accelc, "build", spec, "--set", f"train.steps={STEPS}", "-o", plan], timeout=left())
+        reference = os.path.join(workdir, "local")
+        run([accelrun, plan, "--output-dir", reference], env=scheduler_free_env(), timeout=left())
+
+        # srun passes the environment on: MASTER_PORT keeps the rendezvous off the plan's fixed
+        # port, which another test may hold.
+        out = os.path.join(workdir, "srun")
+        result = cluster.run(["srun", "-N1", "-n2", accelrun, plan, "--output-dir", out],
+                             env={"MASTER_PORT": str(free_port())}, cwd=workdir, timeout=left())
+        assert_trained_like(reference, out, "srun -N1 -n2")
+        check_one_voice("srun -N1 -n2", "Slurm", result.stdout)
+
+        out = os.path.join(workdir, "sbatch")
+        script = os.path.join(workdir, "job.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/sh\n#SBATCH -N1 -n2 -o {out}.log\nexec srun {accelrun} {plan} --output-dir {out}\n")
+        result = cluster.run(["sbatch", "--parsable", script], env={"MASTER_PORT": str(free_port())}, cwd=workdir, timeout=left())
+        job_id = result.stdout.strip().split(";")[0]
+        state, exit_code = cluster.wait_job(job_id, timeout=left())
+        with open(f"{out}.log") as f:
+            log = f.read()
+        sys.stdout.write(log)
+        assert (state, exit_code) == ("COMPLETED", "0:0"), f"sbatch: job {job_id} ended {state} {exit_code}"
+        assert_trained_like(reference, out, "sbatch + srun")
+        check_one_voice("sbatch + srun", "Slurm", log)
+
+        out = os.path.join(workdir, "salloc")
+        result = cluster.run(["salloc", "-n2", "srun", accelrun, plan, "--output-dir", out],
+                             env={"MASTER_PORT": str(free_port())}, cwd=workdir, timeout=left())
+        assert_trained_like(reference, out, "salloc -n2 + srun")
+        check_one_voice("salloc -n2 + srun", "Slurm", result.stdout)
+
+        # The step inherits SLURM_NTASKS_PER_NODE=2 from the allocation; its own count is 1.
+        result = cluster.run(["salloc", "-N1", "--ntasks-per-node=2", "srun", "-n1", accelrun, plan, "--dry-run"],
+                             cwd=workdir, timeout=left())
+        assert "launched by Slurm: rank 0 of 1 (local rank 0 of 1, node 0 of 1)" in result.stdout, result.stdout
+        assert re.search(r"^  env: LOCAL_WORLD_SIZE=1$", result.stdout, re.M), "srun -n1: LOCAL_WORLD_SIZE is not 1"
+        assert re.search(r"^  env: WORLD_SIZE=1$", result.stdout, re.M), "srun -n1: WORLD_SIZE is not 1"
+        print("srun -n1 in --ntasks-per-node=2: LOCAL_WORLD_SIZE=1")
+
+        result = cluster.run(["srun", "-n1", "-c2", accelrun, plan, "--dry-run"], cwd=workdir, timeout=left())
+        assert "; 2 threads per worker (SLURM_CPUS_PER_TASK)" in result.stdout, result.stdout
+        assert re.search(r"^  env: OMP_NUM_THREADS=2$", result.stdout, re.M), "srun -c2: OMP_NUM_THREADS is not 2"
+        print("srun -n1 -c2: 2 threads per worker from SLURM_CPUS_PER_TASK")
+        passed = True
+    finally:
+        cluster.stop()
+        # A failed run keeps the daemons' logs for a look.
+        if passed:
+            cluster.remove()
+        else:
+            print(f"Slurm's configuration and logs: {cluster.dir}")
+    print(f"real Slurm: all jobs passed in {time.monotonic() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
