@@ -5,11 +5,14 @@ slurmd; tests/e2e/slurm_cluster.py), runs the quickstart through it, and stops e
 1. `srun -N1 -n2 accelrun plan.json`;
 2. `sbatch` of a script that runs `srun accelrun plan.json`;
 3. `salloc -n2` then `srun accelrun plan.json`;
+4. two 2-task `sbatch` jobs at once on the one node, each on the plan's unset port: each derives
+   its own port from its job id, and each trains in its own world (they once met at 29500, and a
+   rank of one trained inside the other);
 each trains on 2 ranks with weights bit-identical to a local 2-process `accelrun` run, and only
 rank 0's launcher prints the job's lines. Then, with `--dry-run`:
-4. `srun -n1` inside `salloc --ntasks-per-node=2`: the step's one task per node wins over the
+5. `srun -n1` inside `salloc --ntasks-per-node=2`: the step's one task per node wins over the
    allocation's two (LOCAL_WORLD_SIZE=1);
-5. `srun -n1 -c2`: SLURM_CPUS_PER_TASK sets the worker's threads.
+6. `srun -n1 -c2`: SLURM_CPUS_PER_TASK sets the worker's threads.
 
 Exits 77 (ctest: skipped) when the machine cannot host the cluster: packages missing, not root,
 or the daemons do not start.
@@ -49,7 +52,7 @@ def main():
         assert remaining > 1, f"the test ran past its budget of {BUDGET_S} s"
         return remaining
 
-    cluster = SlurmCluster()
+    cluster = SlurmCluster(cpus=4)  # two 2-task jobs at once; Slurm does not check the real count
     try:
         cluster.start()
     except Unavailable as why:
@@ -85,6 +88,32 @@ def main():
         assert (state, exit_code) == ("COMPLETED", "0:0"), f"sbatch: job {job_id} ended {state} {exit_code}"
         assert_trained_like(reference, out, "sbatch + srun")
         check_one_voice("sbatch + srun", "Slurm", log)
+
+        # No MASTER_PORT: each job's port comes from its own job id, not the plan's 29500.
+        jobs = {}
+        for name in ("concurrent_a", "concurrent_b"):
+            out = os.path.join(workdir, name)
+            script = os.path.join(workdir, f"{name}.sh")
+            with open(script, "w") as f:
+                f.write(f"#!/bin/sh\n#SBATCH -N1 -n2 -o {out}.log\nexec srun {accelrun} {plan} --output-dir {out}\n")
+            result = cluster.run(["sbatch", "--parsable", script], cwd=workdir, timeout=left())
+            jobs[name] = result.stdout.strip().split(";")[0]
+        ports = set()
+        for name, job_id in jobs.items():
+            state, exit_code = cluster.wait_job(job_id, timeout=left())
+            with open(os.path.join(workdir, f"{name}.log")) as f:
+                log = f.read()
+            sys.stdout.write(log)
+            assert (state, exit_code) == ("COMPLETED", "0:0"), f"{name}: job {job_id} ended {state} {exit_code}"
+            assert_trained_like(reference, os.path.join(workdir, name), name)
+            found = re.search(r"rendezvous [^:\s]+:(\d+) \([^)]*port from the launch id\), launch "
+                              rf"slurm-{job_id}\.0 ", log)
+            assert found, f"{name}: the port is not derived from job {job_id}"
+            ports.add(found.group(1))
+        assert len(ports) == 2, f"both jobs met at port {ports}"
+        (start_a, end_a), (start_b, end_b) = (cluster.job_times(j) for j in jobs.values())
+        assert start_b < end_a and start_a < end_b, f"the jobs did not overlap: {start_a}-{end_a}, {start_b}-{end_b}"
+        print(f"two concurrent jobs on one node: ports {sorted(ports)}, each trained in its own world")
 
         out = os.path.join(workdir, "salloc")
         result = cluster.run(["salloc", "-n2", "srun", accelrun, plan, "--output-dir", out],

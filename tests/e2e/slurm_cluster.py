@@ -213,6 +213,13 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=10 State=UP
         raise AssertionError(f"job {job_id} not ended after {timeout} s (state {fields.get('JobState')})\n"
                              + self._logs())
 
+    def job_times(self, job_id):
+        """The job's `StartTime` and `EndTime` as scontrol says them (ISO 8601, to the second)."""
+        result = subprocess.run(["scontrol", "-o", "show", "job", job_id], env=self.env, capture_output=True,
+                                text=True, timeout=10)
+        fields = dict(item.split("=", 1) for item in result.stdout.split() if "=" in item)
+        return fields.get("StartTime", ""), fields.get("EndTime", "")
+
     # -- teardown ----------------------------------------------------------------------------
     def stop(self):
         if any(name == "slurmctld" and p.poll() is None for name, p in self.daemons):
