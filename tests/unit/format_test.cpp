@@ -5,6 +5,7 @@
 #include <string>
 
 #include "compiler/format/line_diff.h"
+#include "compiler/format/meaning.h"
 #include "compiler/parse/parse.h"
 
 namespace accel::format {
@@ -135,6 +136,32 @@ TEST(SyntaxTree, HoldsCommentsAndIsOnlyGivenForAFileWithoutErrors) {
   parse::SyntaxTree none;
   parse::Parse(bad, diagnostics, &none);
   EXPECT_FALSE(none.root);
+}
+
+// The meaning key of `text`, which must parse.
+std::string KeyOf(const std::string& text) {
+  source::SourceFile source("t.accel", text);
+  diag::DiagnosticEngine diagnostics;
+  parse::SyntaxTree syntax;
+  ast::File file = parse::Parse(source, diagnostics, &syntax);
+  EXPECT_FALSE(diagnostics.has_errors());
+  return MeaningKey(source, syntax, file);
+}
+
+TEST(MeaningKey, IgnoresLayoutSeparatorsAndTrailingBlanksInComments) {
+  EXPECT_EQ(KeyOf("job j { a = [1, 2,]; b = 2 } // c  "), KeyOf("job j {\n  a = [1, 2]\n  b = 2\n} // c\n"));
+}
+
+TEST(MeaningKey, SeesALostMovedOrChangedComment) {
+  std::string key = KeyOf("job j { a = 1 // c\n b = 2 }");
+  EXPECT_NE(key, KeyOf("job j { a = 1\n b = 2 }"));
+  EXPECT_NE(key, KeyOf("job j { a = 1\n b = 2 // c\n }"));
+  EXPECT_NE(key, KeyOf("job j { a = 1 // d\n b = 2 }"));
+}
+
+TEST(MeaningKey, SeesAChangedValueOrSpelling) {
+  EXPECT_NE(KeyOf("job j { a = 1 }"), KeyOf("job j { a = 2 }"));
+  EXPECT_NE(KeyOf("job j { a = 1000 }"), KeyOf("job j { a = 1_000 }"));
 }
 
 TEST(UnifiedDiff, IsEmptyForEqualTexts) { EXPECT_EQ(UnifiedDiff("a\nb\n", "a\nb\n", "f"), ""); }
