@@ -202,6 +202,45 @@ class Printer {
   uint32_t FirstToken(const SyntaxChild& child) const {
     return child.node ? child.node->first_token : child.token;
   }
+  uint32_t LastToken(const SyntaxChild& child) const {
+    return child.node ? child.node->last_token : child.token;
+  }
+  uint32_t LineOf(uint32_t token) const { return source_.Locate(syntax_.tokens[token].span.begin).line; }
+
+  // Whether the item `child` keeps its one line as written: when the author wrote it on one line
+  // and a comment refers to that line, either at its end or as an `accelc-ignore` comment on the
+  // line before. Such comments (suppressions, test expectations) name a line, so splitting the
+  // item over several lines would change what they apply to.
+  bool KeepsLine(const SyntaxChild& child) const {
+    uint32_t first = FirstToken(child);
+    uint32_t last = LastToken(child);
+    if (flat_ || first > last || LineOf(first) != LineOf(last)) return false;
+    if (first > 0 && syntax_.tokens[first - 1].kind == TokenKind::kLineComment &&
+        Text(first - 1).find("accelc-ignore[") != std::string_view::npos &&
+        LineOf(first - 1) + 1 == LineOf(first)) {
+      return true;
+    }
+    for (uint32_t i = last + 1; i < syntax_.tokens.size(); ++i) {
+      const SyntaxToken& token = syntax_.tokens[i];
+      if (token.kind == TokenKind::kCode) {
+        if (Text(i) == ";" || Text(i) == ",") continue;
+        return false;
+      }
+      // A trailing doc comment documents the next declaration, not this line.
+      return token.kind != TokenKind::kDocComment &&
+             NewlinesBetween(syntax_.tokens[last].span.end, token.span.begin) == 0;
+    }
+    return false;
+  }
+
+  // Prints one item of a block, a record, a list or the file on a new line.
+  void Item(const SyntaxChild& child) {
+    ItemScope item(*this, FirstToken(child));
+    bool keep = KeepsLine(child);
+    keep_line_ += keep;
+    Child(child, Gap::kLine);
+    keep_line_ -= keep;
+  }
 
   // Opens a bracket whose contents go one per line.
   void Open(uint32_t token, Gap gap) {
@@ -279,10 +318,7 @@ class Printer {
 
   // One declaration per line; the author's blank lines between them are kept (at most one).
   void File(const SyntaxNode& node) {
-    for (const SyntaxChild& child : node.children) {
-      ItemScope item(*this, FirstToken(child));
-      Child(child, Gap::kLine);
-    }
+    for (const SyntaxChild& child : node.children) Item(child);
   }
 
   // The constructs that are one line of tokens: the gap before each token follows from the
@@ -364,7 +400,7 @@ class Printer {
   void Job(const SyntaxNode& node, Gap gap) {
     for (size_t i = 0; i + 1 < node.children.size(); ++i)
       Emit(node.children[i].token, i == 0 ? gap : Gap::kSpace);
-    Block(*node.children.back().node, Gap::kSpace, /*may_join=*/false);
+    Block(*node.children.back().node, Gap::kSpace, /*may_join=*/keep_line_ > 0);
   }
 
   // `{ statement... }`: one statement per line; `{}` when empty, and, if `may_join`,
@@ -380,6 +416,7 @@ class Printer {
     }
     bool one_assignment = may_join && children.size() == 3 && children[1].node &&
                           children[1].node->children.size() >= 2 && Is(children[1].node->children[1], "=");
+    if (keep_line_ > 0) return OneLine(children, 0, gap);
     bool flat = flat_;
     if (flat_) {
       // Measuring a list or a block around this one: only the block measured may hold a statement.
@@ -398,11 +435,23 @@ class Printer {
       return;
     }
     Open(open, gap);
-    for (size_t i = 1; i + 1 < children.size(); ++i) {
-      ItemScope item(*this, FirstToken(children[i]));
-      Child(children[i], Gap::kLine);
-    }
+    for (size_t i = 1; i + 1 < children.size(); ++i) Item(children[i]);
     Close(close);
+  }
+
+  // `{ a = 1; b = 2 }`: the members between children[open] and the last child on the line they
+  // were written on (see KeepsLine), separated by `;`.
+  void OneLine(const std::vector<SyntaxChild>& children, size_t open, Gap gap) {
+    Emit(children[open].token, gap);
+    bool first = true;
+    for (size_t i = open + 1; i + 1 < children.size(); ++i) {
+      if (Is(children[i], ";")) continue;
+      if (!first) out_ += ';';
+      first = false;
+      Child(children[i], Gap::kSpace);
+    }
+    bool empty = first && !HasCommentBetween(children[open].token, children.back().token);
+    Emit(children.back().token, empty ? Gap::kNone : Gap::kSpace);
   }
 
   // `[open] kind Name { member... }`: one field or rule per line, like a block.
@@ -417,11 +466,9 @@ class Printer {
       Emit(close, Gap::kNone);
       return;
     }
+    if (keep_line_ > 0) return OneLine(children, open, Gap::kSpace);
     Open(children[open].token, Gap::kSpace);
-    for (size_t i = open + 1; i + 1 < children.size(); ++i) {
-      ItemScope item(*this, FirstToken(children[i]));
-      Child(children[i], Gap::kLine);
-    }
+    for (size_t i = open + 1; i + 1 < children.size(); ++i) Item(children[i]);
     Close(close);
   }
 
@@ -439,7 +486,8 @@ class Printer {
     }
     ++indent_;
     for (size_t i = colon + 1; i < children.size(); ++i) {
-      if (!Is(children[i], ";")) Child(children[i], flat_ ? Gap::kSpace : Gap::kLineNoBlank);
+      if (!Is(children[i], ";"))
+        Child(children[i], flat_ || keep_line_ > 0 ? Gap::kSpace : Gap::kLineNoBlank);
     }
     --indent_;
   }
@@ -449,7 +497,7 @@ class Printer {
     const std::vector<SyntaxChild>& children = node.children;
     Emit(children[0].token, gap);
     Emit(children[1].token, Gap::kSpace);
-    bool flat = flat_;
+    bool flat = flat_ || keep_line_ > 0;
     if (!flat) {
       std::optional<size_t> width = FlatWidth(node);
       flat = width && static_cast<size_t>(indent_ * kIndentWidth) + *width <= line_limit_;
@@ -462,7 +510,7 @@ class Printer {
   // Inside a larger expression (`x in [a, b]`) a list stays on one line whatever its width:
   // breaking it there would scatter the expression; the author's line breaks around it stay.
   void Bracketed(const SyntaxNode& node, Gap gap, bool inner_space) {
-    bool flat = flat_;
+    bool flat = flat_ || keep_line_ > 0;
     if (!flat) {
       std::optional<size_t> width = FlatWidth(node);
       size_t start = Column() + (gap == Gap::kNone || gap == Gap::kSoftNone ? 0 : 1);
@@ -490,8 +538,7 @@ class Printer {
     Open(children[open].token, gap);
     int operand_depth = std::exchange(operand_depth_, 0);  // each element is an item of its own
     for (const SyntaxChild* element : elements) {
-      ItemScope item(*this, FirstToken(*element));
-      Child(*element, Gap::kLine);
+      Item(*element);
       EmitComma();
     }
     operand_depth_ = operand_depth;
@@ -510,6 +557,7 @@ class Printer {
   uint32_t cursor_ = 0;        // the first token not yet written or skipped
   int indent_ = 0;             // block depth
   int operand_depth_ = 0;      // > 0 inside an operator, a call or `is set`
+  int keep_line_ = 0;          // > 0 inside an item kept on its line (KeepsLine)
   int item_indent_ = 0;        // columns the current item's line starts at
   int item_column_ = 0;        // the column it started at in the source
   bool need_newline_ = false;  // a comment ended the line
