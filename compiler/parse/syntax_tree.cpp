@@ -50,17 +50,23 @@ std::optional<SyntaxKind> KindOf(antlr4::ParserRuleContext* context) {
       return SyntaxKind::kPath;
     case AccelParser::RuleMapEntry:
       return SyntaxKind::kMapEntry;
+    // The labelled alternatives of `expr` and `primary` are subclasses; dynamic_cast only
+    // there, as it costs a string compare per try with the static ANTLR runtime.
+    case AccelParser::RuleExpr:
+      if (dynamic_cast<AccelParser::UnaryExprContext*>(context)) return SyntaxKind::kUnary;
+      if (dynamic_cast<AccelParser::BinaryExprContext*>(context)) return SyntaxKind::kBinary;
+      if (dynamic_cast<AccelParser::IsSetExprContext*>(context)) return SyntaxKind::kIsSet;
+      break;
+    case AccelParser::RulePrimary:
+      if (dynamic_cast<AccelParser::RecordPrimaryContext*>(context)) return SyntaxKind::kRecordLiteral;
+      if (dynamic_cast<AccelParser::CallPrimaryContext*>(context)) return SyntaxKind::kCall;
+      if (dynamic_cast<AccelParser::ListPrimaryContext*>(context)) return SyntaxKind::kList;
+      if (dynamic_cast<AccelParser::MapPrimaryContext*>(context)) return SyntaxKind::kMap;
+      if (dynamic_cast<AccelParser::ParenPrimaryContext*>(context)) return SyntaxKind::kParen;
+      break;
     default:
       break;
   }
-  if (dynamic_cast<AccelParser::UnaryExprContext*>(context)) return SyntaxKind::kUnary;
-  if (dynamic_cast<AccelParser::BinaryExprContext*>(context)) return SyntaxKind::kBinary;
-  if (dynamic_cast<AccelParser::IsSetExprContext*>(context)) return SyntaxKind::kIsSet;
-  if (dynamic_cast<AccelParser::RecordPrimaryContext*>(context)) return SyntaxKind::kRecordLiteral;
-  if (dynamic_cast<AccelParser::CallPrimaryContext*>(context)) return SyntaxKind::kCall;
-  if (dynamic_cast<AccelParser::ListPrimaryContext*>(context)) return SyntaxKind::kList;
-  if (dynamic_cast<AccelParser::MapPrimaryContext*>(context)) return SyntaxKind::kMap;
-  if (dynamic_cast<AccelParser::ParenPrimaryContext*>(context)) return SyntaxKind::kParen;
   // decl, member, ident, literal, and the primaries that are a path or a literal.
   return std::nullopt;
 }
