@@ -124,7 +124,9 @@ class Printer {
 
   // Writes the comments between the last written token and `next` (skipping the code tokens
   // the layout drops, `;` and trailing commas). `gap` is what the caller puts before `next`:
-  // a comment on its own line is indented like `next` will be.
+  // a comment on its own line is indented like a line of the block when `next` starts one,
+  // else like a continuation line (measured at the comment, which starts its line, so that a
+  // second run measures the same).
   void FlushComments(uint32_t next, Gap gap) {
     for (uint32_t i = cursor_; i < next; ++i) {
       const SyntaxToken& token = syntax_.tokens[i];
@@ -139,8 +141,7 @@ class Printer {
       } else if (newlines == 0 && !need_newline_) {
         out_ += ' ';  // at the end of the line, or between two tokens: stays there
       } else {
-        NewLine(newlines >= 2 && !after_open_,
-                IsLine(gap) ? indent_ * kIndentWidth : ContinuationIndent(next));
+        NewLine(newlines >= 2 && !after_open_, IsLine(gap) ? indent_ * kIndentWidth : ContinuationIndent(i));
       }
       out_ += CleanComment(Text(i));
       // A line comment ends its line; a block comment does when the author ended the line there.

@@ -103,6 +103,14 @@ TEST(Format, KeepsTheAuthorsLineBreaksInsideAnExpression) {
             "record R {\n  x: int\n  rule R-1 error \"m\":\n    x > 1 and\n      x < 5\n}\n");
 }
 
+TEST(Format, IndentsACommentInsideAnExpressionLikeAContinuationLine) {
+  EXPECT_EQ(Fmt("record R {\n  x: int\n  rule R-1 error \"m\":\n    x > 1 and\n /* why */ x < 5 and\n  // "
+                "note\n  x < 9\n}\n"),
+            "record R {\n  x: int\n  rule R-1 error \"m\":\n    x > 1 and\n      /* why */ x < 5 and\n      "
+            "// note\n"
+            "      x < 9\n}\n");
+}
+
 TEST(Format, NormalizesCrlfTabsAndTrailingBlanks) {
   EXPECT_EQ(Fmt("job j {\r\n\ta = 1   // c   \r\n}\r\n"), "job j {\n  a = 1 // c\n}\n");
 }
