@@ -177,7 +177,8 @@ class Printer {
     after_open_ = false;
   }
 
-  // Text the source may lack: the comma after the last element of a broken list.
+  // The comma after an element. The source's own commas are skipped like `;`: a list on one line
+  // has none after its last element, a broken list one after every element.
   void EmitComma() { out_ += ','; }
 
   // Keeps continuation lines of the item that starts at `first_token` relative to it.
@@ -285,8 +286,6 @@ class Printer {
         return Record(node, gap);
       case SyntaxKind::kEnum:
         return Enum(node, gap);
-      case SyntaxKind::kField:
-        return Field(node, gap);
       case SyntaxKind::kRule:
         return Rule(node, gap);
       case SyntaxKind::kList:
@@ -297,6 +296,7 @@ class Printer {
         return Binary(node, gap);
       case SyntaxKind::kUnary:
         return Unary(node, gap);
+      case SyntaxKind::kField:  // `name: type = default  modifier...`
       case SyntaxKind::kLet:
       case SyntaxKind::kImport:
       case SyntaxKind::kEnumMember:
@@ -472,9 +472,6 @@ class Printer {
     for (size_t i = open + 1; i + 1 < children.size(); ++i) Item(children[i]);
     Close(close);
   }
-
-  // `name: type = default  modifier...`
-  void Field(const SyntaxNode& node, Gap gap) { Tokens(node, gap); }
 
   // `rule CODE severity "message" for a, b:` and the condition on the next line, indented.
   void Rule(const SyntaxNode& node, Gap gap) {
