@@ -113,10 +113,11 @@ UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' ~[\r\n])* '\\'? ;
 ID       : [a-zA-Z_] [a-zA-Z0-9_]* ;
 
 // Doc comments go to their own channel: allowed anywhere a comment is, and collected by the
-// tree builder for the declaration that follows them.
+// tree builder for the declaration that follows them. Other comments stay in the token stream
+// on the hidden channel, which the parser never sees, so that `accelc fmt` can keep them.
 DOC_COMMENT  : '///' ~[\r\n]* -> channel(2) ;
-LINE_COMMENT : '//' ~[\r\n]* -> skip ;
-BLOCK_COMMENT: '/*' .*? '*/' -> skip ;
+LINE_COMMENT : '//' ~[\r\n]* -> channel(HIDDEN) ;
+BLOCK_COMMENT: '/*' .*? '*/' -> channel(HIDDEN) ;
 WS           : [ \t\r\n]+ -> skip ;
 // Anything else becomes one token the parser rejects with a located diagnostic.
 UNEXPECTED   : . ;

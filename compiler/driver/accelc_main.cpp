@@ -24,6 +24,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/filter.h"
+#include "compiler/driver/format_files.h"
 #include "compiler/driver/inputs.h"
 #include "compiler/driver/verify.h"
 #include "compiler/interop/interop.h"
@@ -66,6 +67,10 @@ constexpr Command kCommands[] = {
      "what the Python stack reads: `accelerate-yaml` (a spec's `compute`,\n"
      "or a config) or `deepspeed-json` (a DeepSpeed config)"},
     {"explain-code", "explain-code <code>...", "what a diagnostic code (A2003) or a rule id (DS-019) means"},
+    {"fmt", "fmt [--check] [--diff] <file>...",
+     "put `.accel` specs in the one canonical layout (docs/fmt.md), in\n"
+     "place; `-` reads stdin and writes stdout. Directories: every .accel\n"
+     "file below. Files with syntax errors are left as they are"},
     {"docs", "docs --out <dir>",
      "write the reference generated from the schemas: Markdown pages,\n"
      "a searchable HTML page, JSON Schemas of the YAML and JSON surfaces"},
@@ -81,6 +86,8 @@ struct Options {
   std::string format = "text";
   bool verify = false;
   bool dump_ast = false;
+  bool check = false;  // fmt --check
+  bool diff = false;   // fmt --diff
   bool process_env = false;
   std::vector<std::string> env_assignments;  // KEY=VALUE, from --env and --env-file in order
   std::vector<std::string> overrides;        // --set PATH=VALUE, in order
@@ -256,6 +263,14 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
       Option{.names = {"--dump-ast"},
              .help = "with `parse`: print the syntax tree of each file",
              .apply = accel::cli::SetFlag(o.dump_ast)},
+      Option{.names = {"--check"},
+             .help = "with `fmt`: write nothing; name each file that is not formatted,\n"
+                     "exit 1 if any",
+             .apply = accel::cli::SetFlag(o.check)},
+      Option{.names = {"--diff"},
+             .help = "with `fmt`: write nothing; print how each file would change as a\n"
+                     "unified diff, exit 1 if any would",
+             .apply = accel::cli::SetFlag(o.diff)},
       Option{.names = {"--verify"},
              .help = "check that each file produces exactly the diagnostics its\n"
                      "`expected-error {{...}}` comments state (as clang -verify)",
@@ -641,6 +656,14 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (options.command == "parse") return ParseOnly(options);
+  if (options.command == "fmt") {
+    using accel::driver::FormatMode;
+    FormatMode mode = options.diff    ? FormatMode::kDiff
+                      : options.check ? FormatMode::kCheck
+                                      : FormatMode::kWrite;
+    bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    return accel::driver::FormatFiles(options.files, mode, color);
+  }
 
   accel::diag::DiagnosticEngine stdlib_diagnostics;
   std::unique_ptr<accel::driver::Stdlib> stdlib = accel::driver::Stdlib::Load(stdlib_diagnostics);

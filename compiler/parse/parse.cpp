@@ -11,6 +11,7 @@
 #include "compiler/parse/guards.h"
 #include "compiler/parse/literals.h"
 #include "compiler/parse/syntax_errors.h"
+#include "compiler/parse/syntax_tree_builder.h"
 
 namespace accel::parse {
 namespace {
@@ -107,6 +108,8 @@ class TreeBuilder {
          tokens_.getHiddenTokensToLeft(context->getStart()->getTokenIndex(), kDocChannel)) {
       std::string text = line->getText().substr(3);  // drop `///`
       if (!text.empty() && text.front() == ' ') text.erase(0, 1);
+      // Trailing blanks are invisible, and `accelc fmt` removes them: they are not part of the doc.
+      text.erase(text.find_last_not_of(" \t") + 1);
       if (!out.empty()) out += '\n';
       out += text;
     }
@@ -517,7 +520,7 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const source::SourceFile& s
 // 64 MiB: ANTLR uses a few KiB of stack per nesting level; kMaxNesting levels fit many times.
 constexpr size_t kParserStackBytes = 64u << 20;
 
-// Runs ANTLR over `source` from the start rule `start` and hands the tree to `build`:
+// Runs ANTLR over `source` from the start rule `start` and hands the tree and its tokens to `build`:
 // UTF-8 and nesting checks, a big stack, two-stage SLL/LL prediction, located syntax errors.
 template <typename Start, typename Build>
 void RunParser(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, Start start,
@@ -571,7 +574,7 @@ void RunParser(const source::SourceFile& source, diag::DiagnosticEngine& diagnos
         tree = start(parser);
       }
       TreeBuilder builder(source, diagnostics, to_byte, tokens);
-      build(builder, tree);
+      build(builder, tree, tokens, to_byte);
     } catch (const std::exception& error) {
       diagnostics.Emit(diag::Kind::SyntaxError, &source, {},
                        std::string("the parser gave up: ") + error.what());
@@ -581,12 +584,20 @@ void RunParser(const source::SourceFile& source, diag::DiagnosticEngine& diagnos
 
 }  // namespace
 
-ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
+ast::File Parse(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, SyntaxTree* syntax) {
   ast::File file;
   file.source = &source;
+  int errors_before = diagnostics.error_count();
   RunParser(
       source, diagnostics, [](AccelParser& parser) { return parser.file(); },
-      [&](TreeBuilder& builder, AccelParser::FileContext* tree) { file = builder.Build(tree); });
+      [&](TreeBuilder& builder, AccelParser::FileContext* tree, antlr4::BufferedTokenStream& tokens,
+          const std::function<uint32_t(size_t)>& to_byte) {
+        file = builder.Build(tree);
+        // A tree that error recovery patched up is not the file's syntax; no one gets it.
+        if (syntax != nullptr && diagnostics.error_count() == errors_before) {
+          *syntax = BuildSyntaxTree(tokens, tree, to_byte);
+        }
+      });
   file.source = &source;
   return file;
 }
@@ -595,7 +606,8 @@ ast::Block ParseOverrides(const source::SourceFile& source, diag::DiagnosticEngi
   ast::Block block;
   RunParser(
       source, diagnostics, [](AccelParser& parser) { return parser.overrides(); },
-      [&](TreeBuilder& builder, AccelParser::OverridesContext* tree) { block = builder.Overrides(tree); });
+      [&](TreeBuilder& builder, AccelParser::OverridesContext* tree, antlr4::BufferedTokenStream&,
+          const std::function<uint32_t(size_t)>&) { block = builder.Overrides(tree); });
   return block;
 }
 
