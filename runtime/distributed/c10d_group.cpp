@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/support/progress.h"
+
 namespace accel::rt::distributed::internal {
 namespace {
 
@@ -82,6 +84,7 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   // write would raise SIGPIPE and kill this rank silently; ignored, it fails with EPIPE, which
   // the collective reports as an error naming the peer.
   signal(SIGPIPE, SIG_IGN);
+  progress::Waiting("the rendezvous");
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options.master_port);
   store_options.isServer = options.rank == 0;
@@ -119,11 +122,13 @@ class C10dWork final : public PendingWork {
       : works_(std::move(works)), options_(options) {}
 
   void Wait() override {
+    progress::Waiting("all_reduce");
     try {
       for (auto& work : works_) work->wait(options_.timeout);
     } catch (const std::exception& error) {
       throw Failure("all_reduce", options_, error);
     }
+    progress::Resumed();
   }
 
  private:
@@ -135,11 +140,13 @@ class C10dWork final : public PendingWork {
 
 template <typename F>
 void C10dCollectives::Guard(const char* what, F&& body) {
+  progress::Waiting(what);
   try {
     body();
   } catch (const std::exception& error) {
     throw Failure(what, options_, error);
   }
+  progress::Resumed();
 }
 
 std::unique_ptr<PendingWork> C10dCollectives::AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) {

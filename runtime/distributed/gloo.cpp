@@ -5,6 +5,7 @@
 
 #include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
+#include "runtime/support/progress.h"
 
 namespace accel::rt::distributed {
 namespace {
@@ -29,6 +30,7 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
                                         : c10d::ProcessGroupGloo::createDefaultDevice());
     auto group =
         c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
+    progress::Resumed();  // the rendezvous and the group's connections are done
     return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCPU));
   } catch (const ForeignRendezvousError&) {
     throw;  // this rank's own failure, already said in full

@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include "runtime/distributed/c10d_group.h"
+#include "runtime/support/progress.h"
 #endif
 
 namespace accel::rt::distributed {
@@ -36,6 +37,7 @@ std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int l
     nccl_options->timeout = options.timeout;
     auto group =
         c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, nccl_options);
+    progress::Resumed();  // the rendezvous and the group's connections are done
     return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCUDA, index));
   } catch (const ForeignRendezvousError&) {
     throw;  // this rank's own failure, already said in full

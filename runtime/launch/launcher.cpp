@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/launch/progress_monitor.h"
+
 namespace accel::rt::launch {
 namespace {
 
@@ -49,6 +51,10 @@ class Supervisor {
   void Route(const OutputChunk& chunk) {
     auto it = rank_of_.find(chunk.pid);
     if (it == rank_of_.end()) return;
+    if (chunk.stream == OutputStream::kProgress) {
+      progress_.Add(it->second, chunk.bytes, Clock::now());
+      return;
+    }
     output_.Add(it->second, chunk.stream, chunk.bytes);
     if (chunk.eof) output_.Finish(it->second, chunk.stream);
   }
@@ -60,6 +66,7 @@ class Supervisor {
     int rank = it->second;
     running_.erase(it);
     for (OutputChunk& chunk : spawner_.DrainOutput(exit.pid)) Route(chunk);
+    progress_.Ended(rank);
     // The line a worker left unfinished is still its last word.
     output_.Finish(rank, OutputStream::kStdout);
     output_.Finish(rank, OutputStream::kStderr);
@@ -67,12 +74,26 @@ class Supervisor {
   }
   void StopAll();
   std::string Report(const Failure& named, const std::vector<Failure>& others, size_t stopped) const;
+  LaunchResult Stall(const ProgressMonitor::Silence& silence, const std::vector<Failure>& waited,
+                     LaunchResult result);
+  std::string TailOf(int rank) const;
+  // A running rank that is stopped (SIGSTOP, a debugger), with what it last said.
+  std::optional<ProgressMonitor::Silence> StoppedRank() {
+    for (const auto& [pid, rank] : running_) {
+      if (!spawner_.IsStopped(pid)) continue;
+      std::optional<ProgressMonitor::Silence> silence = progress_.Of(rank, Clock::now());
+      if (silence) silence->stopped = true;
+      return silence;
+    }
+    return std::nullopt;
+  }
 
   const LaunchOptions& options_;
   ProcessSpawner& spawner_;
   WorkerOutput output_;
   std::map<pid_t, int> rank_of_;  // every worker started, running or not
   std::map<pid_t, int> running_;  // pid -> rank
+  ProgressMonitor progress_;      // running ranks only
   // Workers that failed, reaped in this supervision: their process groups may still hold
   // children, which are stopped too. Workers that succeeded are left alone, since their ids
   // may belong to other processes by now.
@@ -103,22 +124,53 @@ std::string Supervisor::Report(const Failure& named, const std::vector<Failure>&
   std::string text = DescribeFailure(named);
   text += fmt::format("; stopped {} other worker{}", stopped, stopped == 1 ? "" : "s");
   if (IsPeerFailure(named.status)) {
-    text +=
-        "\nno worker on this machine failed on its own: the cause is a rank on another machine, "
-        "or one that never joined";
+    bool whole_job = options_.world_size == static_cast<int>(options_.workers.size());
+    text += whole_job
+                ? "\nno worker failed on its own and none is stuck: every rank gave up waiting for the "
+                  "others (a network problem, or a timeout shorter than the work between collectives)"
+                : "\nno worker of this launcher failed on its own: the cause is a rank it did not start "
+                  "(another task or machine), or one that never joined";
   }
   for (const Failure& other : others) {
     text += fmt::format("\nthen {}", DescribeFailure(other));
     if (IsPeerFailure(other.status)) text += ", a consequence";
   }
-  std::vector<std::string> tail = output_.Tail(named.rank);
-  if (tail.empty()) {
-    text += fmt::format("\nrank {} printed nothing", named.rank);
-  } else {
-    text += fmt::format("\nlast {} line{} of rank {}:", tail.size(), tail.size() == 1 ? "" : "s", named.rank);
-    for (const std::string& line : tail) text += "\n  | " + line;
-  }
+  return text + TailOf(named.rank);
+}
+
+std::string Supervisor::TailOf(int rank) const {
+  std::vector<std::string> tail = output_.Tail(rank);
+  if (tail.empty()) return fmt::format("\nrank {} printed nothing", rank);
+  std::string text =
+      fmt::format("\nlast {} line{} of rank {}:", tail.size(), tail.size() == 1 ? "" : "s", rank);
+  for (const std::string& line : tail) text += "\n  | " + line;
   return text;
+}
+
+// Names `silence`'s rank, still running but making no progress, as the failure, after the ranks
+// in `waited` failed waiting for it (or none did, and the watchdog fired); stops every worker.
+LaunchResult Supervisor::Stall(const ProgressMonitor::Silence& silence, const std::vector<Failure>& waited,
+                               LaunchResult result) {
+  pid_t pid = 0;
+  for (const auto& [running_pid, rank] : running_)
+    if (rank == silence.rank) pid = running_pid;
+  size_t stopped = running_.size() - 1;
+  // Stopped (SIGSTOP) or spinning, it would not act on SIGTERM.
+  spawner_.Signal(pid, SIGKILL);
+  StopAll();
+  std::string text = fmt::format("rank {} (pid {}) {}made no progress for {}", silence.rank, pid,
+                                 silence.stopped ? "is stopped (SIGSTOP or a debugger) and " : "",
+                                 ProgressMonitor::Describe(silence));
+  text += waited.empty() ? "; the plan's timeout has passed" : "; its peers failed waiting for it";
+  text += fmt::format("; stopped it and {} other worker{}", stopped, stopped == 1 ? "" : "s");
+  for (const Failure& other : waited)
+    text += fmt::format("\nbefore that, {}, a consequence", DescribeFailure(other));
+  result.failed_rank = silence.rank;
+  result.failed_status.pid = pid;
+  result.stalled = true;
+  result.failed_tail = output_.Tail(silence.rank);
+  result.message = text + TailOf(silence.rank);
+  return result;
 }
 
 LaunchResult Supervisor::Run() {
@@ -133,6 +185,7 @@ LaunchResult Supervisor::Run() {
     }
     rank_of_[*pid] = worker.rank;
     running_[*pid] = worker.rank;
+    progress_.Started(worker.rank, Clock::now());
   }
 
   std::optional<Failure> root_cause;
@@ -162,6 +215,26 @@ LaunchResult Supervisor::Run() {
       peer_failures.push_back(failure);
     }
     if (!root_cause && !peer_failures.empty() && Clock::now() >= window_end) break;
+    if (options_.collective_timeout.count() > 0 && !root_cause) {
+      if (std::optional<ProgressMonitor::Silence> silence =
+              progress_.Stalled(Clock::now(), options_.collective_timeout + options_.watchdog_margin,
+                                options_.first_word_limit)) {
+        // The first rank past the limit may be one waiting for the rank really stuck.
+        std::optional<ProgressMonitor::Silence> blamed = StoppedRank();
+        if (!blamed) blamed = progress_.SilentWorker(Clock::now(), options_.collective_timeout / 2);
+        return Stall(blamed ? *blamed : *silence, peer_failures, std::move(result));
+      }
+      // Every failure so far is a rank that gave up waiting in a collective. A rank of this
+      // launcher that is stopped, or silent in its own work (spinning, deadlocked), is whom they
+      // waited for.
+      if (!peer_failures.empty()) {
+        if (std::optional<ProgressMonitor::Silence> stopped = StoppedRank())
+          return Stall(*stopped, peer_failures, std::move(result));
+        if (std::optional<ProgressMonitor::Silence> silent =
+                progress_.SilentWorker(Clock::now(), options_.collective_timeout / 2))
+          return Stall(*silent, peer_failures, std::move(result));
+      }
+    }
   }
   if (!root_cause && peer_failures.empty()) {
     result.success = true;

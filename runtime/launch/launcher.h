@@ -28,6 +28,9 @@ struct WorkerSpec {
 
 struct LaunchOptions {
   std::vector<WorkerSpec> workers;
+  // Ranks in the whole job; more than `workers` when other launchers (other tasks or
+  // machines) start the rest. 0: unknown.
+  int world_size = 0;
   // Prefix each line of worker output with `[rank N] `, except rank 0's (set when the job has
   // several ranks).
   bool prefix_output = false;
@@ -38,6 +41,14 @@ struct LaunchOptions {
   // After a worker exits with kWorkerExitPeerFailure, how long to wait for a root-cause failure
   // (another exit code, or a signal) from another worker before naming the peer failure.
   std::chrono::milliseconds root_cause_window{3000};
+  // The watchdog. A rank that says nothing on its progress pipe for longer than
+  // `collective_timeout` + `watchdog_margin` (`first_word_limit` before its first word) stops
+  // the job and is named: every phase of a worker, not only its collectives, has a deadline.
+  // When peers fail waiting in a collective, a rank silent in its own work for at least half
+  // the timeout is whom they waited for. A collective_timeout of 0 turns all of it off.
+  std::chrono::milliseconds collective_timeout{0};
+  std::chrono::milliseconds watchdog_margin{5000};
+  std::chrono::milliseconds first_word_limit{65000};
   // Polled while waiting; returning true stops every worker (Ctrl-C in the launcher).
   std::function<bool()> interrupted = [] { return false; };
   // Where worker output lines go.
@@ -52,6 +63,9 @@ struct LaunchResult {
   // never joined.
   bool peer_failure_only = false;
   std::vector<std::string> failed_tail;  // the named rank's last output lines
+  // The named rank was still running but made no progress (the watchdog, or the rank its
+  // peers waited for when they failed).
+  bool stalled = false;
   // For the user: which rank failed and how, what followed, its last lines; or why nothing
   // started. Several lines; no final newline.
   std::string message;
@@ -61,8 +75,9 @@ struct LaunchResult {
 // output line by line. When a worker fails, the failure named is the first root cause: a peer
 // failure (kWorkerExitPeerFailure) is named only if no other failure follows within
 // `root_cause_window`. Every other worker is then stopped (SIGTERM, then SIGKILL after
-// `grace`). Never returns while a child is still running; every line a child wrote before it
-// ended has been printed.
+// `grace`). A rank silent past the watchdog's limits, or one silent in its own work while its
+// peers failed waiting, is named instead. Never returns while a child is still running; every line a child
+// wrote before it ended has been printed.
 LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner);
 
 // An unused TCP port on the loopback interface, for a single-machine rendezvous; 0 on failure.

@@ -10,9 +10,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "runtime/support/progress.h"
 
 extern char** environ;
 
@@ -44,9 +48,10 @@ llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string text = *entry;
     std::string key = text.substr(0, text.find('='));
-    if (extra_env.count(key) == 0) env_storage.push_back(std::move(text));
+    if (extra_env.count(key) == 0 && key != progress::kEnvFd) env_storage.push_back(std::move(text));
   }
   for (const auto& [key, value] : extra_env) env_storage.push_back(key + "=" + value);
+  env_storage.push_back(fmt::format("{}={}", progress::kEnvFd, kProgressFd));
 
   std::vector<char*> c_argv;
   for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
@@ -55,20 +60,26 @@ llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
   for (std::string& entry : env_storage) c_env.push_back(entry.data());
   c_env.push_back(nullptr);
 
-  // Close-on-exec pipes: the dup2 onto 1 and 2 clears the flag in the child only, so no other
-  // worker inherits this one's ends. The read ends are non-blocking for DrainOutput.
-  int out[2] = {-1, -1};
-  int err[2] = {-1, -1};
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
-    int error = errno;
-    for (int fd : {out[0], out[1], err[0], err[1]})
-      if (fd >= 0) ::close(fd);
-    return SystemError(error, "cannot create the output pipes of `" + argv[0] + "`");
+  // Close-on-exec pipes: the dup2 onto 1, 2 and kProgressFd clears the flag in the child only,
+  // so no other worker inherits this one's ends. The read ends are non-blocking for DrainOutput.
+  constexpr OutputStream kStreams[] = {OutputStream::kStdout, OutputStream::kStderr, OutputStream::kProgress};
+  constexpr int kChildFds[] = {STDOUT_FILENO, STDERR_FILENO, kProgressFd};
+  int ends[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
+  auto close_all = [&ends] {
+    for (auto& pair : ends)
+      for (int& fd : pair)
+        if (fd >= 0) ::close(fd), fd = -1;
+  };
+  for (auto& pair : ends) {
+    if (::pipe2(pair, O_CLOEXEC) != 0) {
+      int error = errno;
+      close_all();
+      return SystemError(error, "cannot create the output pipes of `" + argv[0] + "`");
+    }
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  for (int i = 0; i < 3; ++i) posix_spawn_file_actions_adddup2(&actions, ends[i][1], kChildFds[i]);
 
   // Each worker leads its own process group, so stopping a worker also stops whatever it
   // started (a shell's children, data-loading helpers) instead of orphaning them.
@@ -80,17 +91,14 @@ llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
   int error = posix_spawn(&pid, c_argv[0], &actions, &attributes, c_argv.data(), c_env.data());
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
-  ::close(err[1]);
+  for (auto& pair : ends) ::close(pair[1]);
   if (error != 0) {
-    ::close(out[0]);
-    ::close(err[0]);
+    for (auto& pair : ends) ::close(pair[0]);
     return SystemError(error, "cannot start `" + argv[0] + "`");
   }
-  for (auto [fd, stream] :
-       {std::pair{out[0], OutputStream::kStdout}, std::pair{err[0], OutputStream::kStderr}}) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    pipes_.push_back({fd, pid, stream});
+  for (int i = 0; i < 3; ++i) {
+    ::fcntl(ends[i][0], F_SETFL, ::fcntl(ends[i][0], F_GETFL) | O_NONBLOCK);
+    pipes_.push_back({ends[i][0], pid, kStreams[i]});
   }
   return pid;
 }
@@ -162,6 +170,16 @@ std::vector<OutputChunk> PosixSpawner::DrainOutput(pid_t pid) {
   }
   CloseFinished();
   return out;
+}
+
+bool PosixSpawner::IsStopped(pid_t pid) {
+  // The state letter follows the command name, which may itself hold spaces and parentheses.
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t end = text.rfind(')');
+  if (end == std::string::npos || end + 2 >= text.size()) return false;
+  char state = text[end + 2];
+  return state == 'T' || state == 't';
 }
 
 void PosixSpawner::Signal(pid_t pid, int signal) {

@@ -25,7 +25,9 @@ struct ExitStatus {
   std::string Describe() const;
 };
 
-enum class OutputStream { kStdout, kStderr };
+// kProgress is the worker's progress pipe (runtime/support/progress.h), read by the watchdog and
+// never printed.
+enum class OutputStream { kStdout, kStderr, kProgress };
 
 // Bytes a child wrote to its stdout or stderr, which the spawner captures through pipes.
 struct OutputChunk {
@@ -43,7 +45,8 @@ class ProcessSpawner {
  public:
   virtual ~ProcessSpawner() = default;
   // Starts `argv` with the current environment plus `extra_env` (which wins on conflicts).
-  // The child's stdout and stderr go to pipes read by ReadOutput and DrainOutput.
+  // The child's stdout and stderr go to pipes read by ReadOutput and DrainOutput, and so does
+  // its progress pipe (descriptor kProgressFd, named by ACCEL_PROGRESS_FD).
   virtual llvm::Expected<pid_t> Spawn(const std::vector<std::string>& argv,
                                       const std::map<std::string, std::string>& extra_env) = 0;
   // Waits up to `timeout` for any child to end; empty if none did.
@@ -56,7 +59,12 @@ class ProcessSpawner {
   virtual std::vector<OutputChunk> DrainOutput(pid_t pid) = 0;
   // Sends `signal` to the child `pid` and every process it started.
   virtual void Signal(pid_t pid, int signal) = 0;
+  // Whether the child `pid` is stopped (SIGSTOP, a debugger): alive, but making no progress.
+  virtual bool IsStopped(pid_t pid) = 0;
 };
+
+// The descriptor a worker writes its progress lines to.
+inline constexpr int kProgressFd = 3;
 
 // Real processes: posix_spawn (each child leading its own process group, its stdout and
 // stderr on non-blocking pipes), waitpid, and kill of the child's whole group.
@@ -74,6 +82,7 @@ class PosixSpawner final : public ProcessSpawner {
   std::vector<OutputChunk> ReadOutput(std::chrono::milliseconds timeout) override;
   std::vector<OutputChunk> DrainOutput(pid_t pid) override;
   void Signal(pid_t pid, int signal) override;
+  bool IsStopped(pid_t pid) override;
 
  private:
   struct Pipe {

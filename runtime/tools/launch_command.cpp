@@ -137,14 +137,6 @@ bool StartsRankZero(const launch::Topology& topology) {
 llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan::Plan& plan,
                                                                       const fs::path& output_dir,
                                                                       const std::string& launch_id) {
-  std::vector<fs::path> dirs = {output_dir};
-  const auto* checkpoint = plan.Find<plan::Checkpoint>();
-  if (checkpoint != nullptr && !checkpoint->project_dir.empty()) {
-    std::error_code ec;
-    fs::path project = checkpoint->project_dir;
-    if (!fs::exists(project, ec) || !fs::exists(output_dir, ec) || !fs::equivalent(project, output_dir, ec))
-      dirs.push_back(project);
-  }
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
   std::time_t now = std::time(nullptr);
@@ -153,11 +145,18 @@ llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan
   std::string holder = fmt::format("accelrun pid {} on {}, launch {}, since {}", ::getpid(), host,
                                    launch_id.empty() ? "without an id" : launch_id, since);
   std::vector<launch::DirectoryLock> locks;
-  for (const fs::path& dir : dirs) {
-    llvm::Expected<launch::DirectoryLock> lock = launch::DirectoryLock::Acquire(dir.string(), holder);
-    if (!lock) return lock.takeError();
-    locks.push_back(std::move(*lock));
-  }
+  llvm::Expected<launch::DirectoryLock> output = launch::DirectoryLock::Acquire(output_dir.string(), holder);
+  if (!output) return output.takeError();
+  locks.push_back(std::move(*output));
+  const auto* checkpoint = plan.Find<plan::Checkpoint>();
+  if (checkpoint == nullptr || checkpoint->project_dir.empty()) return locks;
+  // Compared once the output directory exists: the same directory must not be locked twice.
+  std::error_code ec;
+  fs::path project = checkpoint->project_dir;
+  if (fs::exists(project, ec) && fs::equivalent(project, output_dir, ec)) return locks;
+  llvm::Expected<launch::DirectoryLock> lock = launch::DirectoryLock::Acquire(project.string(), holder);
+  if (!lock) return lock.takeError();
+  locks.push_back(std::move(*lock));
   return locks;
 }
 
@@ -248,6 +247,14 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     launch_options.workers.push_back(std::move(worker));
   }
   launch_options.prefix_output = topology.world_size > 1;
+  launch_options.world_size = topology.world_size;
+  // The watchdog (docs/launch.md): no phase of a worker may go silent for longer than the plan's
+  // collective timeout, plus a margin for the collective's own error to arrive first. Starting a
+  // worker (loading LibTorch) gets at least a minute, however short the timeout.
+  launch_options.collective_timeout = std::chrono::milliseconds(init->timeout);
+  launch_options.first_word_limit =
+      std::max(launch_options.collective_timeout, std::chrono::milliseconds(60000)) +
+      launch_options.watchdog_margin;
 
   // Under srun or mpirun every task runs this launcher: the job's lines (which job, done) come
   // once, from rank 0's; each launcher's own placement, notes and BLAS are marked as its own.

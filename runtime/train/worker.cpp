@@ -14,6 +14,7 @@
 #include "runtime/distributed/random.h"
 #include "runtime/distributed/self_test.h"
 #include "runtime/support/error.h"
+#include "runtime/support/progress.h"
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
@@ -83,7 +84,9 @@ class TrainingRun {
     if (llvm::Error error = OpenStore()) return error;
     Connect(group);
     if (llvm::Error error = CheckIn()) return error;
+    progress::Working("building the model and the data loaders");
     if (llvm::Error error = Build()) return error;
+    progress::Working("restoring the training state");
     if (llvm::Error error = Restore()) return error;
     const int64_t first_step = progress_.step + 1;
     if (main_process_) report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0);
@@ -91,11 +94,13 @@ class TrainingRun {
     auto started = std::chrono::steady_clock::now();
     last_report_ = started;
     for (int64_t step = first_step; step <= loop_.steps; ++step) {
+      progress::Working(fmt::format("step {}", step));
       StepResult result = Step(step);
       if (llvm::Error error = CheckpointIfDue(step, result.epoch_ended)) return error;
       if (llvm::Error error = EvaluateIfDue(step)) return error;
       Report(step, first_step, result);
     }
+    progress::Working("saving the model");
     if (report_) report_->Finish();
     summary_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (llvm::Error error = Finish()) return error;

@@ -85,7 +85,7 @@ def peer_never_joins(accelrun, spec, workdir):
     assert run.returncode == 1, f"accelrun exited {run.returncode}"
     assert re.search(r"accelrun: error: rank 0 \(pid \d+\) failed with exit code 3 \(peer failure", text), \
         "rank 0's peer failure is not named"
-    assert "the cause is a rank on another machine, or one that never joined" in text
+    assert "the cause is a rank it did not start (another task or machine), or one that never joined" in text
     assert re.search(r"last \d+ lines? of rank 0:", text), "rank 0's last lines are missing"
     print("peer never joined: named as a peer failure")
 

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <deque>
 #include <set>
 
@@ -77,6 +78,10 @@ class FakeSpawner final : public ProcessSpawner {
     }
   }
 
+  bool IsStopped(pid_t pid) override { return stopped_.count(pid) > 0; }
+  // Worker `worker` is stopped (SIGSTOP) from now on.
+  void Stop(int worker) { stopped_.insert(100 + worker); }
+
   const std::vector<std::pair<pid_t, int>>& signals() const { return signals_; }
 
  private:
@@ -85,6 +90,7 @@ class FakeSpawner final : public ProcessSpawner {
   std::set<pid_t> running_;
   std::set<pid_t> pending_;
   std::vector<std::pair<pid_t, int>> signals_;
+  std::set<pid_t> stopped_;
 };
 
 LaunchOptions Workers(int count, std::string* printed = nullptr) {
@@ -155,9 +161,23 @@ TEST(LaunchPolicy, PeerFailureIsNamedWhenNoRootCauseFollows) {
   LaunchResult result = RunWorkers(options, spawner);
   EXPECT_EQ(result.failed_rank, 0);
   EXPECT_TRUE(result.peer_failure_only);
-  EXPECT_NE(result.message.find("the cause is a rank on another machine"), std::string::npos)
+  EXPECT_NE(result.message.find("the cause is a rank it did not start (another task or machine), or one that "
+                                "never joined"),
+            std::string::npos)
       << result.message;
   EXPECT_NE(result.message.find("  | rendezvous timed out"), std::string::npos) << result.message;
+
+  // The same failure where this launcher started every rank of the job: nobody elsewhere to blame.
+  FakeSpawner whole;
+  whole.End(0, Exited(kWorkerExitPeerFailure));
+  whole.End(1, Exited(kWorkerExitPeerFailure));
+  options.world_size = 2;
+  LaunchResult all_waited = RunWorkers(options, whole);
+  EXPECT_NE(
+      all_waited.message.find("no worker failed on its own and none is stuck: every rank gave up waiting"),
+      std::string::npos)
+      << all_waited.message;
+  EXPECT_EQ(all_waited.message.find("another task or machine"), std::string::npos) << all_waited.message;
 }
 
 TEST(LaunchPolicy, LinesWrittenJustBeforeExitAreNotLost) {
@@ -239,6 +259,53 @@ TEST(LogTail, KeepsTheNewestLines) {
   tail.Add("c");
   EXPECT_EQ(std::vector<std::string>(tail.lines().begin(), tail.lines().end()),
             (std::vector<std::string>{"b", "c"}));
+}
+
+// No worker exits, but rank 1 stopped making progress in its own work while rank 0 waits for
+// it: past the timeout the watchdog names rank 1, kills it (SIGTERM would not move a stopped or
+// spinning process) and stops the rest.
+TEST(LaunchPolicy, TheWatchdogNamesTheRankThatStoppedMakingProgress) {
+  FakeSpawner spawner;
+  spawner.Write(0, "W all_reduce\n", OutputStream::kProgress);
+  spawner.Write(1, "S step 7\n", OutputStream::kProgress);
+  LaunchOptions options = Workers(2);
+  options.collective_timeout = std::chrono::milliseconds(100);
+  options.watchdog_margin = std::chrono::milliseconds(100);
+  options.first_word_limit = std::chrono::milliseconds(5000);
+  auto started = std::chrono::steady_clock::now();
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(200));
+  EXPECT_FALSE(result.success);
+  EXPECT_TRUE(result.stalled);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_NE(
+      result.message.find("rank 1 (pid 101) made no progress for 0 s (last: step 7); the plan's timeout has "
+                          "passed; stopped it and 1 other worker"),
+      std::string::npos)
+      << result.message;
+  EXPECT_NE(
+      std::find(spawner.signals().begin(), spawner.signals().end(), std::pair<pid_t, int>{101, SIGKILL}),
+      spawner.signals().end());
+}
+
+// A stopped rank (SIGSTOP) is named as soon as its peer gives up waiting for it, without the
+// window that waits for a root cause to exit.
+TEST(LaunchPolicy, AStoppedRankIsNamedWhenItsPeerFailsWaiting) {
+  FakeSpawner spawner;
+  spawner.Write(1, "W all_reduce\n", OutputStream::kProgress);
+  spawner.Stop(1);
+  spawner.End(0, Exited(kWorkerExitPeerFailure));
+  LaunchOptions options = Workers(2);
+  options.collective_timeout = std::chrono::milliseconds(60000);
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_TRUE(result.stalled);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_NE(result.message.find("rank 1 (pid 101) is stopped (SIGSTOP or a debugger) and made no progress"),
+            std::string::npos)
+      << result.message;
+  EXPECT_NE(result.message.find("its peers failed waiting for it"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("before that, rank 0 (pid 100) failed with exit code 3"), std::string::npos)
+      << result.message;
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+#ifndef ACCEL_RUNTIME_SUPPORT_PROGRESS_H_
+#define ACCEL_RUNTIME_SUPPORT_PROGRESS_H_
+
+#include <string_view>
+
+// What a worker tells its launcher about its progress, one short line at a time, through a pipe
+// the launcher gave it (ACCEL_PROGRESS_FD). The launcher's watchdog stops a job whose rank has
+// said nothing for longer than the plan's timeout, and names that rank, telling a rank stuck in
+// its own work from the ranks waiting for it in a collective. Without the variable (a worker run
+// by hand) nothing is sent. A full pipe drops the line: progress never blocks training.
+namespace accel::rt::progress {
+
+inline constexpr const char* kEnvFd = "ACCEL_PROGRESS_FD";
+
+// The line format: `W <what>` while waiting for peers, `S <what>` while working alone.
+inline constexpr char kWaitingTag = 'W';
+inline constexpr char kWorkingTag = 'S';
+
+// This rank does its own work: `step 12`, `saving a checkpoint`.
+void Working(std::string_view what);
+
+// This rank waits for its peers in `what`: `the rendezvous`, `all_reduce`.
+void Waiting(std::string_view what);
+
+// The wait is over: this rank is back at the work it last named with Working.
+void Resumed();
+
+}  // namespace accel::rt::progress
+
+#endif  // ACCEL_RUNTIME_SUPPORT_PROGRESS_H_

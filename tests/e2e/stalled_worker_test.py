@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""A rank that stops making progress without dying: accelrun names it and stops the job within
+the plan's timeout plus a few seconds.
+
+1. `kill -STOP` of rank 1 mid-training: rank 0 gives up waiting in its all_reduce after the
+   timeout; the launcher names rank 1, stopped, not rank 0's peer failure. Before the progress pipe the job stopped after 67 s and never named rank 1.
+2. `kill -STOP` of rank 0, the rank that serves the rendezvous store: rank 1 waits, and rank 0
+   is named.
+
+Usage: stalled_worker_test.py ACCELRUN SPEC WORKDIR
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kill_worker_test import worker_ranks  # noqa: E402
+
+TIMEOUT_S = 4
+
+
+def stall(accelrun, spec, workdir, name, stopped_rank):
+    out = os.path.join(workdir, name)
+    plan = os.path.join(out, "plan.json")
+    run = subprocess.Popen([accelrun, spec, "--output-dir", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    deadline = time.time() + 90
+    output = []
+    while time.time() < deadline:
+        line = run.stdout.readline()
+        output.append(line)
+        if line.startswith("step ") or not line:
+            break
+    assert output[-1].startswith("step "), "training never started:\n" + "".join(output)
+    ranks = worker_ranks(plan)
+    assert sorted(ranks) == [0, 1], f"expected ranks 0 and 1, found {ranks}"
+    os.kill(ranks[stopped_rank], signal.SIGSTOP)
+    stopped_at = time.time()
+    try:
+        rest, _ = run.communicate(timeout=TIMEOUT_S + 30)
+    finally:
+        for pid in ranks.values():  # never leave a stopped process behind
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    elapsed = time.time() - stopped_at
+    text = "".join(output) + rest
+    sys.stdout.write(text)
+    assert run.returncode == 1, f"{name}: accelrun exited {run.returncode}"
+    assert re.search(rf"accelrun: error: rank {stopped_rank} \(pid {ranks[stopped_rank]}\) is stopped \(SIGSTOP or a "
+                     r"debugger\) and made no progress for \d+ s \(last: ", text), \
+        f"{name}: rank {stopped_rank} is not named as the stalled rank"
+    other = 1 - stopped_rank
+    assert not re.search(rf"accelrun: error: rank {other} \(pid", text), f"{name}: rank {other} was named"
+    assert elapsed < TIMEOUT_S + 5 + 3, f"{name}: took {elapsed:.1f} s after the stop (timeout {TIMEOUT_S} s)"
+    assert worker_ranks(plan) == {}, f"{name}: a worker outlived the launcher"
+    print(f"{name}: accelrun named rank {stopped_rank} {elapsed:.2f} s after it was stopped")
+
+
+def main():
+    accelrun, spec, workdir = sys.argv[1:4]
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    long_spec = os.path.join(workdir, "long.accel")
+    with open(spec) as f:
+        text = f.read()
+    assert "steps = 200" in text and "timeout = 60s" in text, "the quickstart changed: update this test"
+    with open(long_spec, "w") as f:
+        f.write(text.replace("steps = 200", "steps = 1000000").replace("timeout = 60s", f"timeout = {TIMEOUT_S}s"))
+    stall(accelrun, long_spec, workdir, "rank1_stopped", 1)
+    stall(accelrun, long_spec, workdir, "rank0_stopped", 0)
+
+
+if __name__ == "__main__":
+    main()

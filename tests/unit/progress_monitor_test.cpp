@@ -1,0 +1,84 @@
+// The watchdog's view of each rank: what it last said on its progress pipe and when, and whom
+// to blame when the job stops making progress.
+#include <gtest/gtest.h>
+
+#include "runtime/launch/progress_monitor.h"
+
+namespace accel::rt::launch {
+namespace {
+
+using Clock = ProgressMonitor::Clock;
+using std::chrono::seconds;
+
+TEST(ProgressMonitor, CompleteLinesUpdateARankPartialOnesWait) {
+  ProgressMonitor monitor;
+  Clock::time_point t0 = Clock::now();
+  monitor.Started(1, t0);
+  monitor.Add(1, "S step 1\nW all_", t0 + seconds(1));
+  std::optional<ProgressMonitor::Silence> at2 = monitor.Of(1, t0 + seconds(2));
+  ASSERT_TRUE(at2.has_value());
+  EXPECT_EQ(at2->last, "step 1");
+  EXPECT_FALSE(at2->waiting);
+  EXPECT_EQ(at2->silent_for, seconds(1));
+  monitor.Add(1, "reduce\n", t0 + seconds(3));  // the line's end arrives later
+  EXPECT_EQ(monitor.Of(1, t0 + seconds(3))->last, "all_reduce");
+  EXPECT_TRUE(monitor.Of(1, t0 + seconds(3))->waiting);
+  EXPECT_EQ(ProgressMonitor::Describe(*monitor.Of(1, t0 + seconds(10))),
+            "7 s (last: waiting for its peers in all_reduce)");
+  monitor.Ended(1);
+  EXPECT_FALSE(monitor.Of(1, t0 + seconds(10)).has_value());
+}
+
+TEST(ProgressMonitor, TheRankWorkingAloneIsBlamedBeforeTheRanksWaitingForIt) {
+  ProgressMonitor monitor;
+  Clock::time_point t0 = Clock::now();
+  for (int rank : {0, 1, 2}) monitor.Started(rank, t0);
+  monitor.Add(0, "W all_reduce\n", t0);           // waiting the longest
+  monitor.Add(1, "S step 4\n", t0 + seconds(1));  // stuck in its own work
+  monitor.Add(2, "W all_reduce\n", t0 + seconds(2));
+  // Within the limit, nobody is blamed.
+  EXPECT_FALSE(monitor.Stalled(t0 + seconds(5), seconds(5), seconds(60)).has_value());
+  std::optional<ProgressMonitor::Silence> blamed = monitor.Stalled(t0 + seconds(8), seconds(5), seconds(60));
+  ASSERT_TRUE(blamed.has_value());
+  EXPECT_EQ(blamed->rank, 1);
+  EXPECT_EQ(blamed->last, "step 4");
+
+  // When everyone waits, the longest silent is named.
+  monitor.Add(1, "W broadcast\n", t0 + seconds(1));
+  EXPECT_EQ(monitor.Stalled(t0 + seconds(8), seconds(5), seconds(60))->rank, 0);
+}
+
+TEST(ProgressMonitor, StartingGetsItsOwnLimit) {
+  ProgressMonitor monitor;
+  Clock::time_point t0 = Clock::now();
+  monitor.Started(0, t0);
+  monitor.Started(1, t0);
+  monitor.Add(0, "S step 1\n", t0 + seconds(1));
+  // Rank 1 is still loading LibTorch at 10 s: past the step limit, within the first-word one.
+  std::optional<ProgressMonitor::Silence> at10 = monitor.Stalled(t0 + seconds(10), seconds(5), seconds(60));
+  ASSERT_TRUE(at10.has_value());
+  EXPECT_EQ(at10->rank, 0);
+  std::optional<ProgressMonitor::Silence> at61 = monitor.Stalled(t0 + seconds(61), seconds(100), seconds(60));
+  ASSERT_TRUE(at61.has_value());
+  EXPECT_EQ(at61->rank, 1);
+  EXPECT_EQ(ProgressMonitor::Describe(*at61), "61 s (last: nothing yet, still starting)");
+}
+
+TEST(ProgressMonitor, TheSilentWorkerIgnoresWaitingAndRecentRanks) {
+  ProgressMonitor monitor;
+  Clock::time_point t0 = Clock::now();
+  for (int rank : {0, 1, 2}) monitor.Started(rank, t0);
+  monitor.Add(0, "W all_reduce\n", t0);
+  monitor.Add(1, "S step 9\n", t0 + seconds(2));
+  monitor.Add(2, "S step 9\n", t0 + seconds(9));
+  std::optional<ProgressMonitor::Silence> silent = monitor.SilentWorker(t0 + seconds(10), seconds(3));
+  ASSERT_TRUE(silent.has_value());
+  EXPECT_EQ(silent->rank, 1);
+  EXPECT_FALSE(monitor.SilentWorker(t0 + seconds(10), seconds(9)).has_value());
+  // Lines that are not progress lines change nothing.
+  monitor.Add(1, "garbage\nX\n", t0 + seconds(10));
+  EXPECT_EQ(monitor.Of(1, t0 + seconds(10))->last, "step 9");
+}
+
+}  // namespace
+}  // namespace accel::rt::launch
