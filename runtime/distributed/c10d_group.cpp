@@ -43,7 +43,7 @@ void AgreeOnLaunch(c10d::Store& store, const RendezvousOptions& options) {
   std::string theirs(published.begin(), published.end());
   if (theirs == options.launch_id) return;
   auto name = [](const std::string& id) { return id.empty() ? std::string("one without a launch id") : id; };
-  throw ForeignRendezvousError(fmt::format(
+  throw OwnRendezvousError(fmt::format(
       "the rendezvous at {}:{} belongs to launch {}, and this rank to launch {}: another job uses this "
       "address and port; give each job its own port (--master-port or MASTER_PORT), or leave the spec's "
       "main_process_port unset so that each scheduler job derives its own",
@@ -91,7 +91,25 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   store_options.numWorkers = static_cast<std::size_t>(options.world_size);
   store_options.waitWorkers = false;  // CheckIn waits, and can say who is missing
   store_options.timeout = options.timeout;
-  auto store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+  } catch (const std::exception& error) {
+    std::string why = FirstLine(error.what());
+    if (options.rank == 0) {
+      // Serving the store needs no peer: a failure here is this rank's own (a taken port).
+      throw OwnRendezvousError(
+          fmt::format("rank 0 cannot serve the rendezvous store on port {}: {}; another process holds the "
+                      "port: pass another "
+                      "--master-port (on one machine, leave it unset for a free one)",
+                      options.master_port, why));
+    }
+    if (why.find("Too many open files") != std::string::npos) {
+      throw OwnRendezvousError(fmt::format(
+          "rank {} cannot connect to the rendezvous store: {}; raise `ulimit -n`", options.rank, why));
+    }
+    throw;
+  }
   AgreeOnLaunch(*store, options);
   CheckIn(*store, options);
   return store;

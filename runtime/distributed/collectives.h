@@ -88,9 +88,11 @@ struct RendezvousOptions {
   std::string launch_id;
 };
 
-// This rank reached the rendezvous of another launch (another job on the same address and
-// port). The rank failed on its own, unlike a CollectiveError: its peers are fine.
-class ForeignRendezvousError : public std::runtime_error {
+// This rank failed the rendezvous for a reason of its own, not its peers': it reached the
+// store of another launch (another job on the same address and port), rank 0 could not serve
+// the store (the port is taken), or it ran out of file descriptors. Unlike a CollectiveError,
+// the launcher names this rank as the cause.
+class OwnRendezvousError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -32,7 +32,7 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
         c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
     progress::Resumed();  // the rendezvous and the group's connections are done
     return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCPU));
-  } catch (const ForeignRendezvousError&) {
+  } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {
     throw internal::RendezvousError(options, error);

@@ -39,7 +39,7 @@ std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int l
         c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, nccl_options);
     progress::Resumed();  // the rendezvous and the group's connections are done
     return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCUDA, index));
-  } catch (const ForeignRendezvousError&) {
+  } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {
     throw internal::RendezvousError(options, error);

@@ -90,12 +90,34 @@ def peer_never_joins(accelrun, spec, workdir):
     print("peer never joined: named as a peer failure")
 
 
+def port_taken(accelrun, spec, workdir):
+    """The rendezvous port is held by another process: rank 0 cannot serve the store. That is
+    rank 0's own failure, named with the port and the fix, not "a peer failure"."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        run = subprocess.run([accelrun, spec, "--output-dir", os.path.join(workdir, "port_taken"), "--master-port",
+                              str(port)], capture_output=True, text=True, timeout=120)
+    text = run.stdout + run.stderr
+    sys.stdout.write(text)
+    assert run.returncode == 1, f"accelrun exited {run.returncode}"
+    assert re.search(r"accelrun: error: rank 0 \(pid \d+\) failed with exit code 1;", text), \
+        "rank 0's own failure is not named"
+    assert f"rank 0 cannot serve the rendezvous store on port {port}" in text, text
+    assert "another process holds the port: pass another --master-port" in text, text
+    assert "peer failure" not in text.split("accelrun: error: rank 0 (pid")[-1].splitlines()[0], \
+        "rank 0's bind failure is reported as a peer failure"
+    print("port taken: rank 0's own failure, with the port named")
+
+
 def main():
     accelrun, spec, workdir = sys.argv[1:4]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     launcher_killed(accelrun, spec, workdir)
     peer_never_joins(accelrun, spec, workdir)
+    port_taken(accelrun, spec, workdir)
 
 
 if __name__ == "__main__":

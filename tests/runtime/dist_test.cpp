@@ -106,7 +106,7 @@ TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
     std::string message;
     try {
       ConnectGloo(options(1, "slurm-11.0"));
-    } catch (const ForeignRendezvousError& error) {
+    } catch (const OwnRendezvousError& error) {
       message = error.what();
     }
     foreign_done.set_value();
