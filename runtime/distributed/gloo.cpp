@@ -2,10 +2,14 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <cstdlib>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/support/progress.h"
+#include "runtime/support/route.h"
 
 namespace accel::rt::distributed {
 namespace {
@@ -14,20 +18,30 @@ bool IsLoopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
 }
 
+// The device Gloo binds and advertises to the peers. GLOO_SOCKET_IFNAME names the interface,
+// as in PyTorch. Otherwise, on one machine, loopback; across machines, the address that routes
+// to the rendezvous host. (Gloo's default, the address the hostname resolves to, is loopback on
+// many machines: peers would then connect to themselves and hang.)
+std::shared_ptr<::gloo::transport::Device> GlooDevice(const std::string& master_addr) {
+  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (interface != nullptr && *interface != '\0')
+    return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+  if (IsLoopback(master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  if (std::optional<std::string> local = LocalAddressTowards(master_addr))
+    return c10d::ProcessGroupGloo::createDeviceForHostname(*local);
+  throw OwnRendezvousError(fmt::format(
+      "no route from this machine to the rendezvous host {}; check --master-addr, or name the interface to "
+      "use with GLOO_SOCKET_IFNAME",
+      master_addr));
+}
+
 }  // namespace
 
 std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
   try {
     c10::intrusive_ptr<c10d::Store> store = internal::Rendezvous(options);
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    // GLOO_SOCKET_IFNAME names the interface, as in PyTorch; otherwise bind to loopback on one
-    // machine, and across machines to the interface the hostname resolves to.
-    const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-    gloo_options->devices.push_back(interface != nullptr && *interface != '\0'
-                                        ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
-                                    : IsLoopback(options.master_addr)
-                                        ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                        : c10d::ProcessGroupGloo::createDefaultDevice());
+    gloo_options->devices.push_back(GlooDevice(options.master_addr));
     auto group =
         c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
     progress::Resumed();  // the rendezvous and the group's connections are done

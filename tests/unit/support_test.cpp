@@ -1,4 +1,5 @@
 #include "runtime/support/blas.h"
+#include "runtime/support/route.h"
 
 #include <gtest/gtest.h>
 
@@ -56,3 +57,20 @@ TEST(Blas, FindsTheLibraryTheLoaderWouldFromLdLibraryPathFirst) {
 
 }  // namespace
 }  // namespace accel::rt::support
+
+namespace accel::rt {
+namespace {
+
+// The address a worker advertises to its peers is the one that routes to the rendezvous host.
+TEST(Route, TheLocalAddressTowardsAHostIsTheOneItsRouteUses) {
+  EXPECT_EQ(LocalAddressTowards("127.0.0.1"), std::optional<std::string>("127.0.0.1"));
+  // Loopback routes from loopback, whatever else the machine has: 127.0.0.5 is reached from
+  // 127.0.0.1, never from an outside address.
+  std::optional<std::string> other_loopback = LocalAddressTowards("127.0.0.5");
+  ASSERT_TRUE(other_loopback.has_value());
+  EXPECT_EQ(other_loopback->rfind("127.", 0), 0u) << *other_loopback;
+  EXPECT_FALSE(LocalAddressTowards("no-such-host.invalid").has_value());
+}
+
+}  // namespace
+}  // namespace accel::rt
