@@ -28,6 +28,8 @@ packages=(
   # nothing here starts one): a one-node Slurm cluster with munge authentication, and the two
   # MPI implementations whose launchers Debian ships
   slurm-wlm munge openmpi-bin mpich
+  # the two-namespace multi-node test (ip netns, veth) and the fsync-order test (strace)
+  iproute2 strace
 )
 
 # `--fuzz` adds clang and its sanitizer and libFuzzer runtimes (scripts/fuzz.sh).
