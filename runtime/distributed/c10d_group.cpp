@@ -2,6 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <thread>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -52,29 +55,59 @@ void AgreeOnLaunch(c10d::Store& store, const RendezvousOptions& options) {
 
 std::string CheckInKey(int rank) { return fmt::format("accel/checked-in/{}", rank); }
 
+// Rank 0's verdict on the check-in: empty when every rank came, else the missing ranks.
+constexpr const char* kRollCallKey = "accel/roll-call";
+// How many present ranks have read a verdict that names missing ranks.
+constexpr const char* kRollCallReadKey = "accel/roll-call-read";
+
+CollectiveError MissingRanks(const std::string& missing, const RendezvousOptions& options) {
+  return CollectiveError(fmt::format("rank{} {} did not join within {} ms",
+                                     missing.find(',') == std::string::npos ? "" : "s", missing,
+                                     options.timeout.count()));
+}
+
+// Every rank checks in. Only rank 0, which serves the store, waits for the others and then calls
+// the roll: everyone reports the same missing ranks, however late each started its clock on a
+// busy machine. (Each rank timing out on its own raced rank 0's exit: a late rank saw "the store
+// went away" instead of who was missing.)
 void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
   store.set(CheckInKey(options.rank), std::vector<uint8_t>{1});
-  std::vector<std::string> keys;
-  for (int r = 0; r < options.world_size; ++r) keys.push_back(CheckInKey(r));
-  // Rank 0 serves the store: it waits a little longer than the others, so that the store is
-  // still there when they look up who is missing.
-  auto wait = options.rank == 0 ? options.timeout + std::chrono::milliseconds(1000) : options.timeout;
-  try {
-    store.wait(keys, wait);
-  } catch (const std::exception& error) {
-    std::vector<int> missing;
+  if (options.rank != 0) {
+    std::vector<uint8_t> verdict;
     try {
-      for (int r = 0; r < options.world_size; ++r) {
-        if (!store.check({CheckInKey(r)})) missing.push_back(r);
-      }
-    } catch (const std::exception&) {
+      // Rank 0 calls the roll within its timeout; the margin covers its later start.
+      store.wait({kRollCallKey}, options.timeout + std::chrono::milliseconds(5000));
+      verdict = store.get(kRollCallKey);
+    } catch (const std::exception& error) {
       throw CollectiveError(
           fmt::format("the rendezvous store (rank 0) went away while waiting for the other ranks: {}",
                       FirstLine(error.what())));
     }
-    throw CollectiveError(fmt::format("rank{} {} did not join within {} ms", missing.size() == 1 ? "" : "s",
-                                      fmt::join(missing, ", "), options.timeout.count()));
+    if (verdict.empty()) return;
+    store.add(kRollCallReadKey, 1);
+    throw MissingRanks(std::string(verdict.begin(), verdict.end()), options);
   }
+  std::vector<std::string> keys;
+  for (int r = 0; r < options.world_size; ++r) keys.push_back(CheckInKey(r));
+  std::vector<int> missing;
+  try {
+    store.wait(keys, options.timeout);
+  } catch (const std::exception&) {
+    for (int r = 0; r < options.world_size; ++r) {
+      if (!store.check({CheckInKey(r)})) missing.push_back(r);
+    }
+  }
+  std::string verdict = fmt::format("{}", fmt::join(missing, ", "));
+  store.set(kRollCallKey, std::vector<uint8_t>(verdict.begin(), verdict.end()));
+  if (missing.empty()) return;
+  // The store lives in this process: stay until the present ranks have read the verdict
+  // (bounded), so that they name the missing ranks too.
+  int64_t present = options.world_size - static_cast<int64_t>(missing.size()) - 1;
+  auto deadline =
+      std::chrono::steady_clock::now() + std::min(options.timeout, std::chrono::milliseconds(5000));
+  while (store.add(kRollCallReadKey, 0) < present && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  throw MissingRanks(verdict, options);
 }
 
 }  // namespace

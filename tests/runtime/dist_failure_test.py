@@ -3,7 +3,10 @@
 never joins, a straggler past the timeout. Every surviving rank must end within timeout + 5 s
 with an error that names the cause; nothing may hang.
 
-usage: dist_failure_test.py <dist_failure_worker> [world_size]
+With --loaded, every scenario runs beside 2 busy processes per CPU (stopped by pid at the end):
+the same bounds must hold on a machine that other work keeps busy.
+
+usage: dist_failure_test.py <dist_failure_worker> [world_size] [--loaded]
 """
 import os
 import re
@@ -32,9 +35,19 @@ def run(worker, world, args, never_exits=()):
     started = time.monotonic()
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port))
+                   MASTER_PORT=str(port), ACCEL_TEST_START_GATE="1")
         procs.append(subprocess.Popen([worker, "--timeout-ms", str(TIMEOUT_MS)] + args, env=env,
-                                      stderr=subprocess.PIPE, text=True))
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    # Every rank has loaded LibTorch before any starts its clock: how long a busy machine takes
+    # to start a process is not what the bounds are about.
+    for rank, proc in enumerate(procs):
+        ready = proc.stdout.readline()
+        assert ready == "ready\n", f"rank {rank} did not start: {ready!r}"
+    for proc in procs:
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        proc.stdin = None  # communicate() must not flush it again
     results = {}
     for rank, proc in enumerate(procs):
         if rank in never_exits:
@@ -69,9 +82,23 @@ def check(name, results, expect_codes, must_contain):
     return failures
 
 
+def start_load():
+    """Two CPU-bound processes per CPU; returns them so the caller can stop them."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+
+
 def main():
-    worker = sys.argv[1]
-    world = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    args = [a for a in sys.argv[1:] if a != "--loaded"]
+    load = start_load() if "--loaded" in sys.argv else []
+    try:
+        return scenarios(args[0], int(args[1]) if len(args) > 1 else 3, loaded=bool(load))
+    finally:
+        for p in load:
+            p.kill()
+            p.wait()
+
+
+def scenarios(worker, world, loaded):
     others = [r for r in range(world) if r != 1]
     failures = []
 
@@ -98,7 +125,8 @@ def main():
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         return 1
-    print(f"all failure scenarios ended within timeout + 5 s at world size {world}")
+    print(f"all failure scenarios ended within timeout + 5 s at world size {world}"
+          f"{' beside 2 busy processes per CPU' if loaded else ''}")
     return 0
 
 

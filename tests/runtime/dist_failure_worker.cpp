@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -54,6 +55,13 @@ int main(int argc, char** argv) {
   int rank = EnvInt("RANK");
   int world = EnvInt("WORLD_SIZE");
   const char* addr = std::getenv("MASTER_ADDR");
+  // With a start gate, every rank starts its clock together, once all of them have loaded
+  // LibTorch: on a busy machine loading alone can take longer than the short timeouts here.
+  if (std::getenv("ACCEL_TEST_START_GATE") != nullptr) {
+    std::fputs("ready\n", stdout);
+    std::fflush(stdout);
+    (void)std::getchar();
+  }
   auto started = std::chrono::steady_clock::now();
   auto elapsed_ms = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
