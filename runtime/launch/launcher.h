@@ -51,6 +51,10 @@ struct LaunchResult {
   // Every local failure was a peer failure: the root cause is on another machine, or a rank
   // never joined.
   bool peer_failure_only = false;
+  // `interrupted` returned true: the user stopped the job; no worker failed on its own.
+  bool interrupted = false;
+  // A worker could not be started (its executable is missing, fork failed): nothing trained.
+  bool start_failed = false;
   std::vector<std::string> failed_tail;  // the named rank's last output lines
   // For the user: which rank failed and how, what followed, its last lines; or why nothing
   // started. Several lines; no final newline.
