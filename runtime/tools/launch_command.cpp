@@ -139,14 +139,6 @@ bool StartsRankZero(const launch::Topology& topology) {
 llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan::Plan& plan,
                                                                       const fs::path& output_dir,
                                                                       const std::string& launch_id) {
-  std::vector<fs::path> dirs = {output_dir};
-  const auto* checkpoint = plan.Find<plan::Checkpoint>();
-  if (checkpoint != nullptr && !checkpoint->project_dir.empty()) {
-    std::error_code ec;
-    fs::path project = checkpoint->project_dir;
-    if (!fs::exists(project, ec) || !fs::exists(output_dir, ec) || !fs::equivalent(project, output_dir, ec))
-      dirs.push_back(project);
-  }
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
   std::time_t now = std::time(nullptr);
@@ -155,11 +147,20 @@ llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan
   std::string holder = fmt::format("accelrun pid {} on {}, launch {}, since {}", ::getpid(), host,
                                    launch_id.empty() ? "without an id" : launch_id, since);
   std::vector<launch::DirectoryLock> locks;
-  for (const fs::path& dir : dirs) {
-    llvm::Expected<launch::DirectoryLock> lock = launch::DirectoryLock::Acquire(dir.string(), holder);
-    if (!lock) return lock.takeError();
-    locks.push_back(std::move(*lock));
-  }
+  llvm::Expected<launch::DirectoryLock> output = launch::DirectoryLock::Acquire(output_dir.string(), holder);
+  if (!output) return output.takeError();
+  locks.push_back(std::move(*output));
+  const auto* checkpoint = plan.Find<plan::Checkpoint>();
+  if (checkpoint == nullptr || checkpoint->project_dir.empty()) return locks;
+  // Compared once the output directory exists (Acquire creates it): a project directory that is
+  // the same folder, however spelt, is claimed once. A second flock on it would refuse this job
+  // in its own name.
+  std::error_code ec;
+  fs::path project = checkpoint->project_dir;
+  if (fs::exists(project, ec) && fs::equivalent(project, output_dir, ec)) return locks;
+  llvm::Expected<launch::DirectoryLock> lock = launch::DirectoryLock::Acquire(project.string(), holder);
+  if (!lock) return lock.takeError();
+  locks.push_back(std::move(*lock));
   return locks;
 }
 
