@@ -7,7 +7,9 @@
    model.safetensors is bit-identical to a run that was never killed.
 2. With `--max-restarts 1`, the same two kills: the job fails (exit 1) naming the second
    killed worker, after one restart.
-3. Under a simulated srun (one launcher per task) and a simulated mpirun, `--max-restarts 1` is
+3. With restarts left, the user's SIGTERM to the launcher stops the job for good: exit 143,
+   no restart.
+4. Under a simulated srun (one launcher per task) and a simulated mpirun, `--max-restarts 1` is
    refused before anything starts, pointing at `sbatch --requeue` for Slurm.
 No worker outlives its launcher; every wait has a timeout.
 
@@ -220,7 +222,25 @@ def main():
     assert "restart 2 of" not in text
     print(f"two kills, --max-restarts 1: exit 1 naming rank 0 (pid {pids[1]}), the second failure")
 
-    # 3. One launcher per task: refused before anything is written or started.
+    # 3. Stopped by the user: an interruption, not a failure to restart.
+    root = os.path.join(workdir, "stopped")
+    spec = write_spec(root)
+    run = Run([accelrun, spec, "--max-restarts", "2"], env=scheduler_free_env())
+    try:
+        run.wait_for(r"^checkpoint \S+ saved at step")
+        run.process.send_signal(signal.SIGTERM)
+        code, text = run.finish()
+    finally:
+        if run.process.poll() is None:
+            run.kill()
+    sys.stdout.write(text)
+    assert code == 128 + signal.SIGTERM, f"accelrun exited {code} after SIGTERM"
+    assert "accelrun: error: interrupted; stopped 2 workers" in text, "the stop is not reported"
+    assert "accelrun: restart" not in text and "attempt 1 of" not in text, "a stop by the user was restarted"
+    assert worker_ranks(os.path.join(root, "out", "plan.json")) == {}, "a worker outlived the launcher"
+    print("SIGTERM with restarts left: exit 143, nothing restarted")
+
+    # 4. One launcher per task: refused before anything is written or started.
     simulated = {
         "srun": ({"SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_NTASKS": "2",
                   "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_NNODES": "1", "SLURM_TASKS_PER_NODE": "2",
