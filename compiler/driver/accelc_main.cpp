@@ -63,9 +63,11 @@ constexpr Command kCommands[] = {
      "what differs between two specs or plans, each change labelled with\n"
      "what it affects (numerics, topology, checkpoint); exit 1 if any"},
     {"import", "import <config> [-o out]", "an Accelerate config YAML as a readable `.accel` job spec"},
-    {"export", "export --to <f> <file>",
+    {"export", "export --to <f> <file> [-o out]",
      "what the Python stack reads: `accelerate-yaml` (a spec's `compute`,\n"
-     "or a config) or `deepspeed-json` (a DeepSpeed config)"},
+     "or a config) or `deepspeed-json` (a DeepSpeed config); or `sbatch`:\n"
+     "a Slurm batch script running `srun accelrun` on the spec's plan,\n"
+     "compiled now and written beside it as <out>.plan.json"},
     {"explain-code", "explain-code <code>...", "what a diagnostic code (A2003) or a rule id (DS-019) means"},
     {"fmt", "fmt [--check] [--diff] <file>...",
      "put `.accel` specs in the one canonical layout (docs/fmt.md), in\n"
@@ -258,7 +260,7 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
       Option{.names = {"--to"},
              .value_name = "<f>",
              .apply = accel::cli::StoreText(o.to),
-             .needs = "`accelerate-yaml` or `deepspeed-json`"},
+             .needs = "`accelerate-yaml`, `deepspeed-json` or `sbatch`"},
       Option{.names = {"--all"}, .apply = accel::cli::SetFlag(o.all)},
       Option{.names = {"--dump-ast"},
              .help = "with `parse`: print the syntax tree of each file",
@@ -343,8 +345,9 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
   if ((options.command == "import" || options.command == "export") && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
   }
-  if (options.command == "export" && options.to != "accelerate-yaml" && options.to != "deepspeed-json") {
-    return "`export` needs `--to accelerate-yaml` or `--to deepspeed-json`";
+  if (options.command == "export" && options.to != "accelerate-yaml" && options.to != "deepspeed-json" &&
+      options.to != "sbatch") {
+    return "`export` needs `--to accelerate-yaml`, `--to deepspeed-json` or `--to sbatch`";
   }
   if (options.command == "compile" && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
@@ -595,6 +598,64 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
   return kExitClean;
 }
 
+// `accelc export --to sbatch SPEC`: compiles the spec as `build` does (environment, `--set`),
+// writes the plan beside the script (`-o job.sbatch` gives `job.plan.json`; on stdout,
+// `<job>.plan.json` here), then the batch script that runs it under srun. The plan is fixed at
+// export: editing the spec later changes nothing a submitted or requeued job runs.
+int ExportBatchScript(const Options& options, const accel::driver::Stdlib& stdlib) {
+  namespace fs = std::filesystem;
+  const std::string& path = options.files[0];
+  accel::sema::MapEnvironment environment = MakeEnvironment(options);
+  accel::driver::CompileOptions compile_options;
+  compile_options.overrides = options.overrides;
+  Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
+  fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
+  if (!compilation.source) return kExitUsage;
+  if (compilation.config_file || compilation.schema_only) {
+    fmt::print(stderr, "accelc: error: `{}` is not a job spec; only a job spec exports to a batch script\n",
+               path);
+    return kExitUsage;
+  }
+  if (!compilation.plan) {
+    // The errors above say why: a spec with mistakes, or one for an engine accelrun does not run.
+    fmt::print(
+        stderr,
+        "accelc: error: `{}` does not compile to a plan that accelrun runs (see above), so there is no "
+        "batch script for it\n",
+        path);
+    return kExitDiagnostics;
+  }
+  std::error_code ec;
+  fs::path working_dir = fs::current_path(ec);
+  fs::path plan_path = options.output.empty() ? fs::path(compilation.plan->job + ".plan.json")
+                                              : fs::path(options.output).replace_extension(".plan.json");
+  plan_path = fs::absolute(plan_path, ec).lexically_normal();
+  // The accelrun of the build that compiled the plan, when it is beside this accelc: its plan
+  // format is this accelc's. Otherwise the one on the job's PATH.
+  std::string accelrun = "accelrun";
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && ::access((self.parent_path() / "accelrun").c_str(), X_OK) == 0)
+    accelrun = (self.parent_path() / "accelrun").string();
+  llvm::Expected<std::string> script =
+      accel::interop::ExportSbatch(*compilation.plan, {plan_path.string(), working_dir.string(), accelrun});
+  if (!script) {
+    fmt::print(stderr, "accelc: error: {}\n", llvm::toString(script.takeError()));
+    return kExitUsage;
+  }
+  if (!WriteFile(plan_path.string(), accel::plan::ToJson(*compilation.plan))) {
+    fmt::print(stderr, "accelc: error: cannot write `{}`\n", plan_path.string());
+    return kExitUsage;
+  }
+  fmt::print(stderr, "accelc: wrote the plan the script runs to {}\n", plan_path.string());
+  if (options.output.empty()) {
+    fmt::print("{}", *script);
+  } else if (!WriteFile(options.output, *script)) {
+    fmt::print(stderr, "accelc: error: cannot write `{}`\n", options.output);
+    return kExitUsage;
+  }
+  return kExitClean;
+}
+
 // `accelc docs --out DIR`: the reference generated from the schemas (Markdown pages, one HTML
 // page, JSON Schemas for editors). Files are written in full or the run fails.
 int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema) {
@@ -674,6 +735,7 @@ int main(int argc, char** argv) {
   }
   if (options.command == "explain-code") return ExplainCodes(options, stdlib->schema());
   if (options.command == "explain" || options.command == "diff") return DescribePlans(options, *stdlib);
+  if (options.command == "export" && options.to == "sbatch") return ExportBatchScript(options, *stdlib);
   if (options.command == "import" || options.command == "export") return Convert(options, *stdlib);
   if (options.command == "docs") return WriteReference(options.output, stdlib->schema());
   if (std::string error = CheckToggles(options, stdlib->schema()); !error.empty()) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "compiler/plan/plan.h"
 #include "compiler/sema/schema.h"
 #include "compiler/sema/value.h"
 #include "llvm/Support/Error.h"
@@ -54,6 +55,24 @@ std::string ExportAccelerateYaml(const sema::Value& config, const sema::Schema& 
 // value (`"auto"`), floats in their shortest form, and non-finite floats as Python's json
 // module writes them (`Infinity`, `NaN`), which DeepSpeed's json.load accepts.
 std::string ExportDeepSpeedJson(const sema::Value& deepspeed_config, const sema::Schema& schema);
+
+// Where the batch script of ExportSbatch finds what it runs.
+struct SbatchOptions {
+  std::string plan_path;    // the compiled plan, absolute: the job may start anywhere
+  std::string working_dir;  // absolute: the job's working directory (`--chdir`)
+  std::string accelrun;     // the accelrun to start: an absolute path, or `accelrun` from PATH
+};
+
+// Writes a Slurm batch script for `plan`: `#SBATCH` lines for the job name, the plan's
+// machines (`--nodes`) and processes per machine (`--ntasks-per-node`, one accelrun and
+// worker per task), the working directory and the log file (`<job>-<job id>.out` there); with
+// a checkpoint step, `--requeue` and `--open-mode=append`. Then `srun <accelrun> <plan>`, with
+// `--resume auto` when the plan saves checkpoints, so that a requeued job continues where it
+// stopped. The spec has no CPU count or time limit, so no `--cpus-per-task` or `--time` is
+// written (comments say how to pass them to sbatch). Fails when the plan has no
+// init_process_group step, or when `working_dir` cannot be written in an `#SBATCH` line (a
+// blank or a quote).
+llvm::Expected<std::string> ExportSbatch(const plan::Plan& plan, const SbatchOptions& options);
 
 }  // namespace accel::interop
 

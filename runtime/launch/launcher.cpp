@@ -180,6 +180,7 @@ LaunchResult Supervisor::Run() {
     if (!pid) {
       result.message = fmt::format("cannot start rank {}: {}", worker.rank, llvm::toString(pid.takeError()));
       result.failed_rank = worker.rank;
+      result.start_failed = true;
       StopAll();
       return result;
     }
@@ -195,6 +196,7 @@ LaunchResult Supervisor::Run() {
     if (options_.interrupted()) {
       size_t count = running_.size();
       StopAll();
+      result.interrupted = true;
       result.message = fmt::format("interrupted; stopped {} worker{}", count, count == 1 ? "" : "s");
       return result;
     }

@@ -62,6 +62,10 @@ struct LaunchResult {
   // Every local failure was a peer failure: the root cause is on another machine, or a rank
   // never joined.
   bool peer_failure_only = false;
+  // `interrupted` returned true: the user stopped the job; no worker failed on its own.
+  bool interrupted = false;
+  // A worker could not be started (its executable is missing, fork failed): nothing trained.
+  bool start_failed = false;
   std::vector<std::string> failed_tail;  // the named rank's last output lines
   // The named rank was still running but made no progress (the watchdog, or the rank its
   // peers waited for when they failed).

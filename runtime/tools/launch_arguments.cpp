@@ -93,6 +93,11 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
            "`checkpoint` step (auto: start fresh when there is none), or from\n"
            "the checkpoint <dir>; steps, data order and RNG continue exactly",
            "`auto` or a checkpoint directory", [&o](std::string_view v) { o.resume = v; }),
+      Integer("--max-restarts",
+              "start a failed job again up to <n> times (default 0), each time\n"
+              "from its newest complete checkpoint, after a wait of 1 s doubling\n"
+              "to 30 s; one machine only (under Slurm: `sbatch --requeue`)",
+              o.max_restarts, 0, 1000),
       cli::Option{.names = {"--dry-run"},
                   .help = "print every worker's command and added environment; start nothing",
                   .apply = cli::SetFlag(o.dry_run)},

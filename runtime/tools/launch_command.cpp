@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/plan_env.h"
+#include "runtime/launch/restarts.h"
 #include "runtime/support/blas.h"
 #include "runtime/tools/plan_input.h"
 #include "runtime/tools/worker_executable.h"
@@ -150,7 +152,9 @@ llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan
   locks.push_back(std::move(*output));
   const auto* checkpoint = plan.Find<plan::Checkpoint>();
   if (checkpoint == nullptr || checkpoint->project_dir.empty()) return locks;
-  // Compared once the output directory exists: the same directory must not be locked twice.
+  // Compared once the output directory exists (Acquire creates it): a project directory that is
+  // the same folder, however spelt, is claimed once. A second flock on it would refuse this job
+  // in its own name.
   std::error_code ec;
   fs::path project = checkpoint->project_dir;
   if (fs::exists(project, ec) && fs::equivalent(project, output_dir, ec)) return locks;
@@ -190,6 +194,13 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
         "for one task per rank");
   }
 
+  // Checked before anything is locked or written: a flag that cannot work is a usage error.
+  int max_restarts = options.max_restarts.value_or(0);
+  if (std::string why = launch::WhyRestartsCannotWork(topology); max_restarts > 0 && !why.empty()) {
+    fmt::print(stderr, "accelrun: error: {}\n", why);
+    return kExitUsage;
+  }
+
   launch::LaunchId launch_id = launch::ResolveLaunchId(options.placement.rdzv_id, env,
                                                        topology.launched_by.empty() && topology.nnodes == 1);
   // A dry run's output stays the same from run to run, like the launcher pid below.
@@ -224,7 +235,6 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   launch::ThreadChoice threads;
   std::map<std::string, std::string> common =
       CommonEnvironment(*plan, options, topology, env, blas_note, threads);
-  common[launch::kEnvLaunchId] = launch_id.id;
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
   // Checked before anything starts: a launcher without its workers names the missing file.
   std::string worker_executable = WorkerExecutable(argv0);
@@ -235,26 +245,43 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
                worker_executable);
     return kExitUsage;
   }
-  launch::LaunchOptions launch_options;
-  for (const launch::Slot& slot : topology.slots) {
-    launch::WorkerSpec worker;
-    worker.rank = slot.rank;
-    worker.argv = {worker_executable, plan_path.string(), "--output-dir", output_dir.string()};
-    if (!options.resume.empty()) worker.argv.insert(worker.argv.end(), {"--resume", options.resume});
-    if (options.self_test) worker.argv.push_back("--self-test");
-    worker.env = common;
-    for (auto& [name, value] : launch::RankEnvironment(topology, slot)) worker.env[name] = value;
-    launch_options.workers.push_back(std::move(worker));
+  // The workers of one attempt: its rendezvous (port, launch id) and what it resumes from.
+  auto make_workers = [&](const launch::Topology& at, const std::string& id, const std::string& resume) {
+    launch::LaunchOptions made;
+    for (const launch::Slot& slot : at.slots) {
+      launch::WorkerSpec worker;
+      worker.rank = slot.rank;
+      worker.argv = {worker_executable, plan_path.string(), "--output-dir", output_dir.string()};
+      if (!resume.empty()) worker.argv.insert(worker.argv.end(), {"--resume", resume});
+      if (options.self_test) worker.argv.push_back("--self-test");
+      worker.env = common;
+      worker.env[launch::kEnvLaunchId] = id;
+      for (auto& [name, value] : launch::RankEnvironment(at, slot)) worker.env[name] = value;
+      made.workers.push_back(std::move(worker));
+    }
+    made.prefix_output = at.world_size > 1;
+    made.world_size = at.world_size;
+    // The watchdog (docs/launch.md): no phase of a worker may go silent for longer than the
+    // plan's collective timeout, plus a margin for the collective's own error to arrive first.
+    // Starting a worker (loading LibTorch) gets at least a minute, however short the timeout.
+    made.collective_timeout = std::chrono::milliseconds(init->timeout);
+    made.first_word_limit =
+        std::max(made.collective_timeout, std::chrono::milliseconds(60000)) + made.watchdog_margin;
+    return made;
+  };
+  launch::LaunchOptions launch_options = make_workers(topology, launch_id.id, options.resume);
+
+  // A restart continues the run from its newest complete checkpoint, whatever the first attempt
+  // resumed from; a plan without checkpoints starts over, and the self-test simply runs again.
+  bool saves_checkpoints = plan->Find<plan::Checkpoint>() != nullptr;
+  std::string restart_resume = options.self_test ? options.resume : saves_checkpoints ? "auto" : "";
+  std::string resume_note = options.self_test   ? "running the test again"
+                            : saves_checkpoints ? "resuming from the newest complete checkpoint"
+                                                : "starting over: the plan saves no checkpoints";
+  if (max_restarts > 0) {
+    placement->notes.push_back(fmt::format("up to {} restart{} after a failure, {}", max_restarts,
+                                           max_restarts == 1 ? "" : "s", resume_note));
   }
-  launch_options.prefix_output = topology.world_size > 1;
-  launch_options.world_size = topology.world_size;
-  // The watchdog (docs/launch.md): no phase of a worker may go silent for longer than the plan's
-  // collective timeout, plus a margin for the collective's own error to arrive first. Starting a
-  // worker (loading LibTorch) gets at least a minute, however short the timeout.
-  launch_options.collective_timeout = std::chrono::milliseconds(init->timeout);
-  launch_options.first_word_limit =
-      std::max(launch_options.collective_timeout, std::chrono::milliseconds(60000)) +
-      launch_options.watchdog_margin;
 
   // Under srun or mpirun every task runs this launcher: the job's lines (which job, done) come
   // once, from rank 0's; each launcher's own placement, notes and BLAS are marked as its own.
@@ -278,10 +305,39 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   fmt::print("{}accelrun: BLAS: {}\n", prefix, blas_note);
   std::fflush(stdout);
 
-  launch_options.interrupted = [] { return g_interrupted.load() != 0; };
+  auto interrupted = [] { return g_interrupted.load() != 0; };
+  launch::RestartHooks hooks;
+  hooks.resume_note = resume_note;
+  hooks.prepare = [&](int attempt) -> llvm::Expected<launch::LaunchOptions> {
+    if (attempt == 0) {
+      launch_options.interrupted = interrupted;
+      return launch_options;
+    }
+    // A new rendezvous per attempt: a port picked here is picked again (the old one may still
+    // be held by a dying store), and a new launch id refuses any straggler of the last attempt.
+    llvm::Expected<launch::Placement> again =
+        launch::ResolvePlacement(planned, options.placement, env, launch::PickFreePort);
+    if (!again) return again.takeError();
+    launch::LaunchId id = launch::RestartLaunchId(launch_id, attempt);
+    fmt::print("accelrun: restart {}: rendezvous {}:{} ({}), launch {}\n", attempt,
+               again->topology.master_addr, again->topology.master_port, again->rendezvous_from, id.id);
+    std::fflush(stdout);
+    launch::LaunchOptions next = make_workers(again->topology, id.id, restart_resume);
+    next.interrupted = interrupted;
+    return next;
+  };
+  hooks.wait = [](std::chrono::milliseconds delay) {
+    auto end = std::chrono::steady_clock::now() + delay;
+    while (g_interrupted.load() == 0 && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return g_interrupted.load() == 0;
+  };
+  hooks.say = [&prefix](const std::string& line) {
+    fmt::print(stderr, "{}", PrefixLines(prefix, "accelrun: " + line));
+  };
   InstallSignalHandlers();
   launch::PosixSpawner spawner;
-  launch::LaunchResult result = launch::RunWorkers(launch_options, spawner);
+  launch::LaunchResult result = launch::RunWithRestarts({.max_restarts = max_restarts}, hooks, spawner);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!result.success) {
     fmt::print(stderr, "{}", PrefixLines(prefix, "accelrun: error: " + result.message));

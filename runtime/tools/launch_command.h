@@ -23,6 +23,9 @@ struct LaunchCommandOptions {
   bool self_test = false;
   // --resume: `auto` or a checkpoint directory; empty starts fresh (docs/checkpoints.md).
   std::string resume;
+  // --max-restarts: how many times a failed job is started again, resuming from its newest
+  // complete checkpoint; only where this launcher starts every rank.
+  std::optional<int> max_restarts;
   bool help = false;  // -h, --help: print the usage, start nothing
 };
 

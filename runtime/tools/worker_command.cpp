@@ -80,6 +80,10 @@ int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir
         code = launch::kWorkerExitPeerFailure;
         fmt::print(stderr, "accelrun: error: {}\n", failure.message());
       },
+      [&code](const rt::train::ArgumentMismatch& mismatch) {
+        code = launch::kWorkerExitUsage;
+        fmt::print(stderr, "accelrun: error: {}\n", mismatch.message());
+      },
       [](const llvm::ErrorInfoBase& error) { fmt::print(stderr, "accelrun: error: {}\n", error.message()); });
   return code;
 }

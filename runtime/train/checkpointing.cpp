@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "runtime/support/error.h"
+#include "runtime/train/worker.h"
 
 namespace accel::rt::train {
 namespace {
@@ -61,7 +62,7 @@ llvm::Expected<checkpoint::CheckpointStore> OpenCheckpointStore(const plan::Chec
   if (!store || !resume.empty() || !spec.automatic_checkpoint_naming) return store;
   for (const auto& [number, path] : checkpoint::ListCheckpoints(store->checkpoints_dir())) {
     if (number >= store->iteration()) {
-      return Fail(
+      return llvm::make_error<ArgumentMismatch>(
           fmt::format("{} exists from an earlier run; pass `--resume auto` to continue it, or choose another "
                       "`project_config.project_dir`",
                       path));

@@ -119,7 +119,7 @@ class TrainingRun {
   llvm::Error OpenStore() {
     if (steps_.checkpoint == nullptr) {
       if (context_.resume.empty()) return llvm::Error::success();
-      return Fail(
+      return llvm::make_error<ArgumentMismatch>(
           "`--resume` needs a plan that saves checkpoints; set `train.checkpoint_every` or "
           "`train.checkpoint_every_epoch`");
     }
@@ -417,7 +417,13 @@ llvm::Expected<Result> AtTheBoundary(const WorkerContext& context, Run run) {
     if (result) return result;
     // After a failure the group may hold queued work that would only time out: leave it to the OS.
     (void)group.release();
-    return Fail(fmt::format("rank {}: {}", context.rank, first_line(llvm::toString(result.takeError()))));
+    llvm::Error error = result.takeError();
+    // Kept apart by type, so that the launcher does not restart what would fail again.
+    bool mismatch = error.isA<ArgumentMismatch>();
+    std::string message =
+        fmt::format("rank {}: {}", context.rank, first_line(llvm::toString(std::move(error))));
+    if (mismatch) return llvm::make_error<ArgumentMismatch>(std::move(message));
+    return Fail(message);
   } catch (const distributed::CollectiveError& error) {
     // A peer's death or a timeout: the launcher tells this echo from a root cause by its type.
     (void)group.release();

@@ -66,6 +66,22 @@ class CollectiveFailure : public llvm::ErrorInfo<CollectiveFailure> {
   std::string message_;
 };
 
+// The error RunWorker returns when the worker's arguments do not fit the plan or the disk:
+// `--resume` without a checkpoint step, or a fresh start into a project that holds an earlier
+// run's checkpoints. `accelrun-worker` exits with code 2 for it: starting again the same way
+// fails the same way, so the launcher does not restart it (and never turns it into a resume of
+// the earlier run).
+class ArgumentMismatch : public llvm::ErrorInfo<ArgumentMismatch> {
+ public:
+  inline static char ID = 0;
+  explicit ArgumentMismatch(std::string message) : message_(std::move(message)) {}
+  void log(llvm::raw_ostream& os) const override { os << message_; }
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+
+ private:
+  std::string message_;
+};
+
 }  // namespace accel::rt::train
 
 #endif  // ACCEL_RUNTIME_TRAIN_WORKER_H_

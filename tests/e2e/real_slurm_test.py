@@ -13,6 +13,8 @@ rank 0's launcher prints the job's lines. Then, with `--dry-run`:
 5. `srun -n1` inside `salloc --ntasks-per-node=2`: the step's one task per node wins over the
    allocation's two (LOCAL_WORLD_SIZE=1);
 6. `srun -n1 -c2`: SLURM_CPUS_PER_TASK sets the worker's threads.
+Last, 7. the script `accelc export --to sbatch` writes for the spec, submitted as written: it
+trains on the spec's world size in its own working directory, bit-identical to the local run.
 
 Exits 77 (ctest: skipped) when the machine cannot host the cluster: packages missing, not root,
 or the daemons do not start.
@@ -35,7 +37,7 @@ from slurm_cluster import SlurmCluster, Unavailable, free_port  # noqa: E402
 STEPS = 40
 # Every wait of the test comes out of this budget, below ctest's TIMEOUT (180 s): a hung job fails
 # the test by itself, which then stops the cluster, instead of ctest killing it.
-BUDGET_S = 150
+BUDGET_S = 200
 
 
 def main():
@@ -133,6 +135,30 @@ def main():
         assert "; 2 threads per worker (SLURM_CPUS_PER_TASK)" in result.stdout, result.stdout
         assert re.search(r"^  env: OMP_NUM_THREADS=2$", result.stdout, re.M), "srun -c2: OMP_NUM_THREADS is not 2"
         print("srun -n1 -c2: 2 threads per worker from SLURM_CPUS_PER_TASK")
+
+        # The exported script as a user would submit it: no environment from the test but the
+        # cluster's, the plan compiled at export time, paths resolved in the export's directory.
+        exported = os.path.join(workdir, "exported")
+        os.makedirs(exported)
+        script = os.path.join(exported, "job.sbatch")
+        run([accelc, "export", "--to", "sbatch", os.path.abspath(spec), "--set", f"train.steps={STEPS}", "-o", script],
+            cwd=exported, timeout=left())
+        with open(script) as f:
+            text = f.read()
+        assert "#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2\n" in text, text
+        result = cluster.run(["sbatch", "--parsable", script], cwd=workdir, timeout=left())
+        job_id = result.stdout.strip().split(";")[0]
+        state, exit_code = cluster.wait_job(job_id, timeout=left())
+        log_path = os.path.join(exported, f"quickstart-{job_id}.out")
+        with open(log_path) as f:
+            log = f.read()
+        sys.stdout.write(log)
+        assert (state, exit_code) == ("COMPLETED", "0:0"), f"exported sbatch: job {job_id} ended {state} {exit_code}"
+        # The spec's relative output directory, under the directory the script was exported in.
+        assert_trained_like(reference, os.path.join(exported, "runs", "quickstart"), "exported sbatch", world_size=2)
+        check_one_voice("exported sbatch", "Slurm", log)
+        assert f"launch slurm-{job_id}.0 " in log, "the exported job did not run as one Slurm step"
+        print(f"accelc export --to sbatch: job {job_id} trained on the spec's 2 processes")
         passed = True
     finally:
         cluster.stop()
