@@ -1,5 +1,7 @@
 // textDocument/completion: the fields a block may still set, enum members and record types
 // after `=`, and the keys of a YAML config's mapping.
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "compiler/lsp/features.h"
@@ -11,6 +13,14 @@ namespace {
 
 llvm::json::Object Markdown(std::string text) {
   return llvm::json::Object{{"kind", "markdown"}, {"value", std::move(text)}};
+}
+
+bool IsWord(const std::string& text) {
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  for (char c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
 }
 
 bool IsSet(const Cursor& cursor, const std::string& name) {
@@ -61,9 +71,11 @@ void AddValues(const sema::Type& type, const sema::Schema& schema, bool yaml, ll
       auto it = schema.enums.find(type.name);
       if (it == schema.enums.end()) return;
       for (const sema::EnumSchema::Member& member : it->second.members) {
-        // Config files hold the serialized value (`bf16`, `"no"`); specs the member name.
+        // Config files hold the serialized value; specs name a member by it too where it is
+        // a plain word (`mixed_precision = bf16`), else by the member's name.
+        std::string label = yaml || IsWord(member.value) ? member.value : member.name;
         items.push_back(
-            llvm::json::Object{{"label", yaml ? member.value : member.name},
+            llvm::json::Object{{"label", label},
                                {"kind", static_cast<int>(CompletionItemKind::kEnumMember)},
                                {"detail", it->second.name},
                                {"documentation", Markdown(EnumMemberMarkdown(it->second, member))}});

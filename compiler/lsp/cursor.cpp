@@ -202,7 +202,9 @@ Cursor LocateInSpec(std::string_view text, uint32_t offset, const sema::Schema& 
     }
     return cursor;
   }
-  if (StartsWithWord(trimmed, "job")) {
+  // On `job name extends base` before its `{`: the base is the only thing to resolve.
+  size_t brace = line.find('{');
+  if (StartsWithWord(trimmed, "job") && (brace == std::string_view::npos || offset <= line_begin + brace)) {
     size_t extends = line.find(" extends ");
     if (extends != std::string_view::npos && cursor.word_span.begin >= line_begin + extends + 9) {
       cursor.kind = Cursor::Kind::kExtends;

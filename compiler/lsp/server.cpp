@@ -115,7 +115,11 @@ void Server::HandleMessage(std::string_view body) {
   }
   static const llvm::json::Object kNoParams;
   const llvm::json::Value* params_value = message->get("params");
-  const llvm::json::Object* params = params_value ? params_value->getAsObject() : &kNoParams;
+  // `null` params are absent ones: some clients send them for `shutdown` and `exit`.
+  const llvm::json::Object* params =
+      params_value == nullptr || params_value->kind() == llvm::json::Value::Null
+          ? &kNoParams
+          : params_value->getAsObject();
   if (params == nullptr) {
     if (id != nullptr) ReplyError(*id, ErrorCode::kInvalidParams, "`params` must be an object");
     return;
