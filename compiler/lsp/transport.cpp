@@ -127,6 +127,11 @@ bool MessageReader::Skip(size_t count) {
 }
 
 Frame MessageReader::Next() {
+  if (skip_ > 0) {
+    size_t count = skip_;
+    skip_ = 0;
+    if (!Skip(count)) return {};
+  }
   // Blank lines between messages are tolerated (some clients end bodies with a newline).
   for (;;) {
     size_t blank = buffer_.find_first_not_of("\r\n");
@@ -154,7 +159,7 @@ Frame MessageReader::Next() {
   buffer_.erase(0, header_end);
   if (!ok) return {Frame::Status::kBadFrame, "", problem};
   if (length > kMaxMessageBytes) {
-    Skip(length);
+    skip_ = length;
     return {Frame::Status::kBadFrame, "", "Content-Length over the 64 MiB limit"};
   }
   while (buffer_.size() < length) {

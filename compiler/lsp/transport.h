@@ -77,6 +77,9 @@ class MessageReader {
   ByteSource& source_;
   std::string buffer_;
   bool ended_ = false;
+  // Bytes of a refused body still to drop: the refusal is reported first, so the client hears
+  // of it before the server reads on.
+  size_t skip_ = 0;
 };
 
 // Parses one header block (without its terminating empty line) and returns the Content-Length,
