@@ -49,41 +49,45 @@ std::string Message(llvm::json::Object message) {
 // A session about `text`: open it, ask everything at a few positions, edit it, ask again.
 std::string Session(const std::string& text, bool yaml) {
   const char* uri = yaml ? "file:///fuzz/config.yaml" : "file:///fuzz/job.accel";
-  std::string stream = Message({{"id", 1}, {"method", "initialize"}, {"params", llvm::json::Object{}}});
-  stream += Message(
-      {{"method", "textDocument/didOpen"},
-       {"params",
-        llvm::json::Object{
-            {"textDocument",
-             llvm::json::Object{{"uri", uri}, {"languageId", "accel"}, {"version", 1}, {"text", text}}}}}});
+  std::string stream =
+      Message(llvm::json::Object{{"id", 1}, {"method", "initialize"}, {"params", llvm::json::Object{}}});
+  stream += Message(llvm::json::Object{
+      {"method", "textDocument/didOpen"},
+      {"params",
+       llvm::json::Object{
+           {"textDocument",
+            llvm::json::Object{{"uri", uri}, {"languageId", "accel"}, {"version", 1}, {"text", text}}}}}});
   int64_t id = 2;
   for (size_t i = 0; i < 4 && i < text.size(); ++i) {
     // Positions anywhere, past line ends and past the last line included.
     llvm::json::Object position{{"line", static_cast<unsigned char>(text[i]) % 8},
                                 {"character", static_cast<unsigned char>(text[text.size() - 1 - i]) % 64}};
     for (const char* method : {"textDocument/hover", "textDocument/completion", "textDocument/definition"}) {
-      stream += Message({{"id", id++},
-                         {"method", method},
-                         {"params", llvm::json::Object{{"textDocument", llvm::json::Object{{"uri", uri}}},
-                                                       {"position", llvm::json::Object(position)}}}});
+      stream += Message(
+          llvm::json::Object{{"id", id++},
+                             {"method", method},
+                             {"params", llvm::json::Object{{"textDocument", llvm::json::Object{{"uri", uri}}},
+                                                           {"position", llvm::json::Object(position)}}}});
     }
     llvm::json::Object range{{"start", llvm::json::Object(position)}, {"end", llvm::json::Object(position)}};
-    stream += Message({{"id", id++},
-                       {"method", "textDocument/codeAction"},
-                       {"params", llvm::json::Object{{"textDocument", llvm::json::Object{{"uri", uri}}},
-                                                     {"range", llvm::json::Object(range)},
-                                                     {"context", llvm::json::Object{}}}}});
     stream += Message(
-        {{"method", "textDocument/didChange"},
-         {"params", llvm::json::Object{{"textDocument", llvm::json::Object{{"uri", uri}, {"version", id}}},
-                                       {"contentChanges",
-                                        llvm::json::Array{llvm::json::Object{
-                                            {"range", std::move(range)}, {"text", text.substr(i, 3)}}}}}}});
+        llvm::json::Object{{"id", id++},
+                           {"method", "textDocument/codeAction"},
+                           {"params", llvm::json::Object{{"textDocument", llvm::json::Object{{"uri", uri}}},
+                                                         {"range", llvm::json::Object(range)},
+                                                         {"context", llvm::json::Object{}}}}});
+    stream += Message(llvm::json::Object{
+        {"method", "textDocument/didChange"},
+        {"params", llvm::json::Object{
+                       {"textDocument", llvm::json::Object{{"uri", uri}, {"version", id}}},
+                       {"contentChanges", llvm::json::Array{llvm::json::Object{
+                                              {"range", std::move(range)}, {"text", text.substr(i, 3)}}}}}}});
   }
   for (const char* method : {"textDocument/documentSymbol", "textDocument/formatting"}) {
-    stream += Message({{"id", id++},
-                       {"method", method},
-                       {"params", llvm::json::Object{{"textDocument", llvm::json::Object{{"uri", uri}}}}}});
+    stream += Message(llvm::json::Object{
+        {"id", id++},
+        {"method", method},
+        {"params", llvm::json::Object{{"textDocument", llvm::json::Object{{"uri", uri}}}}}});
   }
   return stream;
 }

@@ -17,9 +17,10 @@ shutil.rmtree(workdir, ignore_errors=True)
 os.makedirs(workdir)
 env = dict(os.environ, XDG_CACHE_HOME=os.path.join(workdir, "cache"))
 
-# The é before the typo is two bytes but one UTF-16 unit: the range must count units.
+# Before the typo, é is two bytes and one UTF-16 unit, and the emoji four bytes and two units:
+# the range must count units.
 SPEC = """job typo {
-  output { dir = "runs/caf\u00e9" }; accelerator { mixed_precison = bf16 }
+  output { dir = "runs/caf\u00e9\U0001F600" }; accelerator { mixed_precison = bf16 }
   model = MLP {
   inputs = 4; outputs = 1 }
   data = SyntheticRegression { samples = 8; features = 4; batch_size = 2 }
@@ -68,7 +69,7 @@ assert typo["severity"] == 1, typo
 assert typo["codeDescription"]["href"] == "https://docs.example/ref/diagnostics.md#a2003", typo
 start = position_of("mixed_precison")
 assert typo["range"] == {"start": start, "end": {"line": start["line"], "character": start["character"] + 14}}, typo
-assert start["character"] == 46, start  # 47 if columns counted bytes
+assert start["character"] == 48, start  # 51 if columns counted bytes, 47 if code points
 # The same diagnostic `accelc check` prints for the file.
 check = subprocess.run([accelc, "check", "--format=json", path], capture_output=True, text=True)
 assert '"code": "A2003"' in check.stdout and check.stdout.count('"code"') == 1, check.stdout
