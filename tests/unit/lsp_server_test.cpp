@@ -278,3 +278,118 @@ TEST(Server, HoversCompletesAndFormats) {
 
 }  // namespace
 }  // namespace accel::lsp
+
+namespace accel::lsp {
+namespace {
+
+// The result in the one answer to a request (a copy: the answer is a temporary), or a failure.
+llvm::json::Value ResultOf(const std::vector<llvm::json::Value>& answer) {
+  if (answer.size() != 1 || answer[0].getAsObject()->get("result") == nullptr) {
+    ADD_FAILURE() << "no result";
+    return nullptr;
+  }
+  return *answer[0].getAsObject()->get("result");
+}
+
+std::string Position(const std::string& uri, int line, int character) {
+  return "{\"textDocument\":{\"uri\":\"" + uri + "\"},\"position\":{\"line\":" + std::to_string(line) +
+         ",\"character\":" + std::to_string(character) + "}}";
+}
+
+TEST(Server, ServesYamlConfigsAsCheckSeesThem) {
+  Session session;
+  session.Initialize();
+  std::string uri = "file:///w/c.yaml";
+  std::vector<llvm::json::Value> published =
+      session.Notify("textDocument/didOpen",
+                     OpenParams(uri,
+                                "distributed_type: MULTI_GPU\nmixed_precison: bf16\nnum_processes: 2\n"
+                                "# accelc-ignore[CMP-005]: x\n"));
+  const llvm::json::Array* diagnostics =
+      published[0].getAsObject()->getObject("params")->getArray("diagnostics");
+  ASSERT_NE(diagnostics, nullptr);
+  // What `accelc check c.yaml` prints: the typo, and the suppression that matches nothing.
+  ASSERT_EQ(diagnostics->size(), 2u);
+  EXPECT_EQ((*diagnostics)[0].getAsObject()->getString("code"), llvm::StringRef("A2003"));
+  EXPECT_EQ((*diagnostics)[1].getAsObject()->getString("code"), llvm::StringRef("A2018"));
+  EXPECT_EQ((*diagnostics)[1].getAsObject()->getInteger("severity").getValueOr(-1), 2);
+
+  llvm::json::Value hover_value = ResultOf(session.Request(2, "textDocument/hover", Position(uri, 0, 3)));
+  const llvm::json::Object* hover = hover_value.getAsObject();
+  ASSERT_NE(hover, nullptr);
+  EXPECT_NE(hover->getObject("contents")->getString("value")->str().find("ClusterConfig.distributed_type"),
+            std::string::npos);
+  // A code in a suppression comment explains itself.
+  llvm::json::Value code_value = ResultOf(session.Request(3, "textDocument/hover", Position(uri, 3, 18)));
+  const llvm::json::Object* code = code_value.getAsObject();
+  ASSERT_NE(code, nullptr);
+  EXPECT_NE(code->getObject("contents")->getString("value")->str().find("CMP-005"), std::string::npos);
+
+  // Keys complete by config-file key, without the ones set; values by serialized enum value.
+  session.Notify("textDocument/didChange",
+                 "{\"textDocument\":{\"uri\":\"" + uri +
+                     "\",\"version\":2},\"contentChanges\":[{\"text\":\"distributed_type: MULTI_GPU\\n"
+                     "mixed_precision: \\n\\n\"}]}");
+  std::vector<std::string> keys;
+  llvm::json::Value key_items = ResultOf(session.Request(4, "textDocument/completion", Position(uri, 2, 0)));
+  for (const llvm::json::Value& item : *key_items.getAsObject()->getArray("items")) {
+    keys.push_back(item.getAsObject()->getString("label")->str());
+  }
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "num_processes"), keys.end());
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "deepspeed_config"), keys.end());
+  EXPECT_EQ(std::find(keys.begin(), keys.end(), "distributed_type"), keys.end());
+  std::vector<std::string> values;
+  llvm::json::Value value_items =
+      ResultOf(session.Request(5, "textDocument/completion", Position(uri, 1, 17)));
+  for (const llvm::json::Value& item : *value_items.getAsObject()->getArray("items")) {
+    values.push_back(item.getAsObject()->getString("label")->str());
+  }
+  EXPECT_EQ(values, (std::vector<std::string>{"no", "fp8", "fp16", "bf16"}));
+}
+
+TEST(Server, LinksNotesAndDefinitionsToTheirFiles) {
+  Session session;
+  session.Initialize();
+  // Without a stdlib folder, stdlib locations use the accel-stdlib scheme.
+  std::string uri = "file:///w/missing.accel";
+  std::vector<llvm::json::Value> published =
+      session.Notify("textDocument/didOpen", OpenParams(uri, "job j {\n}\n"));
+  const llvm::json::Array* diagnostics =
+      published[0].getAsObject()->getObject("params")->getArray("diagnostics");
+  ASSERT_NE(diagnostics, nullptr);
+  ASSERT_FALSE(diagnostics->empty());
+  const llvm::json::Object* missing = (*diagnostics)[0].getAsObject();
+  EXPECT_EQ(missing->getString("code"), llvm::StringRef("A3004"));
+  const llvm::json::Array* related = missing->getArray("relatedInformation");
+  ASSERT_NE(related, nullptr);
+  EXPECT_EQ((*related)[0].getAsObject()->getObject("location")->getString("uri"),
+            llvm::StringRef("accel-stdlib:///workload.accel"));
+
+  // `extends` and `import` lead to the files the driver resolved.
+  std::string dir = std::string(ACCEL_SOURCE_DIR) + "/tests/lit/compose";
+  std::string spec_uri = "file://" + dir + "/extends_copy.accel";
+  session.Notify(
+      "textDocument/didOpen",
+      OpenParams(spec_uri,
+                 "import \"Inputs/base.accel\"\njob child extends wide {\n  train { steps = 20 }\n}\n"));
+  llvm::json::Value base_value =
+      ResultOf(session.Request(2, "textDocument/definition", Position(spec_uri, 1, 21)));
+  const llvm::json::Object* base = base_value.getAsObject();
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(base->getString("uri"), llvm::StringRef("file://" + dir + "/Inputs/base.accel"));
+  EXPECT_EQ(base->getObject("range")->getObject("start")->getInteger("line").getValueOr(-1), 25);
+  llvm::json::Value import_value =
+      ResultOf(session.Request(3, "textDocument/definition", Position(spec_uri, 0, 12)));
+  const llvm::json::Object* import = import_value.getAsObject();
+  ASSERT_NE(import, nullptr);
+  EXPECT_EQ(import->getString("uri"), llvm::StringRef("file://" + dir + "/Inputs/base.accel"));
+  // A field leads to its stdlib declaration.
+  llvm::json::Value field_value =
+      ResultOf(session.Request(4, "textDocument/definition", Position(spec_uri, 2, 11)));
+  const llvm::json::Object* field = field_value.getAsObject();
+  ASSERT_NE(field, nullptr);
+  EXPECT_EQ(field->getString("uri"), llvm::StringRef("accel-stdlib:///workload.accel"));
+}
+
+}  // namespace
+}  // namespace accel::lsp
