@@ -148,9 +148,8 @@ source::Span WordAt(std::string_view text, uint32_t offset, std::string_view ext
 }
 
 std::string_view LineAround(std::string_view text, uint32_t offset, size_t* line_begin) {
-  size_t begin = text.rfind('\n', offset == 0 ? 0 : offset - 1);
-  begin = begin == std::string_view::npos || offset == 0 ? 0 : begin + 1;
-  if (offset > 0 && text[offset - 1] == '\n') begin = offset;
+  size_t newline = offset == 0 ? std::string_view::npos : text.rfind('\n', offset - 1);
+  size_t begin = newline == std::string_view::npos ? 0 : newline + 1;
   size_t end = text.find('\n', offset);
   *line_begin = begin;
   return text.substr(begin, (end == std::string_view::npos ? text.size() : end) - begin);

@@ -49,13 +49,14 @@ std::string FieldMarkdown(const sema::RecordSchema& record, const sema::FieldSch
   if (!field.doc.empty()) out += "\n" + docs::OneLine(field.doc) + "\n";
   std::vector<std::string> facts;
   if (!field.env_vars.empty()) facts.push_back("environment: " + Codes(field.env_vars));
-  if (field.file_key) facts.push_back(fmt::format("config-file key: `{}`", *field.file_key));
+  // Always shown: in a YAML config the key is what the reader types, even when it is the name.
+  facts.push_back(fmt::format("config-file key: `{}`", docs::FileKey(field)));
   if (!field.aliases.empty()) facts.push_back("old names: " + Codes(field.aliases));
   std::vector<std::string> rule_codes;
   for (const sema::RuleSchema* rule : RulesReading(record, field)) {
     rule_codes.push_back(fmt::format("`{}` {}", rule->code, rule->message));
   }
-  if (!facts.empty() || !rule_codes.empty()) out += "\n";
+  out += "\n";
   for (const std::string& fact : facts) out += "- " + fact + "\n";
   for (const std::string& rule : rule_codes) out += "- rule " + rule + "\n";
   return out;

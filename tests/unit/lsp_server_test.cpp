@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -242,6 +243,20 @@ TEST(Server, HoversCompletesAndFormats) {
   std::string text = result->getObject("contents")->getString("value")->str();
   EXPECT_NE(text.find("Accelerator.mixed_precision: PrecisionType?"), std::string::npos) << text;
   EXPECT_NE(text.find("ACCELERATE_MIXED_PRECISION"), std::string::npos) << text;
+  EXPECT_NE(text.find("config-file key: `mixed_precision`"), std::string::npos) << text;
+
+  // The rules of the record that read the field are listed with their ids.
+  session.Notify(
+      "textDocument/didOpen",
+      OpenParams("file:///w/r.accel", "job j {\n  accelerator.dataloader_config.data_seed = 1\n}\n"));
+  std::vector<llvm::json::Value> rule_hover = session.Request(
+      7, "textDocument/hover",
+      "{\"textDocument\":{\"uri\":\"file:///w/r.accel\"},\"position\":{\"line\":1,\"character\":34}}");
+  const llvm::json::Object* rule_result = rule_hover[0].getAsObject()->getObject("result");
+  ASSERT_NE(rule_result, nullptr);
+  std::string rule_text = rule_result->getObject("contents")->getString("value")->str();
+  EXPECT_NE(rule_text.find("DataLoaderConfiguration.data_seed"), std::string::npos) << rule_text;
+  EXPECT_NE(rule_text.find("- rule `DL-006`"), std::string::npos) << rule_text;
 
   std::vector<llvm::json::Value> fields =
       session.Request(3, "textDocument/completion", at + "{\"line\":3,\"character\":4}}");
@@ -389,6 +404,24 @@ TEST(Server, LinksNotesAndDefinitionsToTheirFiles) {
   const llvm::json::Object* field = field_value.getAsObject();
   ASSERT_NE(field, nullptr);
   EXPECT_EQ(field->getString("uri"), llvm::StringRef("accel-stdlib:///workload.accel"));
+}
+
+TEST(Server, CompletesRecordTypesWithTheirRequiredFields) {
+  Session session;
+  session.Initialize();
+  std::string uri = "file:///w/m.accel";
+  session.Notify("textDocument/didOpen", OpenParams(uri, "job j {\n  model = \n}\n"));
+  llvm::json::Value items = ResultOf(session.Request(2, "textDocument/completion", Position(uri, 1, 10)));
+  std::map<std::string, std::string> snippets;
+  for (const llvm::json::Value& item : *items.getAsObject()->getArray("items")) {
+    const llvm::json::Object* object = item.getAsObject();
+    EXPECT_EQ(object->getInteger("insertTextFormat").getValueOr(-1), 2);
+    snippets[object->getString("label")->str()] = object->getString("insertText")->str();
+  }
+  // `model` is `MLP | Transformer | TorchScript`: one item per record, required fields as stops.
+  ASSERT_EQ(snippets.size(), 3u);
+  EXPECT_EQ(snippets["MLP"], "MLP {\n  inputs = ${1}\n}");
+  EXPECT_EQ(snippets["TorchScript"], "TorchScript {\n  path = ${1}\n}");
 }
 
 }  // namespace
