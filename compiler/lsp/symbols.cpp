@@ -7,8 +7,8 @@ namespace accel::lsp {
 namespace {
 
 llvm::json::Object Symbol(std::string name, SymbolKind kind, const Range& range, const Range& selection) {
-  if (name.empty()) name = "?";  // LSP refuses empty names; a recovered parse may leave one
-  return llvm::json::Object{{"name", std::move(name)},
+  // LSP refuses empty names; a recovered parse may leave one.
+  return llvm::json::Object{{"name", name.empty() ? std::string("?") : std::move(name)},
                             {"kind", static_cast<int>(kind)},
                             {"range", ToJson(range)},
                             {"selectionRange", ToJson(selection)}};
