@@ -6,7 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ACCEL_BUILD_DIR:-$root/build}"
 repetitions="${ACCEL_BENCH_REPETITIONS:-9}"
-"$root/scripts/build.sh" --target bench_compiler bench_format bench_checkpoint bench_checkpoint_store bench_train_state bench_memory \
+"$root/scripts/build.sh" --target bench_compiler bench_format bench_lsp bench_checkpoint bench_checkpoint_store bench_train_state bench_memory \
   bench_dist_ops bench_train_step accelc accelrun >/dev/null
 # Measure as accelrun runs its workers: with huge-page malloc (fresh 4 KiB pages cost ~14 µs
 # each here). ACCEL_NO_HUGEPAGES=1 measures plain malloc.

@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh -runs=100000    # any libFuzzer flags
 #   FUZZ_TARGET=config_fuzzer scripts/fuzz.sh   # the YAML/JSON config reader
 #   FUZZ_TARGET=safetensors_fuzzer scripts/fuzz.sh   # the safetensors reader
+#   FUZZ_TARGET=lsp_fuzzer scripts/fuzz.sh   # accelc lsp: its transport and its features
 # Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +24,8 @@ args=("$@")
 [[ ${#args[@]} -eq 0 ]] && args=(-runs=1000000)
 if [[ "$target" == config_fuzzer ]]; then
   seeds="$root/tests/fuzz/config-corpus" dict="$root/tests/fuzz/config.dict"
+elif [[ "$target" == lsp_fuzzer ]]; then
+  seeds="$root/tests/fuzz/lsp-corpus" dict="$root/tests/fuzz/accel.dict"
 elif [[ "$target" == safetensors_fuzzer ]]; then
   seeds="$root/tests/fuzz/safetensors-corpus" dict="$root/tests/fuzz/safetensors.dict"
 else

@@ -21,6 +21,8 @@ packages=(
   # checkpoints: an independent safetensors reader (numpy) in the interop test; libcrypto's
   # SHA-256 for checkpoint manifests (about 4x LLVM's)
   python3-numpy libssl-dev
+  # accelc lsp: Neovim's built-in LSP client drives the editor end-to-end test
+  neovim
   # training executor: PyTorch itself (python3-torch 1.13, the LibTorch of libtorch-dev) as the
   # reference the TorchScript example is checked against, step by step
   python3-torch

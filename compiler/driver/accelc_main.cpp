@@ -28,6 +28,9 @@
 #include "compiler/driver/inputs.h"
 #include "compiler/driver/verify.h"
 #include "compiler/interop/interop.h"
+#include "compiler/lsp/links.h"
+#include "compiler/lsp/server.h"
+#include "compiler/lsp/transport.h"
 #include "compiler/parse/parse.h"
 #include "compiler/plan/describe.h"
 
@@ -73,6 +76,10 @@ constexpr Command kCommands[] = {
      "put `.accel` specs in the one canonical layout (docs/fmt.md), in\n"
      "place; `-` reads stdin and writes stdout. Directories: every .accel\n"
      "file below. Files with syntax errors are left as they are"},
+    {"lsp", "lsp",
+     "a Language Server Protocol server on stdin/stdout, for editors\n"
+     "(docs/lsp.md): check's diagnostics as you type, hover docs,\n"
+     "completion, go to definition, outline, formatting, quick fixes"},
     {"docs", "docs --out <dir>",
      "write the reference generated from the schemas: Markdown pages,\n"
      "a searchable HTML page, JSON Schemas of the YAML and JSON surfaces"},
@@ -97,6 +104,7 @@ struct Options {
   std::string tool;                          // --for; empty: decided per file (CompileOptions::tool)
   bool all = false;                          // explain --all: defaults too
   std::string to;                            // export --to
+  std::string reference_url;                 // lsp --reference-url
   unsigned jobs = 0;                         // 0: one per core
   // --max-diagnostics: shown per file in the text and github formats; 0 shows all. A file of
   // 100,000 unknown keys would otherwise print 300,000 lines into a CI log.
@@ -262,6 +270,12 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .apply = accel::cli::StoreText(o.to),
              .needs = "`accelerate-yaml`, `deepspeed-json` or `sbatch`"},
       Option{.names = {"--all"}, .apply = accel::cli::SetFlag(o.all)},
+      Option{.names = {"--reference-url"},
+             .value_name = "<url>",
+             .help = "with `lsp`: where diagnostic codes link to, the folder `accelc docs`\n"
+                     "writes (default: the reference beside accelc, if found)",
+             .apply = accel::cli::StoreText(o.reference_url),
+             .needs = "a URL"},
       Option{.names = {"--dump-ast"},
              .help = "with `parse`: print the syntax tree of each file",
              .apply = accel::cli::SetFlag(o.dump_ast)},
@@ -338,6 +352,7 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     if (options.output.empty() || !options.files.empty()) return "`docs` takes `--out DIR` and no input";
     return "";
   }
+  if (options.command == "lsp") return options.files.empty() ? "" : "`lsp` takes no input; it reads stdin";
   if (options.files.empty()) return options.command == "explain-code" ? "missing code" : "missing input file";
   if (options.command == "explain" && options.files.size() != 1)
     return "`explain` takes exactly one spec or plan";
@@ -734,6 +749,15 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (options.command == "explain-code") return ExplainCodes(options, stdlib->schema());
+  if (options.command == "lsp") {
+    accel::lsp::ServerOptions server;
+    server.reference_base =
+        options.reference_url.empty() ? accel::lsp::DefaultReferenceBase() : options.reference_url;
+    server.stdlib_dir = accel::lsp::DefaultStdlibDir(*stdlib);
+    accel::lsp::FdSource in(STDIN_FILENO);
+    accel::lsp::FdSink out(STDOUT_FILENO);
+    return accel::lsp::Serve(in, out, *stdlib, server);
+  }
   if (options.command == "explain" || options.command == "diff") return DescribePlans(options, *stdlib);
   if (options.command == "export" && options.to == "sbatch") return ExportBatchScript(options, *stdlib);
   if (options.command == "import" || options.command == "export") return Convert(options, *stdlib);

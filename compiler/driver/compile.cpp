@@ -116,6 +116,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   config::ConfigFile config = config::ReadConfigFile(*compilation.source, compilation.diagnostics);
   if (config.file.jobs.empty()) return;  // unreadable: the reader said why
   compilation.tree = std::make_unique<ast::File>(std::move(config.file));
+  compilation.root_record = config.root_record;
   const ast::File& file = *compilation.tree;
   sema::CheckOptions check = Composed(compilation, file, options);
   check.root = config.root_record;
@@ -161,6 +162,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
     return;
   }
   compilation.tree = std::make_unique<ast::File>(parse::Parse(*compilation.source, compilation.diagnostics));
+  compilation.root_record = "Job";
   const ast::File& file = *compilation.tree;
   if (compilation.diagnostics.has_errors()) {
     // Check what parsed, so one run reports syntax and schema mistakes together; the parser

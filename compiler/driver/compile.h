@@ -28,6 +28,10 @@ struct Compilation {
   std::optional<plan::Plan> plan;  // set when every phase succeeded
   bool schema_only = false;        // the file declares schemas and no job: checked, not lowered
   bool config_file = false;        // an Accelerate config YAML or DeepSpeed JSON: checked, not lowered
+  // The schema record the file's top level is checked against: `Job` for a spec, the config
+  // reader's choice for a YAML or JSON file (`ClusterConfig`, `DeepSpeedConfig`, ...). Empty
+  // when the file was not read that far.
+  std::string root_record;
   // The checked file's tree and what it pulled in (imports, `--set`): kept with the results
   // that point into them.
   std::unique_ptr<ast::File> tree;

@@ -1,5 +1,6 @@
 # lit configuration for Accel's file tests: each .accel or .test file carries RUN lines.
 import os
+import shutil
 import sys
 import lit.formats
 
@@ -23,6 +24,9 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "I
 corpus = os.path.abspath(os.path.join(config.accel_source_dir, "..", "shared", "reference", "accelerate-configs"))
 config.substitutions.append(("%corpus", corpus))
 config.substitutions.append(("%python", sys.executable))
+# The Neovim end-to-end test of `accelc lsp` needs nvim (scripts/setup.sh installs it).
+if shutil.which("nvim"):
+    config.available_features.add("nvim")
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Diagnostics must not depend on the developer's environment or terminal.
 config.environment["NO_COLOR"] = "1"

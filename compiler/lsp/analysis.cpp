@@ -1,0 +1,25 @@
+#include "compiler/lsp/analysis.h"
+
+#include "compiler/driver/filter.h"
+#include "compiler/sema/environment.h"
+
+namespace accel::lsp {
+
+std::unique_ptr<Analysis> Analyze(const Document& document, const driver::Stdlib& stdlib) {
+  // `accelc check` reads no environment variables unless asked to; the editor's view matches a
+  // CI run of `accelc check`, not the environment the editor happened to start in.
+  static const sema::MapEnvironment kNoEnvironment;
+  driver::CompileOptions options;
+  options.lower = false;
+  options.note_native = true;
+  auto analysis = std::make_unique<Analysis>();
+  analysis->compilation = driver::CompileText(document.path, document.text, stdlib, kNoEnvironment, options);
+  int suppressed = 0;
+  diag::DiagnosticEngine shown =
+      driver::Filter(analysis->compilation.source.get(), analysis->compilation.diagnostics,
+                     driver::FilterOptions{}, &suppressed);
+  analysis->diagnostics = shown.diagnostics();
+  return analysis;
+}
+
+}  // namespace accel::lsp

@@ -1,0 +1,59 @@
+#include "compiler/lsp/uri.h"
+
+#include <cctype>
+
+namespace accel::lsp {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::optional<std::string> PathFromUri(std::string_view uri) {
+  constexpr std::string_view kScheme = "file://";
+  if (uri.substr(0, kScheme.size()) != kScheme) return std::nullopt;
+  uri.remove_prefix(kScheme.size());
+  // `file://host/path` names another machine; only the local `file:///path` (or `localhost`).
+  size_t slash = uri.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  std::string_view host = uri.substr(0, slash);
+  if (!host.empty() && host != "localhost") return std::nullopt;
+  uri.remove_prefix(slash);
+  std::string path;
+  for (size_t i = 0; i < uri.size(); ++i) {
+    if (uri[i] != '%') {
+      path += uri[i];
+      continue;
+    }
+    if (i + 2 >= uri.size()) return std::nullopt;
+    int high = HexValue(uri[i + 1]);
+    int low = HexValue(uri[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    path += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return path;
+}
+
+std::string UriFromPath(std::string_view path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string uri = "file://";
+  for (char c : path) {
+    unsigned char byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      uri += c;
+    } else {
+      uri += '%';
+      uri += kHex[byte >> 4];
+      uri += kHex[byte & 15];
+    }
+  }
+  return uri;
+}
+
+}  // namespace accel::lsp
