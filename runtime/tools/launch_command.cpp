@@ -13,6 +13,7 @@
 
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/launch/async_printer.h"
 #include "runtime/launch/directory_lock.h"
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
@@ -306,11 +307,16 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   std::fflush(stdout);
 
   auto interrupted = [] { return g_interrupted.load() != 0; };
+  // From here on, everything printed goes through one queue on its own thread: the launcher
+  // keeps reading its workers' pipes even when nobody reads its own output.
+  constexpr size_t kMaxQueuedOutput = 64 << 20;
+  launch::AsyncPrinter printer(launch::PrintToStandardStream, kMaxQueuedOutput);
   launch::RestartHooks hooks;
   hooks.resume_note = resume_note;
   hooks.prepare = [&](int attempt) -> llvm::Expected<launch::LaunchOptions> {
     if (attempt == 0) {
       launch_options.interrupted = interrupted;
+      launch_options.print = printer.AsPrinter();
       return launch_options;
     }
     // A new rendezvous per attempt: a port picked here is picked again (the old one may still
@@ -319,11 +325,13 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
         launch::ResolvePlacement(planned, options.placement, env, launch::PickFreePort);
     if (!again) return again.takeError();
     launch::LaunchId id = launch::RestartLaunchId(launch_id, attempt);
-    fmt::print("accelrun: restart {}: rendezvous {}:{} ({}), launch {}\n", attempt,
-               again->topology.master_addr, again->topology.master_port, again->rendezvous_from, id.id);
-    std::fflush(stdout);
+    printer.Print(
+        launch::OutputStream::kStdout,
+        fmt::format("accelrun: restart {}: rendezvous {}:{} ({}), launch {}\n", attempt,
+                    again->topology.master_addr, again->topology.master_port, again->rendezvous_from, id.id));
     launch::LaunchOptions next = make_workers(again->topology, id.id, restart_resume);
     next.interrupted = interrupted;
+    next.print = printer.AsPrinter();
     return next;
   };
   hooks.wait = [](std::chrono::milliseconds delay) {
@@ -332,12 +340,13 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return g_interrupted.load() == 0;
   };
-  hooks.say = [&prefix](const std::string& line) {
-    fmt::print(stderr, "{}", PrefixLines(prefix, "accelrun: " + line));
+  hooks.say = [&prefix, &printer](const std::string& line) {
+    printer.Print(launch::OutputStream::kStderr, PrefixLines(prefix, "accelrun: " + line));
   };
   InstallSignalHandlers();
   launch::PosixSpawner spawner;
   launch::LaunchResult result = launch::RunWithRestarts({.max_restarts = max_restarts}, hooks, spawner);
+  printer.Flush();  // the workers' last lines come before the verdict
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!result.success) {
     fmt::print(stderr, "{}", PrefixLines(prefix, "accelrun: error: " + result.message));

@@ -1,0 +1,57 @@
+#ifndef ACCEL_RUNTIME_LAUNCH_ASYNC_PRINTER_H_
+#define ACCEL_RUNTIME_LAUNCH_ASYNC_PRINTER_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "runtime/launch/worker_output.h"
+
+namespace accel::rt::launch {
+
+// Writes the launcher's output on a thread of its own. When nobody reads the launcher's stdout
+// (a stalled pipe, a paused terminal), the write blocks that thread only: the supervision loop
+// keeps reading the workers' pipes, so a worker never blocks writing a line, and the watchdog
+// keeps watching. Lines wait in memory up to `max_queued_bytes`; beyond that they are dropped,
+// and a note on stderr says how many once the reader is back.
+class AsyncPrinter {
+ public:
+  AsyncPrinter(WorkerOutput::Printer sink, size_t max_queued_bytes);
+  ~AsyncPrinter();  // writes what is queued, then stops the thread
+  AsyncPrinter(const AsyncPrinter&) = delete;
+  AsyncPrinter& operator=(const AsyncPrinter&) = delete;
+
+  // Queues `text` for `stream`; never waits for the sink.
+  void Print(OutputStream stream, std::string_view text);
+  // Waits until everything queued so far has been written (the launcher's own last words
+  // must come after its workers' lines).
+  void Flush();
+  // Print, as a WorkerOutput::Printer.
+  WorkerOutput::Printer AsPrinter() {
+    return [this](OutputStream stream, std::string_view text) { Print(stream, text); };
+  }
+
+ private:
+  void Run();
+
+  WorkerOutput::Printer sink_;
+  size_t max_queued_bytes_;
+  std::mutex mutex_;
+  std::condition_variable wake_;     // something to write, or stop
+  std::condition_variable drained_;  // the queue emptied and the sink returned
+  std::deque<std::pair<OutputStream, std::string>> queue_;
+  size_t queued_bytes_ = 0;
+  size_t dropped_lines_ = 0;
+  bool writing_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace accel::rt::launch
+
+#endif  // ACCEL_RUNTIME_LAUNCH_ASYNC_PRINTER_H_
