@@ -7,10 +7,16 @@ the plan's timeout plus a few seconds.
 2. `kill -STOP` of rank 0, the rank that serves the rendezvous store: rank 1 waits, and rank 0
    is named.
 
+3. Under `ulimit -v 1000000` OpenBLAS retries `mmap` forever in the first forward pass: both
+   workers spin at 100% CPU and no collective timeout fires. The watchdog must stop the job
+   within the timeout + 5 s (plus the workers' start), naming a rank. (On a machine where the
+   allocation fails outright instead, the worker's own error stops the job: also in time.)
+
 Usage: stalled_worker_test.py ACCELRUN SPEC WORKDIR
 """
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -62,6 +68,22 @@ def stall(accelrun, spec, workdir, name, stopped_rank):
     print(f"{name}: accelrun named rank {stopped_rank} {elapsed:.2f} s after it was stopped")
 
 
+def memory_capped(accelrun, spec, workdir):
+    out = os.path.join(workdir, "memory_capped")
+    cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (1_000_000 * 1024, 1_000_000 * 1024))
+    started = time.time()
+    run = subprocess.run([accelrun, spec, "--output-dir", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, preexec_fn=cap, timeout=120)
+    elapsed = time.time() - started
+    sys.stdout.write(run.stdout)
+    assert run.returncode == 1, f"memory_capped: accelrun exited {run.returncode}"
+    assert re.search(r"accelrun: error: rank \d \(pid \d+\) (made no progress|failed)", run.stdout), \
+        "memory_capped: no rank is named"
+    # Starting the workers (LibTorch, the dataset) takes a few seconds on a busy machine.
+    assert elapsed < TIMEOUT_S + 5 + 15, f"memory_capped: took {elapsed:.1f} s (timeout {TIMEOUT_S} s)"
+    print(f"memory_capped: stopped {elapsed:.2f} s after the start (timeout {TIMEOUT_S} s)")
+
+
 def main():
     accelrun, spec, workdir = sys.argv[1:4]
     shutil.rmtree(workdir, ignore_errors=True)
@@ -74,6 +96,7 @@ def main():
         f.write(text.replace("steps = 200", "steps = 1000000").replace("timeout = 60s", f"timeout = {TIMEOUT_S}s"))
     stall(accelrun, long_spec, workdir, "rank1_stopped", 1)
     stall(accelrun, long_spec, workdir, "rank0_stopped", 0)
+    memory_capped(accelrun, long_spec, workdir)
 
 
 if __name__ == "__main__":
