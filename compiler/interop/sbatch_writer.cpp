@@ -2,20 +2,11 @@
 // for a role: the allocation from the plan's placement, then `srun accelrun <plan>`.
 #include <fmt/format.h>
 
+#include "compiler/cli/shell_word.h"
 #include "compiler/interop/interop.h"
 
 namespace accel::interop {
 namespace {
-
-// `text` as one shell word.
-std::string ShellWord(const std::string& text) {
-  if (!text.empty() && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                              "_-.,/:=+@%") == std::string::npos)
-    return text;
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
 
 // sbatch reads an `#SBATCH` line up to the end of the line and splits it at blanks: a value
 // with either cannot be written there.
@@ -83,7 +74,7 @@ llvm::Expected<std::string> ExportSbatch(const plan::Plan& plan, const SbatchOpt
     s += "# The plan saves no checkpoints, so a requeued job would start over: the script does not ask\n";
     s += "# for requeueing.\n";
   }
-  s += fmt::format("srun {} {}{}\n", ShellWord(options.accelrun), ShellWord(options.plan_path),
+  s += fmt::format("srun {} {}{}\n", cli::ShellWord(options.accelrun), cli::ShellWord(options.plan_path),
                    checkpoints ? " --resume auto" : "");
   return s;
 }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cli/shell_word.h"
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/launch/async_printer.h"
@@ -34,16 +35,6 @@ constexpr int kExitUsage = 2;
 
 // The signal that asked the launcher to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT), or 0.
 std::atomic<int> g_interrupted{0};
-
-// `text` as one shell word.
-std::string ShellQuote(const std::string& text) {
-  if (!text.empty() && text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                              "_-.,/:=+@%") == std::string::npos)
-    return text;
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
 
 // The variables every worker gets besides its rank's: the plan's Accelerate variables, threads,
 // BLAS and malloc settings. `blas_note` says what was decided about BLAS, `threads` about threads.
@@ -84,10 +75,10 @@ void PrintDryRun(const launch::LaunchOptions& launch_options) {
   for (const launch::WorkerSpec& worker : launch_options.workers) {
     fmt::print("rank {} (local rank {})\n", worker.rank, worker.env.at("LOCAL_RANK"));
     std::string command;
-    for (const std::string& arg : worker.argv) command += (command.empty() ? "" : " ") + ShellQuote(arg);
+    for (const std::string& arg : worker.argv) command += (command.empty() ? "" : " ") + cli::ShellWord(arg);
     fmt::print("  command: {}\n", command);
     // std::map: sorted by name.
-    for (const auto& [name, value] : worker.env) fmt::print("  env: {}={}\n", name, ShellQuote(value));
+    for (const auto& [name, value] : worker.env) fmt::print("  env: {}={}\n", name, cli::ShellWord(value));
   }
 }
 

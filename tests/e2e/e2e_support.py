@@ -116,3 +116,23 @@ def check_one_voice(name, scheduler, output):
                      r"\(local rank 1 of 2, node 0 of 1\)", output, re.M), f"{name}: rank 1's placement line"
     assert re.search(r"^\[rank 1\] accelrun: BLAS: ", output, re.M), f"{name}: rank 1's BLAS line"
     assert len(re.findall(r"^accelrun: BLAS: ", output, re.M)) == 1, f"{name}: unmarked BLAS lines"
+
+
+def worker_ranks(plan):
+    """{rank: pid} of the live workers running `plan` (zombies count as gone)."""
+    ranks = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and state != "Z":
+            ranks[int(env[b"RANK"])] = int(entry)
+    return ranks

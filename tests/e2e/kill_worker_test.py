@@ -12,25 +12,8 @@ import subprocess
 import sys
 import time
 
-
-def worker_ranks(plan):
-    """{rank: pid} of the live workers running `plan` (zombies count as gone)."""
-    ranks = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and state != "Z":
-            ranks[int(env[b"RANK"])] = int(entry)
-    return ranks
+sys.path.insert(0, os.path.dirname(__file__))
+from e2e_support import worker_ranks  # noqa: E402
 
 
 def main():

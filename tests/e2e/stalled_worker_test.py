@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from kill_worker_test import worker_ranks  # noqa: E402
+from e2e_support import worker_ranks  # noqa: E402
 
 TIMEOUT_S = 4
 

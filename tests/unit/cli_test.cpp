@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/cli/arguments.h"
+#include "compiler/cli/shell_word.h"
 
 namespace accel::cli {
 namespace {
@@ -171,6 +172,22 @@ TEST(CliApply, SetFlagAndStoreTextWriteTheirTargets) {
   EXPECT_TRUE(on);
   EXPECT_FALSE(off);
   EXPECT_EQ(text, "-x");
+}
+
+}  // namespace
+}  // namespace accel::cli
+
+namespace accel::cli {
+namespace {
+
+// One word per argument, as a shell reads it back.
+TEST(ShellWord, PlainWordsStayAndEverythingElseIsSingleQuoted) {
+  EXPECT_EQ(ShellWord("/opt/accel/bin/accelrun"), "/opt/accel/bin/accelrun");
+  EXPECT_EQ(ShellWord("glibc.malloc.hugetlb=1"), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(ShellWord(""), "''");
+  EXPECT_EQ(ShellWord("my job"), "'my job'");
+  EXPECT_EQ(ShellWord("$HOME"), "'$HOME'");
+  EXPECT_EQ(ShellWord("it's"), "'it'\\''s'");
 }
 
 }  // namespace
