@@ -1,8 +1,12 @@
 #include "runtime/distributed/c10d_group.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include <ATen/ATen.h>
@@ -137,21 +141,37 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
                       "--master-port (on one machine, leave it unset for a free one)",
                       options.master_port, why));
     }
-    if (why.find("Too many open files") != std::string::npos) {
-      throw OwnRendezvousError(fmt::format(
-          "rank {} cannot connect to the rendezvous store: {}; raise `ulimit -n`", options.rank, why));
-    }
-    throw;
+    throw;  // classified by ThrowRendezvousError
   }
   AgreeOnLaunch(*store, options);
   CheckIn(*store, options);
   return store;
 }
 
-CollectiveError RendezvousError(const RendezvousOptions& options, const std::exception& error) {
-  return CollectiveError(fmt::format("rendezvous at {}:{} failed on rank {} of {} within {} ms: {}",
-                                     options.master_addr, options.master_port, options.rank,
-                                     options.world_size, options.timeout.count(), FirstLine(error.what())));
+void ThrowRendezvousError(const RendezvousOptions& options, const std::exception& error) {
+  std::string why = FirstLine(error.what());
+  std::string message =
+      fmt::format("rendezvous at {}:{} failed on rank {} of {} within {} ms: {}", options.master_addr,
+                  options.master_port, options.rank, options.world_size, options.timeout.count(), why);
+  // Out of descriptors (EMFILE, ENFILE) is this process's own limit, not its peers' doing.
+  for (int local : {EMFILE, ENFILE}) {
+    if (why.find(std::strerror(local)) != std::string::npos)
+      throw OwnRendezvousError(message + DescriptorHint());
+  }
+  throw CollectiveError(message);
+}
+
+std::string DescriptorHint() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "";
+  std::error_code ec;
+  size_t open = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++open;
+  if (open + 4 < limit.rlim_cur) return "";
+  return fmt::format("; this process has {} of its {} file descriptors open: raise `ulimit -n`", open,
+                     static_cast<uint64_t>(limit.rlim_cur));
 }
 
 C10dCollectives::C10dCollectives(const RendezvousOptions& options, c10::intrusive_ptr<c10d::Store> store,

@@ -27,8 +27,14 @@ using GroupBase = c10d::ProcessGroup;
 // in and waits for all the others, so a rank that never comes is named in every rank's error.
 c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options);
 
-// A CollectiveError for a failed rendezvous, naming the address, rank and timeout.
-CollectiveError RendezvousError(const RendezvousOptions& options, const std::exception& error);
+// Throws the error of a failed rendezvous, naming the address, rank and timeout: an
+// OwnRendezvousError when this rank ran out of file descriptors (its own failure, with a hint),
+// else a CollectiveError.
+[[noreturn]] void ThrowRendezvousError(const RendezvousOptions& options, const std::exception& error);
+
+// `; this process has N of its M file descriptors open: raise ulimit -n` when this process is
+// (nearly) out of descriptors, the usual cause of a socket that cannot be opened; else "".
+std::string DescriptorHint();
 
 class C10dCollectives final : public Collectives {
  public:

@@ -35,13 +35,29 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const std::string& master_
       master_addr));
 }
 
+std::shared_ptr<::gloo::transport::Device> LocalDevice(const RendezvousOptions& options) {
+  try {
+    return GlooDevice(options.master_addr);
+  } catch (const OwnRendezvousError&) {
+    throw;
+  } catch (const std::exception& error) {
+    std::string what = error.what();
+    throw OwnRendezvousError(fmt::format("rank {} cannot open its network device for Gloo: {}{}",
+                                         options.rank, what.substr(0, what.find('\n')),
+                                         internal::DescriptorHint()));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
   try {
+    // The device first: it needs no peer, so a failure here is this rank's own, said before
+    // the rendezvous makes it the peers' problem too.
+    std::shared_ptr<::gloo::transport::Device> device = LocalDevice(options);
     c10::intrusive_ptr<c10d::Store> store = internal::Rendezvous(options);
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    gloo_options->devices.push_back(GlooDevice(options.master_addr));
+    gloo_options->devices.push_back(device);
     auto group =
         c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
     progress::Resumed();  // the rendezvous and the group's connections are done
@@ -49,7 +65,7 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
   } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {
-    throw internal::RendezvousError(options, error);
+    internal::ThrowRendezvousError(options, error);
   }
 }
 

@@ -42,7 +42,7 @@ std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int l
   } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {
-    throw internal::RendezvousError(options, error);
+    internal::ThrowRendezvousError(options, error);
   }
 #else
   (void)options;

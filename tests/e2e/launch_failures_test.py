@@ -9,6 +9,7 @@ Usage: launch_failures_test.py ACCELRUN SPEC WORKDIR
 """
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -111,6 +112,22 @@ def port_taken(accelrun, spec, workdir):
     print("port taken: rank 0's own failure, with the port named")
 
 
+def out_of_descriptors(accelrun, spec, workdir):
+    """Under `ulimit -n 16` a worker runs out of file descriptors: the report names a rank that
+    failed on its own, with the cause in its lines, never only a peer failure."""
+    cap = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+    run = subprocess.run([accelrun, spec, "--output-dir", os.path.join(workdir, "descriptors")],
+                         capture_output=True, text=True, timeout=120, preexec_fn=cap)
+    text = run.stdout + run.stderr
+    sys.stdout.write(text)
+    assert run.returncode == 1, f"accelrun exited {run.returncode}"
+    verdict = re.search(r"accelrun: error: (rank \d \(pid \d+\) .*)", text)
+    assert verdict, "no rank is named"
+    assert "peer failure" not in verdict.group(1), f"named as a peer failure: {verdict.group(1)}"
+    assert re.search(r"Too many open files|file descriptors", text), "the cause is not shown"
+    print("out of descriptors: the rank named failed on its own")
+
+
 def main():
     accelrun, spec, workdir = sys.argv[1:4]
     shutil.rmtree(workdir, ignore_errors=True)
@@ -118,6 +135,7 @@ def main():
     launcher_killed(accelrun, spec, workdir)
     peer_never_joins(accelrun, spec, workdir)
     port_taken(accelrun, spec, workdir)
+    out_of_descriptors(accelrun, spec, workdir)
 
 
 if __name__ == "__main__":
