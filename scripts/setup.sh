@@ -32,6 +32,8 @@ packages=(
   slurm-wlm munge openmpi-bin mpich
   # the two-namespace multi-node test (ip netns, veth) and the fsync-order test (strace)
   iproute2 strace
+  # `accelc init` driven in a real terminal, as a person answers it
+  tmux
 )
 
 # `--fuzz` adds clang and its sanitizer and libFuzzer runtimes (scripts/fuzz.sh).

@@ -25,6 +25,7 @@
 #include "compiler/driver/explain.h"
 #include "compiler/driver/filter.h"
 #include "compiler/driver/format_files.h"
+#include "compiler/driver/init_command.h"
 #include "compiler/driver/inputs.h"
 #include "compiler/driver/verify.h"
 #include "compiler/interop/interop.h"
@@ -65,6 +66,13 @@ constexpr Command kCommands[] = {
     {"diff", "diff <a> <b>",
      "what differs between two specs or plans, each change labelled with\n"
      "what it affects (numerics, topology, checkpoint); exit 1 if any"},
+    {"init", "init [-o out] [--format accel|accelerate-yaml] [--defaults] [--force]",
+     "ask the questions of `accelerate config` (machines, processes, engine,\n"
+     "precision, ...), checking each answer, and write a job spec that\n"
+     "passes `accelc check` (default `job.accel`), or with `--format\n"
+     "accelerate-yaml` the config file `accelerate launch` reads (default\n"
+     "`default_config.yaml`). Answers may be piped, one line each (empty:\n"
+     "the default); an existing file is kept unless --force (docs/init.md)"},
     {"import", "import <config> [-o out]", "an Accelerate config YAML as a readable `.accel` job spec"},
     {"export", "export --to <f> <file> [-o out]",
      "what the Python stack reads: `accelerate-yaml` (a spec's `compute`,\n"
@@ -110,6 +118,8 @@ struct Options {
   // 100,000 unknown keys would otherwise print 300,000 lines into a CI log.
   long max_diagnostics = 100;
   accel::driver::FilterOptions filter;
+  bool defaults = false;  // init --defaults
+  bool force = false;     // init --force
   bool help = false;     // -h, --help
   bool version = false;  // --version
 };
@@ -151,15 +161,10 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .value_name = "<f>",
              .help = "diagnostics format: text (default, stderr), json, sarif (SARIF 2.1.0\n"
                      "for code scanning) or github (workflow annotations); all but text\n"
-                     "go to stdout",
-             .apply = [&o](std::string_view, std::string_view v) -> std::string {
-               if (v != "text" && v != "json" && v != "sarif" && v != "github") {
-                 return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`", v);
-               }
-               o.format = v;
-               return "";
-             },
-             .needs = "`text`, `json`, `sarif` or `github`"},
+                     "go to stdout. With `init`: accel (default) or accelerate-yaml",
+             // Which formats fit depends on the command, known only after parsing.
+             .apply = accel::cli::StoreText(o.format),
+             .needs = "`text`, `json`, `sarif` or `github` (`init`: `accel` or `accelerate-yaml`)"},
       Option{.names = {"--target"},
              .value_name = "<t>",
              .help = "`native`: also refuse what accelrun cannot execute (DeepSpeed, FSDP,\n"
@@ -287,6 +292,12 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .help = "with `fmt`: write nothing; print how each file would change as a\n"
                      "unified diff, exit 1 if any would",
              .apply = accel::cli::SetFlag(o.diff)},
+      Option{.names = {"--defaults"},
+             .help = "with `init`: take every default without asking",
+             .apply = accel::cli::SetFlag(o.defaults)},
+      Option{.names = {"--force"},
+             .help = "with `init`: replace the output file if it exists",
+             .apply = accel::cli::SetFlag(o.force)},
       Option{.names = {"--verify"},
              .help = "check that each file produces exactly the diagnostics its\n"
                      "`expected-error {{...}}` comments state (as clang -verify)",
@@ -352,6 +363,16 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
     if (options.output.empty() || !options.files.empty()) return "`docs` takes `--out DIR` and no input";
     return "";
   }
+  const bool init = options.command == "init";
+  if (init && options.format != "text" && options.format != "accel" && options.format != "accelerate-yaml") {
+    return fmt::format("unknown format `{}` for `init`; expected `accel` or `accelerate-yaml`", options.format);
+  }
+  if (!init && options.format != "text" && options.format != "json" && options.format != "sarif" &&
+      options.format != "github") {
+    return fmt::format("unknown format `{}`; expected `text`, `json`, `sarif` or `github`", options.format);
+  }
+  if ((options.defaults || options.force) && !init) return "`--defaults` and `--force` go with `init`";
+  if (init) return options.files.empty() ? "" : "`init` takes no input; it asks its questions on stdin";
   if (options.command == "lsp") return options.files.empty() ? "" : "`lsp` takes no input; it reads stdin";
   if (options.files.empty()) return options.command == "explain-code" ? "missing code" : "missing input file";
   if (options.command == "explain" && options.files.size() != 1)
@@ -749,6 +770,13 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (options.command == "explain-code") return ExplainCodes(options, stdlib->schema());
+  if (options.command == "init") {
+    return accel::driver::RunInit({.output = options.output,
+                                   .accelerate_yaml = options.format == "accelerate-yaml",
+                                   .defaults = options.defaults,
+                                   .force = options.force},
+                                  *stdlib);
+  }
   if (options.command == "lsp") {
     accel::lsp::ServerOptions server;
     server.reference_base =
