@@ -218,6 +218,13 @@ LaunchResult Supervisor::Run() {
     }
     if (!root_cause && !peer_failures.empty() && Clock::now() >= window_end) break;
     if (options_.collective_timeout.count() > 0 && !root_cause) {
+      // A stopped rank needs no margin: nothing it could still say would change the verdict.
+      // Looked for only once some rank has been silent for the whole timeout.
+      if (progress_.Stalled(Clock::now(), options_.collective_timeout, options_.first_word_limit)) {
+        if (std::optional<ProgressMonitor::Silence> stopped = StoppedRank();
+            stopped && stopped->silent_for >= options_.collective_timeout)
+          return Stall(*stopped, peer_failures, std::move(result));
+      }
       if (std::optional<ProgressMonitor::Silence> silence =
               progress_.Stalled(Clock::now(), options_.collective_timeout + options_.watchdog_margin,
                                 options_.first_word_limit)) {

@@ -229,5 +229,22 @@ TEST(LaunchPolicy, AStoppedRankIsNamedWhenItsPeerFailsWaiting) {
       << result.message;
 }
 
+// The launcher of a stopped rank names it once the timeout has passed, without the margin the
+// watchdog leaves for a collective's own error: under srun its peers' launchers are elsewhere.
+TEST(LaunchPolicy, AStoppedRankIsNamedAfterTheTimeoutWithoutTheMargin) {
+  FakeSpawner spawner;
+  spawner.Write(0, "S step 3\n", OutputStream::kProgress);
+  spawner.Stop(0);
+  LaunchOptions options = Workers(1);
+  options.collective_timeout = std::chrono::milliseconds(100);
+  options.watchdog_margin = std::chrono::minutes(5);
+  auto started = std::chrono::steady_clock::now();
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+  EXPECT_TRUE(result.stalled);
+  EXPECT_NE(result.message.find("rank 0 (pid 100) is stopped (SIGSTOP or a debugger)"), std::string::npos)
+      << result.message;
+}
+
 }  // namespace
 }  // namespace accel::rt::launch

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""How long a failing job takes to stop, per failure kind and launcher: the time from the
+failure to the moment every launcher of the job has exited, with a 4 s collective timeout.
+
+Kinds: a worker killed (SIGKILL), a worker stopped (SIGSTOP). Launchers: one local accelrun
+for both ranks; `srun -N1 -n2` on a one-node Slurm cluster this script starts itself
+(tests/e2e/slurm_cluster.py); `mpirun.openmpi -np 2`; `mpiexec.hydra -n 2`. Each pair runs
+REPEATS times; the medians are printed. Needs root for Slurm (skipped otherwise).
+
+Usage: time_to_stop.py ACCELC ACCELRUN SPEC [REPEATS]
+"""
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
+from e2e_support import scheduler_free_env, worker_ranks  # noqa: E402
+from slurm_cluster import SlurmCluster, Unavailable, free_port  # noqa: E402
+
+TIMEOUT_S = 4
+
+
+def one_run(argv, env, out, kind):
+    """Starts the job, waits for both workers to train, hits rank 1, returns seconds to stop."""
+    plan = os.path.join(out, "plan.json")  # what accelrun hands its workers
+    job = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            line = job.stdout.readline()
+            if line.startswith("step ") or not line:
+                break
+        ranks = worker_ranks(plan)
+        assert sorted(ranks) == [0, 1], f"workers: {ranks}"
+        os.kill(ranks[1], signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
+        hit = time.time()
+        job.communicate(timeout=TIMEOUT_S + 60)
+        return time.time() - hit
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+        for pid in worker_ranks(plan).values():
+            os.kill(pid, signal.SIGKILL)
+
+
+def main():
+    accelc, accelrun, spec = map(os.path.abspath, sys.argv[1:4])
+    repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    work = tempfile.mkdtemp(prefix="accel-stop-")
+    plan = os.path.join(work, "plan.json")
+    subprocess.run([accelc, "build", spec, "--set", "train.steps=1000000", "--set",
+                    f"accelerator.init_process_group.timeout={TIMEOUT_S}s", "-o", plan], check=True,
+                   capture_output=True)
+    env = scheduler_free_env()
+    mpi_env = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    launchers = {
+        "local": lambda port, out: ([accelrun, plan, "--output-dir", out], env),
+        "mpirun (OpenMPI)": lambda port, out: (["mpirun.openmpi", "-np", "2", "--oversubscribe", accelrun, plan,
+                                                "--output-dir", out, "--master-port", str(port)], mpi_env),
+        "mpiexec (MPICH)": lambda port, out: (["mpiexec.hydra", "-n", "2", accelrun, plan, "--output-dir", out,
+                                               "--master-port", str(port)], env),
+    }
+    cluster = SlurmCluster(cpus=4)
+    try:
+        try:
+            cluster.start()
+            launchers["srun (Slurm)"] = lambda port, out: (["srun", "-N1", "-n2", accelrun, plan, "--output-dir",
+                                                            out], dict(cluster.env, MASTER_PORT=str(port)))
+        except Unavailable as why:
+            print(f"srun: skipped: {why}")
+        print(f"| launcher | kill -9 of rank 1 | kill -STOP of rank 1 |  (timeout {TIMEOUT_S} s, medians of {repeats})")
+        print("|---|---|---|")
+        for name, make in launchers.items():
+            cells = []
+            for kind in ("kill", "stop"):
+                times = []
+                for i in range(repeats):
+                    out = os.path.join(work, f"{len(cells)}-{kind}-{i}-{abs(hash(name))}")
+                    times.append(one_run(*make(free_port(), out), out, kind))
+                cells.append(f"{statistics.median(times):.2f} s")
+            print(f"| {name} | {cells[0]} | {cells[1]} |", flush=True)
+    finally:
+        cluster.stop()
+        cluster.remove()
+
+
+if __name__ == "__main__":
+    main()
