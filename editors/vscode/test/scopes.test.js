@@ -65,6 +65,12 @@ test('strings, escapes, and a string cut off by the end of the line', async () =
   await expectScope('s = "a\\"b"', 'a', 'string.quoted.double.accel');
   await expectScope('s = "a\\"b"', '\\"', 'constant.character.escape.accel');
   await expectScope('s = "a\\"b"', 'b', 'string.quoted.double.accel');
+  await expectScopeAt('s = "\\n\\t\\\\"', 5, 'constant.character.escape.accel');
+  await expectScopeAt('s = "\\n\\t\\\\"', 7, 'constant.character.escape.accel');
+  await expectScopeAt('s = "\\n\\t\\\\"', 9, 'constant.character.escape.accel');
+  await expectScopeAt('s = "\\n\\t\\\\"', 11, 'punctuation.definition.string.end.accel');
+  // Accel knows only \\ \" \n \t (A1004 for others).
+  await expectScopeAt('s = "x\\qy"', 6, 'invalid.illegal.unknown-escape.accel');
   await expectScope('s = "open\nt = 1', '"open', 'invalid.illegal.unterminated-string.accel');
   // The next line is not swallowed by the open string.
   await expectScope('s = "open\nt = 1', '1', 'constant.numeric.integer.accel');
