@@ -41,6 +41,13 @@ if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang-14 libclang-rt-14-dev)
 fi
 
+# The VS Code package's tests (editors/vscode, ctest label `editors`) run on Node.js 18+ and npm.
+# Only where there is no npm yet: a Node.js installed another way (NodeSource's `nodejs` bundles
+# npm and conflicts with Debian's) is kept rather than replaced by Debian's older one.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
 
