@@ -19,8 +19,9 @@ import shutil
 import subprocess
 import sys
 
-CALL = re.compile(r"^(\d+) (\w+)\((.*)$")
-RESUMED = re.compile(r"^(\d+) <\.\.\. (\w+) resumed>(.*)$")
+# strace pads the pid column: short pids are followed by several blanks.
+CALL = re.compile(r"^(\d+)\s+(\w+)\((.*)$")
+RESUMED = re.compile(r"^(\d+)\s+<\.\.\. (\w+) resumed>(.*)$")
 FD_PATH = re.compile(r"^\d+<(.*?)>")
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
