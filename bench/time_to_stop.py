@@ -2,7 +2,9 @@
 """How long a failing job takes to stop, per failure kind and launcher: the time from the
 failure to the moment every launcher of the job has exited, with a 4 s collective timeout.
 
-Kinds: a worker killed (SIGKILL), a worker stopped (SIGSTOP). Launchers: one local accelrun
+Kinds: a worker killed (SIGKILL), a worker stopped (SIGSTOP), both timed from the hit; and,
+timed from the launch (worker start-up included): the rendezvous port held by another process,
+and a memory cap (`ulimit -v 1000000`, under which OpenBLAS spins on mmap). Launchers: one local accelrun
 for both ranks; `srun -N1 -n2` on a one-node Slurm cluster this script starts itself
 (tests/e2e/slurm_cluster.py); `mpirun.openmpi -np 2`; `mpiexec.hydra -n 2`. Each pair runs
 REPEATS times; the medians are printed. Needs root for Slurm (skipped otherwise).
@@ -10,7 +12,9 @@ REPEATS times; the medians are printed. Needs root for Slurm (skipped otherwise)
 Usage: time_to_stop.py ACCELC ACCELRUN SPEC [REPEATS]
 """
 import os
+import resource
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -49,6 +53,26 @@ def one_run(argv, env, out, kind):
             os.kill(pid, signal.SIGKILL)
 
 
+def start_failure(argv, env, kind):
+    """Seconds from the launch to the end of a job that fails at start: `port` (the port the
+    job is given is held by a listening socket) or `memory` (the launcher and all it starts run
+    under a 1 GB address-space cap)."""
+    cap = None
+    if kind == "memory":
+        cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (1_000_000 * 1024, 1_000_000 * 1024))
+    started = time.time()
+    job = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=cap,
+                           start_new_session=True)
+    try:
+        job.wait(timeout=TIMEOUT_S + 90)
+        assert job.returncode != 0, f"{kind}: the job did not fail"
+        return time.time() - started
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+
+
 def main():
     accelc, accelrun, spec = map(os.path.abspath, sys.argv[1:4])
     repeats = int(sys.argv[4]) if len(sys.argv) > 4 else 3
@@ -60,7 +84,7 @@ def main():
     env = scheduler_free_env()
     mpi_env = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     launchers = {
-        "local": lambda port, out: ([accelrun, plan, "--output-dir", out], env),
+        "local": lambda port, out: ([accelrun, plan, "--output-dir", out, "--master-port", str(port)], env),
         "mpirun (OpenMPI)": lambda port, out: (["mpirun.openmpi", "-np", "2", "--oversubscribe", accelrun, plan,
                                                 "--output-dir", out, "--master-port", str(port)], mpi_env),
         "mpiexec (MPICH)": lambda port, out: (["mpiexec.hydra", "-n", "2", accelrun, plan, "--output-dir", out,
@@ -74,17 +98,25 @@ def main():
                                                             out], dict(cluster.env, MASTER_PORT=str(port)))
         except Unavailable as why:
             print(f"srun: skipped: {why}")
-        print(f"| launcher | kill -9 of rank 1 | kill -STOP of rank 1 |  (timeout {TIMEOUT_S} s, medians of {repeats})")
-        print("|---|---|---|")
+        print(f"| launcher | kill -9 of rank 1 | kill -STOP of rank 1 | port taken (from launch) | "
+              f"memory cap (from launch) |  (timeout {TIMEOUT_S} s, medians of {repeats})")
+        print("|---|---|---|---|---|")
         for name, make in launchers.items():
             cells = []
-            for kind in ("kill", "stop"):
+            for kind in ("kill", "stop", "port", "memory"):
                 times = []
                 for i in range(repeats):
                     out = os.path.join(work, f"{len(cells)}-{kind}-{i}-{abs(hash(name))}")
-                    times.append(one_run(*make(free_port(), out), out, kind))
+                    if kind in ("kill", "stop"):
+                        times.append(one_run(*make(free_port(), out), out, kind))
+                        continue
+                    with socket.socket() as holder:
+                        holder.bind(("127.0.0.1", 0))
+                        holder.listen()
+                        port = holder.getsockname()[1] if kind == "port" else free_port()
+                        times.append(start_failure(*make(port, out), kind))
                 cells.append(f"{statistics.median(times):.2f} s")
-            print(f"| {name} | {cells[0]} | {cells[1]} |", flush=True)
+            print(f"| {name} | {' | '.join(cells)} |", flush=True)
     finally:
         cluster.stop()
         cluster.remove()
