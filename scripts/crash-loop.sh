@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full crash loop of issue #7: SIGKILLs a process that saves checkpoints N times (default
+# The full crash loop: SIGKILLs a process that saves checkpoints N times (default
 # 100) at random moments, and after each kill checks that the newest complete checkpoint loads,
 # its checksums verify, and rotation never removed the last complete one
 # (tests/runtime/checkpoint_crash_test.py; ctest runs the same test with 20 trials).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`train.find_executable_batch_size` through accelrun on 2 processes (issue #8): rank 1 is
+"""`train.find_executable_batch_size` through accelrun on 2 processes: rank 1 is
 made to run out of memory above batch 20 (ACCEL_INJECT_OOM_ABOVE_BATCH=1:20, the message
 CUDA gives); both ranks must agree on Accelerate's sequence 32 -> 28 -> 25 -> 22 -> 19, train at
 19, and end bit-identical to a run that started at 19 (the probes leave no trace: gradients,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Data-parallel and accumulation equivalences of the training executor (issue #8), through
+"""Data-parallel and accumulation equivalences of the training executor, through
 accelrun on real processes. Each variant trains the same MLP on the same seeded data for the
 same optimizer steps, with the same *global* batch per step, so its final weights must match
 the single-process reference within float32 reduction-order noise:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs every example of specs/ (other than the quickstart, which e2e_quickstart runs) through
-accelrun on 2 processes and checks what each promises (issue #8):
+accelrun on 2 processes and checks what each promises:
 
   * torchscript.accel: the TorchScript classifier trains from the CSV file; the saved weights
     carry the Python model's state_dict names (parameters and batch-norm buffers); the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """accelrun against PyTorch itself: the TorchScript example trained by accelrun on one process
-must follow, step by step, the loop an Accelerate user writes in Python (issue #8):
+must follow, step by step, the loop an Accelerate user writes in Python:
 
     model = torch.jit.load("classifier.pt"); model.train()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)

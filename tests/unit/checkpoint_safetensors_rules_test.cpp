@@ -1,5 +1,5 @@
 // One test per reader rule of catalog §8.4 (ST-001 … ST-015) and per writer refusal of §8.3,
-// each on a hand-built file image, plus the hostile inputs of issue #7: every one must be a
+// each on a hand-built file image, plus hostile inputs: every one must be a
 // clear error naming the file and the rule, never a crash or an out-of-bounds read (the
 // checkpoint tests also run under ASan/UBSan, see docs/checkpoints.md).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-"""Round trip of Accelerate's own files through compiler/interop (issue #5, "done when").
+"""Round trip of Accelerate's own files through compiler/interop.
 
 usage: roundtrip.py ACCELC WORKDIR PATH...
 
