@@ -29,6 +29,7 @@
 #include "compiler/driver/inputs.h"
 #include "compiler/driver/verify.h"
 #include "compiler/interop/interop.h"
+#include "compiler/lower/lower.h"
 #include "compiler/lsp/links.h"
 #include "compiler/lsp/server.h"
 #include "compiler/lsp/transport.h"
@@ -60,12 +61,14 @@ constexpr Command kCommands[] = {
     {"compile", "compile <file> [-o out]", "the same as `build`"},
     {"parse", "parse <file>...", "only parse: report syntax errors (with --dump-ast, print the tree)"},
     {"dump-ast", "dump-ast <file>", "the same as `parse --dump-ast`"},
-    {"explain", "explain <spec|plan>",
+    {"explain", "explain <spec|plan|config>",
      "the plan for humans: its steps, then every value with where it came\n"
-     "from (spec line, default, environment variable, --set)"},
+     "from (spec line, default, environment variable, --set); for a config\n"
+     "file, or a spec accelrun cannot run, the values alone"},
     {"diff", "diff <a> <b>",
-     "what differs between two specs or plans, each change labelled with\n"
-     "what it affects (numerics, topology, checkpoint); exit 1 if any"},
+     "what differs between two specs, plans or config files (Accelerate\n"
+     "YAML, DeepSpeed JSON), each change labelled with what it affects\n"
+     "(numerics, topology, checkpoint); exit 1 if any"},
     {"init", "init [-o out] [--format accel|accelerate-yaml] [--defaults] [--force]",
      "ask the questions of `accelerate config` (machines, processes, engine,\n"
      "precision, ...), checking each answer, and write a job spec that\n"
@@ -120,8 +123,8 @@ struct Options {
   accel::driver::FilterOptions filter;
   bool defaults = false;  // init --defaults
   bool force = false;     // init --force
-  bool help = false;     // -h, --help
-  bool version = false;  // --version
+  bool help = false;      // -h, --help
+  bool version = false;   // --version
 };
 
 // Reads an env file into `assignments`; returns an error message, or "".
@@ -365,7 +368,8 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
   }
   const bool init = options.command == "init";
   if (init && options.format != "text" && options.format != "accel" && options.format != "accelerate-yaml") {
-    return fmt::format("unknown format `{}` for `init`; expected `accel` or `accelerate-yaml`", options.format);
+    return fmt::format("unknown format `{}` for `init`; expected `accel` or `accelerate-yaml`",
+                       options.format);
   }
   if (!init && options.format != "text" && options.format != "json" && options.format != "sarif" &&
       options.format != "github") {
@@ -523,6 +527,27 @@ int ExplainCodes(const Options& options, const accel::sema::Schema& schema) {
   return status;
 }
 
+// A file's resolved settings as a plan without steps, for explain and diff: an Accelerate config
+// YAML, a DeepSpeed JSON, or a job spec the native runtime cannot run. Settings sit where a job
+// keeps them (`compute.*` for an Accelerate config, so a config and a spec compare field by
+// field), `deepspeed.*` for a DeepSpeed JSON. No hash: nothing runs. `what` heads `explain`.
+accel::plan::Plan ConfigSettings(const accel::sema::Spec& spec, const std::string& what,
+                                 const std::string& path) {
+  accel::plan::Plan settings;
+  settings.job = what;
+  settings.source = path;
+  settings.format = "";
+  if (spec.root.type_name == "Job") {
+    settings.config = accel::lower::ConfigTree(spec.root);  // the plan's own layout
+    return settings;
+  }
+  std::string where = spec.root.type_name == "ClusterConfig"     ? "compute"
+                      : spec.root.type_name == "DeepSpeedConfig" ? "deepspeed"
+                                                                 : spec.root.type_name;
+  settings.config = llvm::json::Object{{where, accel::lower::ConfigTree(spec.root)}};
+  return settings;
+}
+
 // The plan of `path`: read when it is a plan (`.json` with an `accel-plan/` format), else
 // compiled from the spec. Diagnostics are printed; empty on failure.
 std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options& options,
@@ -547,10 +572,22 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options
   accel::driver::CompileOptions compile_options;
   compile_options.overrides = options.overrides;
   Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
+  // A checked spec that only the native runtime refuses (A4xxx: FSDP, DeepSpeed, GPUs) still
+  // has settings to explain and compare; `accelc check` says what accelrun cannot run.
+  bool runtime_gaps_only = compilation.spec.has_value() && !compilation.plan;
+  for (const accel::diag::Diagnostic& d : compilation.diagnostics.diagnostics()) {
+    if (d.severity == accel::diag::Severity::Error && d.code.rfind("A4", 0) != 0) runtime_gaps_only = false;
+  }
+  if (runtime_gaps_only && compilation.root_record == "Job") {
+    return ConfigSettings(*compilation.spec, "a job accelrun cannot run (`accelc check` says why)", path);
+  }
   fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
+  if (compilation.config_file && compilation.spec && !compilation.diagnostics.has_errors()) {
+    return ConfigSettings(*compilation.spec, compilation.root_record, path);
+  }
   if (!compilation.plan) {
     if (!compilation.diagnostics.has_errors()) {
-      fmt::print(stderr, "accelc: error: `{}` is not a job spec or a plan\n", path);
+      fmt::print(stderr, "accelc: error: `{}` is not a job spec, a config file or a plan\n", path);
     }
     return std::nullopt;
   }

@@ -53,17 +53,6 @@ json::Value Scalar(const Value& v) {
   return nullptr;
 }
 
-// The resolved configuration: records become objects (with their `type`), every other value
-// becomes {"value": ..., "from": provenance}.
-json::Value ConfigTree(const Value& v) {
-  if (v.kind == Value::Kind::Record) {
-    json::Object object{{"type", v.type_name}};
-    for (size_t i = 0; i < v.keys.size(); ++i) object[v.keys[i]] = ConfigTree(v.items[i]);
-    return object;
-  }
-  return json::Object{{"value", Scalar(v)}, {"from", v.provenance.Describe()}};
-}
-
 // Typed access to a resolved record; the checker guarantees every field exists with its
 // schema type, so a miss here is a compiler bug.
 class Fields {
@@ -536,6 +525,15 @@ class Lowerer {
 };
 
 }  // namespace
+
+json::Value ConfigTree(const Value& v) {
+  if (v.kind == Value::Kind::Record) {
+    json::Object object{{"type", v.type_name}};
+    for (size_t i = 0; i < v.keys.size(); ++i) object[v.keys[i]] = ConfigTree(v.items[i]);
+    return object;
+  }
+  return json::Object{{"value", Scalar(v)}, {"from", v.provenance.Describe()}};
+}
 
 std::optional<plan::Plan> Lower(const sema::Spec& spec, const std::string& source_name,
                                 diag::DiagnosticEngine& diagnostics) {

@@ -17,6 +17,10 @@ namespace accel::lower {
 std::optional<plan::Plan> Lower(const sema::Spec& spec, const std::string& source_name,
                                 diag::DiagnosticEngine& diagnostics);
 
+// The resolved configuration under `v`, as the plan's `config` holds it: records become objects
+// (with their `type`), every other value becomes {"value": ..., "from": provenance}.
+llvm::json::Value ConfigTree(const sema::Value& v);
+
 }  // namespace accel::lower
 
 #endif  // ACCEL_COMPILER_LOWER_LOWER_H_

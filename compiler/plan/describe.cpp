@@ -119,6 +119,18 @@ unsigned ImpactOf(const std::string& path) {
       {"train.log_every", unsigned(I::Other)},
       {"train.checkpoint_every", unsigned(I::Checkpoint)},
       {"train.", unsigned(I::Numerics)},
+      // A DeepSpeed JSON on its own (`accelc explain/diff ds.json`).
+      {"deepspeed.zero_optimization.stage3_gather_16bit_weights_on_model_save", unsigned(I::Checkpoint)},
+      {"deepspeed.zero_optimization.stage3_", unsigned(I::Topology)},
+      {"deepspeed.zero_optimization.stage", unsigned(I::Topology) | unsigned(I::Checkpoint)},
+      {"deepspeed.zero_optimization.", unsigned(I::Topology)},
+      {"deepspeed.checkpoint", unsigned(I::Checkpoint)},
+      {"deepspeed.fp16", unsigned(I::Numerics)},
+      {"deepspeed.bf16", unsigned(I::Numerics)},
+      {"deepspeed.optimizer", unsigned(I::Numerics)},
+      {"deepspeed.scheduler", unsigned(I::Numerics)},
+      {"deepspeed.gradient_", unsigned(I::Numerics)},
+      {"deepspeed.train_", unsigned(I::Numerics)},
   };
   for (const auto& [prefix, impact] : table) {
     if (path.rfind(prefix, 0) == 0) return impact;
@@ -144,10 +156,16 @@ std::vector<Setting> Settings(const Plan& plan) {
 }
 
 std::string Explain(const Plan& plan, bool all) {
-  std::string out = fmt::format("job {}  (from {}; {}, {})\n\nsteps, in order:\n", plan.job, plan.source,
-                                plan.format, plan.hash);
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    out += fmt::format("  {}. {}\n", i + 1, StepLine(plan.steps[i]));
+  std::string out;
+  if (plan.hash.empty()) {
+    // A config file's settings (ConfigSettings): nothing is compiled, so there are no steps.
+    out = fmt::format("{}  ({}: settings only, no steps)\n", plan.source, plan.job);
+  } else {
+    out = fmt::format("job {}  (from {}; {}, {})\n\nsteps, in order:\n", plan.job, plan.source, plan.format,
+                      plan.hash);
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      out += fmt::format("  {}. {}\n", i + 1, StepLine(plan.steps[i]));
+  }
   std::vector<Setting> settings;
   size_t defaults = 0;
   for (Setting& s : Settings(plan)) {
