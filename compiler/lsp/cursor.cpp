@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <functional>
+#include <optional>
 
 #include "compiler/diagnostics/explanations.h"
 
@@ -175,17 +176,26 @@ const sema::RecordSchema* RecordOf(const sema::Type& type, const sema::Schema& s
   return it == schema.records.end() ? nullptr : &it->second;
 }
 
-Cursor LocateInSpec(std::string_view text, uint32_t offset, const sema::Schema& schema) {
-  Cursor cursor;
-  if (offset > text.size()) offset = static_cast<uint32_t>(text.size());
+namespace {
+
+// A diagnostic code or rule id under the cursor (`DS-019`, `A2003`), in a spec or a config file.
+std::optional<Cursor> CodeAt(std::string_view text, uint32_t offset, const sema::Schema& schema) {
   source::Span code = WordAt(text, offset, "-");
   std::string_view code_text = text.substr(code.begin, code.end - code.begin);
-  if (IsKnownCode(code_text, schema)) {
-    cursor.kind = Cursor::Kind::kCode;
-    cursor.word = std::string(code_text);
-    cursor.word_span = code;
-    return cursor;
-  }
+  if (!IsKnownCode(code_text, schema)) return std::nullopt;
+  Cursor cursor;
+  cursor.kind = Cursor::Kind::kCode;
+  cursor.word = std::string(code_text);
+  cursor.word_span = code;
+  return cursor;
+}
+
+}  // namespace
+
+Cursor LocateInSpec(std::string_view text, uint32_t offset, const sema::Schema& schema) {
+  if (offset > text.size()) offset = static_cast<uint32_t>(text.size());
+  if (std::optional<Cursor> code = CodeAt(text, offset, schema)) return *code;
+  Cursor cursor;
   cursor.word_span = WordAt(text, offset, "");
   cursor.word =
       std::string(text.substr(cursor.word_span.begin, cursor.word_span.end - cursor.word_span.begin));
@@ -300,16 +310,9 @@ YamlLine ReadYamlLine(std::string_view text, size_t begin) {
 
 Cursor LocateInYaml(std::string_view text, uint32_t offset, const sema::Schema& schema,
                     const std::string& root) {
-  Cursor cursor;
   if (offset > text.size()) offset = static_cast<uint32_t>(text.size());
-  source::Span code = WordAt(text, offset, "-");
-  std::string_view code_text = text.substr(code.begin, code.end - code.begin);
-  if (IsKnownCode(code_text, schema)) {
-    cursor.kind = Cursor::Kind::kCode;
-    cursor.word = std::string(code_text);
-    cursor.word_span = code;
-    return cursor;
-  }
+  if (std::optional<Cursor> code = CodeAt(text, offset, schema)) return *code;
+  Cursor cursor;
   std::vector<YamlLine> lines;
   size_t current = 0;
   for (size_t begin = 0; begin <= text.size();) {
