@@ -187,7 +187,7 @@ class Checker {
       if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
-        std::string guess = ReportUnknownField(record, name, entry.file, ignored);
+        std::string guess = ReportUnknownField(record, name, entry.file, prefix, ignored);
         if (ignored) continue;  // the reader drops it and the meant field keeps its default
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
@@ -298,12 +298,36 @@ class Checker {
     return false;
   }
 
+  // The one other top-level block of the job that declares `field` (`accelerator` for a
+  // `gradient_accumulation_steps` written in `compute`), or "" when none or several do. Only
+  // for blocks directly under a job spec's root (`prefix` like `compute.`).
+  std::string BlockThatHasField(const std::string& field, const std::string& prefix) const {
+    if (options_.file_keys || prefix.empty() || prefix.find('.') != prefix.size() - 1) return "";
+    auto root = schema_.records.find(options_.root);
+    if (root == schema_.records.end()) return "";
+    std::vector<std::string> found;
+    for (const FieldSchema& block : root->second.fields) {
+      const Type* type = &block.type;
+      if (type->kind == Type::Kind::Optional) type = &type->args[0];
+      if (type->kind != Type::Kind::Record || block.name + "." == prefix) continue;
+      auto record = schema_.records.find(type->name);
+      if (record != schema_.records.end() && record->second.Find(field) != nullptr)
+        found.push_back(block.name);
+    }
+    return found.size() == 1 ? found[0] : "";
+  }
+
   // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
   // name, if any.
   std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
-                                 const source::SourceFile* file, bool ignored = false) {
+                                 const source::SourceFile* file, const std::string& prefix,
+                                 bool ignored = false) {
     std::vector<std::string> names = options_.file_keys ? record.FileKeys() : record.FieldNames();
     std::string guess = diag::ClosestMatch(name.text, names);
+    // In a spec, a config file's key (`fsdp_offload_params`) means the field it sets (`cpu_offload`).
+    if (guess.empty() && !options_.file_keys) {
+      if (const FieldSchema* field = record.FindFileKey(name.text)) guess = field->name;
+    }
     // In a config file, the plugin's field name (`tp_degree`) or the key without its section
     // prefix means the key that carries it (`megatron_lm_tp_degree`).
     if (guess.empty() && options_.file_keys) {
@@ -323,6 +347,11 @@ class Checker {
     // A long list helps nobody; past a dozen fields the docs are the place to look.
     std::string choices = names.size() <= 12 ? fmt::format("; expected one of {}", Join(names))
                                              : fmt::format("; none of its {} fields is close", names.size());
+    std::string elsewhere = guess.empty() ? BlockThatHasField(name.text, prefix) : "";
+    if (!elsewhere.empty()) {
+      choices =
+          fmt::format("; `{}` is a field of `{}`: write `{}.{}`", name.text, elsewhere, elsewhere, name.text);
+    }
     diag::Diagnostic& d = diagnostics_.Emit(
         ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField, file, name.span, name.text,
         record.name, guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
