@@ -27,6 +27,7 @@
 #include "compiler/driver/format_files.h"
 #include "compiler/driver/init_command.h"
 #include "compiler/driver/inputs.h"
+#include "compiler/driver/stdlib.h"
 #include "compiler/driver/verify.h"
 #include "compiler/interop/interop.h"
 #include "compiler/lower/lower.h"
@@ -780,7 +781,8 @@ int main(int argc, char** argv) {
     return kExitClean;
   }
   if (options.version) {
-    fmt::print("accelc {} (plan format {})\n", kVersion, accel::plan::kFormat);
+    fmt::print("accelc {} (plan format {})\nschemas modelled from {} and {}\n", kVersion,
+               accel::plan::kFormat, accel::driver::kModelledAccelerate, accel::driver::kModelledDeepSpeed);
     return kExitClean;
   }
   if (!error.empty()) {
