@@ -76,10 +76,12 @@ int RunInit(const InitOptions& options, const Stdlib& stdlib) {
   }
   std::cout.flush();
 
-  init::OutputFormat format = options.accelerate_yaml ? init::OutputFormat::kAccelerateYaml : init::OutputFormat::kAccel;
+  init::OutputFormat format =
+      options.accelerate_yaml ? init::OutputFormat::kAccelerateYaml : init::OutputFormat::kAccel;
   llvm::Expected<std::string> text = init::Generate(answers, format, stdlib);
   if (!text) {
-    fmt::print(stderr, "accelc: internal error: {}\nnothing was written; please report this with the answers given\n",
+    fmt::print(stderr,
+               "accelc: internal error: {}\nnothing was written; please report this with the answers given\n",
                llvm::toString(text.takeError()));
     return kExitInternal;
   }

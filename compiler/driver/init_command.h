@@ -8,10 +8,10 @@
 namespace accel::driver {
 
 struct InitOptions {
-  std::string output;          // empty: `job.accel`, or `default_config.yaml` for YAML
+  std::string output;            // empty: `job.accel`, or `default_config.yaml` for YAML
   bool accelerate_yaml = false;  // --format accelerate-yaml
-  bool defaults = false;       // --defaults: every default, nothing read
-  bool force = false;          // --force: an existing file is replaced
+  bool defaults = false;         // --defaults: every default, nothing read
+  bool force = false;            // --force: an existing file is replaced
 };
 
 // `accelc init`: asks the questionnaire on stdin/stdout and writes the file. Returns the exit

@@ -23,16 +23,18 @@ llvm::Expected<driver::Compilation> CheckClean(const std::string& name, const st
   driver::CompileOptions options;
   options.lower = false;  // `check` validates for every engine, not only the native runtime's
   driver::Compilation compilation = driver::CompileText(name, text, stdlib, no_environment, options);
-  if (compilation.diagnostics.has_errors() || compilation.diagnostics.warning_count() > 0 || !compilation.spec) {
-    return Internal(fmt::format("the generated `{}` does not pass `accelc check --werror`:\n{}--- {}\n{}", name,
-                                diag::RenderText(compilation.diagnostics.diagnostics()), name, text));
+  if (compilation.diagnostics.has_errors() || compilation.diagnostics.warning_count() > 0 ||
+      !compilation.spec) {
+    return Internal(fmt::format("the generated `{}` does not pass `accelc check --werror`:\n{}--- {}\n{}",
+                                name, diag::RenderText(compilation.diagnostics.diagnostics()), name, text));
   }
   return compilation;
 }
 
 }  // namespace
 
-llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format, const driver::Stdlib& stdlib) {
+llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format,
+                                     const driver::Stdlib& stdlib) {
   const std::string spec_name = "init.accel";
   source::SourceFile raw(spec_name, WriteSpec(answers));
   diag::DiagnosticEngine syntax;

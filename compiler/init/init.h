@@ -79,7 +79,8 @@ std::vector<Question> Questions(const sema::Schema& schema);
 
 // Reads `raw` (one line, without its newline) as an answer to `question`: the normalised answer,
 // or an error saying why it is refused. An empty line means the default.
-llvm::Expected<std::string> ReadAnswer(const Question& question, std::string_view raw, const Answers& earlier);
+llvm::Expected<std::string> ReadAnswer(const Question& question, std::string_view raw,
+                                       const Answers& earlier);
 
 // The `.accel` job spec the answers describe, named `job_name` unless the answers name it,
 // not yet laid out by the formatter. The workload is the smallest complete one, as `accelc
@@ -90,7 +91,8 @@ std::string WriteSpec(const Answers& answers);
 // `compute` as Accelerate YAML. Fails, with the diagnostics as the message, when the result
 // would not pass `accelc check --werror`: the questions should have refused such answers, so
 // that is a bug in this library.
-llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format, const driver::Stdlib& stdlib);
+llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format,
+                                     const driver::Stdlib& stdlib);
 
 }  // namespace accel::init
 

@@ -12,7 +12,8 @@ constexpr const char* kReset = "\x1b[0m";
 
 // How the question shows its choices and default: `(no, fp16, bf16, fp8) [no]`, `[yes/NO]`.
 std::string Prompt(const Question& question, const Answers& earlier, bool color) {
-  std::optional<std::string> fallback = question.default_value ? question.default_value(earlier) : std::nullopt;
+  std::optional<std::string> fallback =
+      question.default_value ? question.default_value(earlier) : std::nullopt;
   std::string text = color ? kBold + question.text + kReset : question.text;
   if (question.kind == AnswerKind::kChoice) text += fmt::format(" ({})", fmt::join(question.choices, ", "));
   if (question.kind == AnswerKind::kYesNo && fallback) {

@@ -19,9 +19,15 @@ namespace {
 // own that `accelc init` does not ask.
 const std::vector<std::pair<std::string, std::string>>& MachineTypes() {
   static const std::vector<std::pair<std::string, std::string>> kTypes = {
-      {"no", "NO"},               {"multi-CPU", "MULTI_CPU"},   {"multi-GPU", "MULTI_GPU"},
-      {"multi-NPU", "MULTI_NPU"}, {"multi-XPU", "MULTI_XPU"},   {"multi-HPU", "MULTI_HPU"},
-      {"multi-MLU", "MULTI_MLU"}, {"multi-SDAA", "MULTI_SDAA"}, {"multi-MUSA", "MULTI_MUSA"},
+      {"no", "NO"},
+      {"multi-CPU", "MULTI_CPU"},
+      {"multi-GPU", "MULTI_GPU"},
+      {"multi-NPU", "MULTI_NPU"},
+      {"multi-XPU", "MULTI_XPU"},
+      {"multi-HPU", "MULTI_HPU"},
+      {"multi-MLU", "MULTI_MLU"},
+      {"multi-SDAA", "MULTI_SDAA"},
+      {"multi-MUSA", "MULTI_MUSA"},
       {"multi-NEURON", "MULTI_NEURON"},
   };
   return kTypes;
@@ -107,7 +113,8 @@ std::vector<Question> Questions(const sema::Schema& schema) {
   auto add = [&](Question q) { questions.push_back(std::move(q)); };
 
   // ---- Where the job runs (accelerate config: the machine, then the cluster) -----------------
-  Question machine{.id = "machine_type", .text = "Which type of machine are you using?", .kind = AnswerKind::kChoice};
+  Question machine{
+      .id = "machine_type", .text = "Which type of machine are you using?", .kind = AnswerKind::kChoice};
   for (const auto& [shown, member] : MachineTypes()) {
     machine.choices.push_back(shown);
     machine.members.push_back(member);
@@ -130,7 +137,9 @@ std::vector<Question> Questions(const sema::Schema& schema) {
        .kind = AnswerKind::kInteger,
        .asked = MultiMachine,
        .default_value = [](const Answers&) { return Fixed("0"); },
-       .check = Between([](const Answers& a) { return std::pair<int64_t, int64_t>{0, a.Int("num_machines", 1) - 1}; })});
+       .check = Between([](const Answers& a) {
+         return std::pair<int64_t, int64_t>{0, a.Int("num_machines", 1) - 1};
+       })});
   // No default: any address would be wrong for somebody's cluster.
   add({.id = "main_process_ip",
        .text = "What is the IP address of the machine that will host the main process?",
@@ -182,7 +191,8 @@ std::vector<Question> Questions(const sema::Schema& schema) {
        .asked = [](const Answers& a) { return a.Get("offload_optimizer_device") == "NVME"; },
        .default_value = [](const Answers&) { return Fixed("/nvme"); },
        .check = PrintableText});
-  Question offload_param = EnumQuestion(schema, "offload_param_device", "Where to offload parameters?", "OffloadDevice");
+  Question offload_param =
+      EnumQuestion(schema, "offload_param_device", "Where to offload parameters?", "OffloadDevice");
   offload_param.asked = [](const Answers& a) { return DeepSpeed(a) && ZeroStage(a) == 3; };
   offload_param.default_value = [](const Answers&) { return Fixed("none"); };
   add(std::move(offload_param));
@@ -216,12 +226,14 @@ std::vector<Question> Questions(const sema::Schema& schema) {
        .asked = [](const Answers& a) { return DeepSpeed(a) && ZeroStage(a) == 3; },
        .default_value = [](const Answers&) { return Fixed("no"); }});
   add({.id = "zero3_init_flag",
-       .text = "Do you want to enable `deepspeed.zero.Init` when using ZeRO Stage-3 for constructing massive models?",
+       .text = "Do you want to enable `deepspeed.zero.Init` when using ZeRO Stage-3 for constructing massive "
+               "models?",
        .kind = AnswerKind::kYesNo,
        .asked = [](const Answers& a) { return DeepSpeed(a) && ZeroStage(a) == 3; },
        .default_value = [](const Answers&) { return Fixed("no"); }});
-  Question launcher = EnumQuestion(schema, "multinode_launcher", "Which launcher should start DeepSpeed on every machine?",
-                                   "DeepSpeedMultinodeLauncher");
+  Question launcher =
+      EnumQuestion(schema, "multinode_launcher", "Which launcher should start DeepSpeed on every machine?",
+                   "DeepSpeedMultinodeLauncher");
   launcher.asked = [](const Answers& a) { return DeepSpeed(a) && MultiMachine(a); };
   launcher.default_value = [](const Answers&) { return Fixed("pdsh"); };
   add(std::move(launcher));
@@ -229,7 +241,10 @@ std::vector<Question> Questions(const sema::Schema& schema) {
   add({.id = "hostfile",
        .text = "DeepSpeed hostfile (one `hostname slots=N` line per machine)?",
        .kind = AnswerKind::kText,
-       .asked = [](const Answers& a) { return a.Has("multinode_launcher") && a.Get("multinode_launcher") != "STANDARD"; },
+       .asked =
+           [](const Answers& a) {
+             return a.Has("multinode_launcher") && a.Get("multinode_launcher") != "STANDARD";
+           },
        .default_value = [](const Answers&) { return Fixed("/job/hostfile"); },
        .check = PrintableText});
 
@@ -257,7 +272,8 @@ std::vector<Question> Questions(const sema::Schema& schema) {
        .kind = AnswerKind::kYesNo,
        .asked = Fsdp,
        .default_value = [](const Answers&) { return Fixed("no"); }});
-  Question wrap = EnumQuestion(schema, "auto_wrap_policy", "What should be your auto wrap policy?", "FSDPAutoWrapPolicy");
+  Question wrap =
+      EnumQuestion(schema, "auto_wrap_policy", "What should be your auto wrap policy?", "FSDPAutoWrapPolicy");
   wrap.asked = Fsdp;
   wrap.default_value = [](const Answers&) { return Fixed("TRANSFORMER_BASED_WRAP"); };
   add(std::move(wrap));
@@ -270,7 +286,9 @@ std::vector<Question> Questions(const sema::Schema& schema) {
        .empty_default_label = "_no_split_modules",
        .check = [](const std::string& answer, const Answers&) -> std::string {
          static const std::regex kClasses("[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*");
-         return answer.empty() || std::regex_match(answer, kClasses) ? "" : "is not a comma-separated list of class names";
+         return answer.empty() || std::regex_match(answer, kClasses)
+                    ? ""
+                    : "is not a comma-separated list of class names";
        }});
   add({.id = "min_num_params",
        .text = "What should be your FSDP's minimum number of parameters for Default Auto Wrapping Policy?",
@@ -278,8 +296,8 @@ std::vector<Question> Questions(const sema::Schema& schema) {
        .asked = [](const Answers& a) { return a.Get("auto_wrap_policy") == "SIZE_BASED_WRAP"; },
        .default_value = [](const Answers&) { return Fixed("100000000"); },
        .check = Between(1, 1'000'000'000'000'000)});
-  Question state_dict =
-      EnumQuestion(schema, "state_dict_type", "What should be your FSDP's state dict type?", "FSDPStateDictType");
+  Question state_dict = EnumQuestion(schema, "state_dict_type", "What should be your FSDP's state dict type?",
+                                     "FSDPStateDictType");
   state_dict.asked = Fsdp;
   // Each version's own default; FSDP2 cannot write LOCAL_STATE_DICT (FSDP-009).
   state_dict.default_value = [](const Answers& a) {
@@ -306,14 +324,16 @@ std::vector<Question> Questions(const sema::Schema& schema) {
          bool ddp = a.DistributedType() != "FSDP" && a.DistributedType() != "DEEPSPEED";
          int64_t low = ddp && machines == 1 ? 2 : machines;
          constexpr int64_t kHigh = 1 << 20;
-         if (processes < low || processes > kHigh) return fmt::format("is not an integer from {} to {}", low, kHigh);
+         if (processes < low || processes > kHigh)
+           return fmt::format("is not an integer from {} to {}", low, kHigh);
          if (processes % machines != 0)
            return fmt::format("is not a multiple of the {} machines (each runs the same number)", machines);
          return "";
        }});
   // The same question, where `accelerate config` asks it without DeepSpeed.
   add(GradientAccumulation([](const Answers& a) { return !DeepSpeed(a); }));
-  Question precision = EnumQuestion(schema, "mixed_precision", "Do you wish to use mixed precision?", "PrecisionType");
+  Question precision =
+      EnumQuestion(schema, "mixed_precision", "Do you wish to use mixed precision?", "PrecisionType");
   precision.default_value = [](const Answers&) { return Fixed("no"); };
   add(std::move(precision));
 
@@ -337,19 +357,22 @@ std::vector<Question> Questions(const sema::Schema& schema) {
   return questions;
 }
 
-llvm::Expected<std::string> ReadAnswer(const Question& question, std::string_view raw, const Answers& earlier) {
+llvm::Expected<std::string> ReadAnswer(const Question& question, std::string_view raw,
+                                       const Answers& earlier) {
   auto refuse = [&](const std::string& why) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "`%s` %s",
-                                   std::string(raw).c_str(), why.c_str());
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "`%s` %s", std::string(raw).c_str(),
+                                   why.c_str());
   };
   std::string text(raw);
   // Surrounding blanks are never meant; a terminal's line editing leaves them easily.
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
   text.erase(0, std::min(text.size(), text.find_first_not_of(" \t")));
   if (text.empty()) {
-    std::optional<std::string> fallback = question.default_value ? question.default_value(earlier) : std::nullopt;
+    std::optional<std::string> fallback =
+        question.default_value ? question.default_value(earlier) : std::nullopt;
     if (!fallback) {
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), "an answer is needed; there is no default");
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "an answer is needed; there is no default");
     }
     if (fallback->empty()) return std::string();  // "leave it unset"
     text = *fallback;
@@ -360,7 +383,8 @@ llvm::Expected<std::string> ReadAnswer(const Question& question, std::string_vie
       for (size_t i = 0; i < question.choices.size() && answer.empty(); ++i) {
         auto same = [](std::string_view a, std::string_view b) {
           return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-                   return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+                   return std::tolower(static_cast<unsigned char>(x)) ==
+                          std::tolower(static_cast<unsigned char>(y));
                  });
         };
         if (same(text, question.choices[i]) || same(text, question.members[i])) answer = question.members[i];
@@ -369,7 +393,8 @@ llvm::Expected<std::string> ReadAnswer(const Question& question, std::string_vie
       break;
     }
     case AnswerKind::kInteger: {
-      std::optional<long> value = cli::ParseInteger(text, std::numeric_limits<long>::min(), std::numeric_limits<long>::max());
+      std::optional<long> value =
+          cli::ParseInteger(text, std::numeric_limits<long>::min(), std::numeric_limits<long>::max());
       if (!value) return refuse("is not an integer");
       answer = std::to_string(*value);
       break;

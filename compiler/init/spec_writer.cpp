@@ -113,15 +113,17 @@ std::string WriteSpec(const Answers& a) {
   constexpr int64_t kBatchSize = 32;  // SyntheticRegression's default batch_size
   constexpr int64_t kSamples = 1024;  // and its default samples
   int64_t processes = a.Int("num_processes", 1);
-  std::string data = processes * kBatchSize > kSamples
-                         ? fmt::format("SyntheticRegression {{ features = 16; samples = {} }}", processes * kBatchSize)
-                         : "SyntheticRegression { features = 16 }";
+  std::string data =
+      processes * kBatchSize > kSamples
+          ? fmt::format("SyntheticRegression {{ features = 16; samples = {} }}", processes * kBatchSize)
+          : "SyntheticRegression { features = 16 }";
 
   std::string name = a.Has("job_name") ? a.Get("job_name") : a.Get("default_job_name");
   return "// Written by `accelc init`; `accelc check` checks it, `accelc export --to accelerate-yaml`\n"
          "// writes its `compute` as the config file `accelerate launch` reads.\n"
          "job " +
-         name + " {\n" + compute.Close("compute") + (accelerator.empty() ? "" : accelerator.Close("accelerator")) +
+         name + " {\n" + compute.Close("compute") +
+         (accelerator.empty() ? "" : accelerator.Close("accelerator")) +
          "\n"
          "// The questions do not describe the workload: the model, data and training loop below are\n"
          "// the smallest complete ones. Replace them with yours.\n"

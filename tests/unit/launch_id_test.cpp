@@ -83,8 +83,7 @@ TEST(LaunchId, SchedulerJobsWithTheDefaultPortEachDeriveTheirOwn) {
   Placement b = Resolve(DefaultPort(), {}, SlurmStep("4712", "0"));
   EXPECT_EQ(a.topology.master_port, DerivedPort("slurm-4711.0"));
   EXPECT_NE(a.topology.master_port, b.topology.master_port);
-  EXPECT_NE(a.rendezvous_from.find("port from the launch id"), std::string::npos)
-      << a.rendezvous_from;
+  EXPECT_NE(a.rendezvous_from.find("port from the launch id"), std::string::npos) << a.rendezvous_from;
 
   // A port the spec chose, MASTER_PORT and --master-port still win.
   PlanPlacement chosen = DefaultPort();
