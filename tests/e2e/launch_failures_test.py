@@ -17,22 +17,8 @@ import subprocess
 import sys
 import time
 
-
-def live_workers(plan):
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and state != "Z":
-            pids.append(int(entry))
-    return pids
+sys.path.insert(0, os.path.dirname(__file__))
+from e2e_support import worker_ranks  # noqa: E402
 
 
 def write_spec(spec, workdir, name, replacements):
@@ -58,15 +44,15 @@ def launcher_killed(accelrun, spec, workdir):
         output.append(line)
         if line.startswith("step "):
             break
-    assert len(live_workers(plan)) == 2, "two workers should be training:\n" + "".join(output)
+    assert len(worker_ranks(plan)) == 2, "two workers should be training:\n" + "".join(output)
     run.kill()
     run.wait()
     run.stdout.close()
     # PR_SET_PDEATHSIG: the kernel kills each worker when the launcher dies; allow it a moment.
     deadline = time.time() + 10
-    while live_workers(plan) and time.time() < deadline:
+    while worker_ranks(plan) and time.time() < deadline:
         time.sleep(0.05)
-    assert live_workers(plan) == [], f"workers outlived a SIGKILLed launcher: {live_workers(plan)}"
+    assert worker_ranks(plan) == {}, f"workers outlived a SIGKILLed launcher: {worker_ranks(plan)}"
     print("launcher SIGKILLed: no worker left")
 
 
