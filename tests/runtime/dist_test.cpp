@@ -69,13 +69,24 @@ TEST(Gloo, AbsentPeerFailsTheRendezvousWithinTheTimeout) {
 
 TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
   int port = launch::PickFreePort();
+  std::promise<void> rank0_connected;
   std::promise<void> rank1_gone;
   auto rank1 = std::async(std::launch::async, [&] {
     std::unique_ptr<Collectives> group = ConnectGloo(Options(1, 2, port, 2000));
+    // The group is formed once both ranks have returned from the connect: leaving earlier
+    // fails rank 0's connect instead (Gloo may still be reading this rank's handshake).
+    rank0_connected.get_future().wait();
     group.reset();  // leaves without joining the next collective
     rank1_gone.set_value();
   });
-  std::unique_ptr<Collectives> group = ConnectGloo(Options(0, 2, port, 2000));
+  std::unique_ptr<Collectives> group;
+  try {
+    group = ConnectGloo(Options(0, 2, port, 2000));
+  } catch (...) {
+    rank0_connected.set_value();  // else rank 1 would wait forever and the test hang
+    throw;
+  }
+  rank0_connected.set_value();
   rank1_gone.get_future().wait();
   rank1.get();
   auto started = std::chrono::steady_clock::now();
