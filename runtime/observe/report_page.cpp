@@ -33,13 +33,13 @@ constexpr KnownSeries kKnownSeries[] = {
 constexpr const char* kOtherColour = "#17becf";
 
 constexpr const char* kStyle =
-    R"(body{font:14px/1.45 system-ui,sans-serif;color:#222;margin:24px auto;max-width:760px;padding:0 12px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
-code,.mono{font-family:ui-monospace,monospace;font-size:13px}.where{color:#666;margin:0}
-figure{margin:0 0 18px}figcaption{font-weight:600;margin-bottom:2px}.range{font-weight:400;color:#666}
+    R"(body{font:14px/1.45 system-ui,sans-serif;color:#1a1a1a;margin:24px auto;max-width:760px;padding:0 12px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dddddd}
+code,.mono{font-family:ui-monospace,monospace;font-size:13px}.where{color:#6b6b6b;margin:0}
+figure{margin:0 0 18px}figcaption{font-weight:600;margin-bottom:2px}.range{font-weight:400;color:#6b6b6b}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:3px 8px;border-bottom:1px solid #eee;vertical-align:top}
-th{color:#555;font-weight:600}.from{color:#777}.note{background:#fff4e5;border-left:4px solid #f0a030;padding:6px 10px}
-details summary{cursor:pointer;color:#555;margin-top:8px}
+th{color:#5a5a5a;font-weight:600}.from{color:#7a7a7a}.note{background:#fff4e5;border-left:4px solid #f0a030;padding:6px 10px}
+details summary{cursor:pointer;color:#5a5a5a;margin-top:8px}
 )";
 
 std::string Text(std::string_view text) { return EscapeXml(text); }

@@ -17,7 +17,7 @@ constexpr double kRight = kWidth - 16;
 constexpr double kTop = 12;
 constexpr double kBottom = kHeight - 36;
 
-constexpr const char* kAxisColour = "#666666";
+constexpr const char* kAxisColour = "#6b6b6b";
 constexpr const char* kGridColour = "#e6e6e6";
 constexpr const char* kResumeColour = "#d62728";
 
