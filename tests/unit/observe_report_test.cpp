@@ -120,19 +120,25 @@ TEST(MetricsHistory, ReadsWhatMetricsLogWrites) {
 }
 
 TEST(MetricsHistory, StepGoingBackMarksAResumeAndDropsTheAbandonedValues) {
-  // Logged to step 60, killed, resumed from the checkpoint at step 40: 41 and 60 again, then 80.
+  // Logged to step 40; resumed from the checkpoint at 40 (41 and 60 logged: a step forward, so
+  // unseen without a marker); killed, and resumed from the checkpoint at step 20: 21, 40, 60, 80.
+  // Step 41 belongs to the abandoned attempt only: it must go, not stay between 40 and 60.
   std::string text =
-      "{\"step\":1,\"loss\":4}\n{\"step\":20,\"loss\":3}\n{\"step\":40,\"loss\":2}\n{\"step\":60,\"loss\":1."
-      "5}\n"
-      "{\"step\":41,\"loss\":1.9}\n{\"step\":60,\"loss\":1.4}\n{\"step\":80,\"loss\":1}\n";
+      "{\"step\":1,\"loss\":4}\n{\"step\":20,\"loss\":3}\n{\"step\":40,\"loss\":2}\n"
+      "{\"step\":41,\"loss\":1.8,\"grad_norm\":7}\n{\"step\":60,\"loss\":1.5}\n"
+      "{\"step\":21,\"loss\":2.9}\n{\"step\":40,\"loss\":2.1}\n{\"step\":60,\"loss\":1.4}\n{\"step\":80,"
+      "\"loss\":1}\n";
   llvm::Expected<MetricsHistory> history = ParseMetricsHistory(text, "m.jsonl");
   ASSERT_TRUE(static_cast<bool>(history)) << llvm::toString(history.takeError());
   ASSERT_EQ(history->resumes.size(), 1u);
-  EXPECT_EQ(history->resumes[0].step, 41);
-  EXPECT_EQ(history->resumes[0].line, 5u);
-  std::vector<std::pair<int64_t, double>> expected = {{1, 4},    {20, 3},   {40, 2},
-                                                      {41, 1.9}, {60, 1.4}, {80, 1}};
+  EXPECT_EQ(history->resumes[0].step, 21);
+  EXPECT_EQ(history->resumes[0].line, 6u);
+  std::vector<std::pair<int64_t, double>> expected = {{1, 4},    {20, 3},   {21, 2.9},
+                                                      {40, 2.1}, {60, 1.4}, {80, 1}};
   EXPECT_EQ(history->Find("loss")->points, expected);
+  // The abandoned attempt's only grad_norm is dropped too: the series stays, empty.
+  ASSERT_NE(history->Find("grad_norm"), nullptr);
+  EXPECT_TRUE(history->Find("grad_norm")->points.empty());
 }
 
 TEST(MetricsHistory, LaterRecordForTheSameStepReplacesTheEarlierOne) {
