@@ -75,7 +75,6 @@ llvm::Expected<MetricsHistory> ParseMetricsHistory(std::string_view text, std::s
   // While reading: each series as step -> value, so a later record replaces an earlier one.
   std::map<std::string, std::map<int64_t, double>> columns;
   int64_t highest_step = -1;
-  bool after_marker = false;
   size_t line_number = 0;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
@@ -118,23 +117,27 @@ llvm::Expected<MetricsHistory> ParseMetricsHistory(std::string_view text, std::s
     }
     ++history.records;
 
-    bool marker = false;
-    for (const auto& [key, value] : *record)
-      if (llvm::StringRef(key).startswith("resume")) marker = true;
-    if (marker) {
-      after_marker = true;
+    // Marker lines (`event`) carry no metrics: a resume says where the run went back to.
+    if (const json::Value* event = record->get("event")) {
+      if (event->getAsString() == llvm::StringRef("resume")) {
+        // The run continued from its checkpoint at `step`: values logged after it are the
+        // abandoned attempt's, and the resumed run's first step is the next one.
+        ResumePoint& resume = history.resumes.emplace_back(ResumePoint{*step + 1, line_number, ""});
+        if (llvm::Optional<llvm::StringRef> checkpoint = record->getString("checkpoint"))
+          resume.checkpoint = checkpoint->str();
+        for (auto& [key, values] : columns) values.erase(values.upper_bound(*step), values.end());
+        highest_step = *step;
+      }
       continue;
     }
-    // A step below one already read: the run went back to a checkpoint and repeats steps.
-    bool went_back = *step < highest_step;
-    if (went_back || after_marker) {
-      history.resumes.push_back({*step, line_number});
-      after_marker = false;
-    }
-    if (went_back) {
+    // A step below one already read, with no marker before it: the run went back to a
+    // checkpoint and repeats steps, and the values from there on are the abandoned attempt's.
+    if (*step < highest_step) {
+      history.resumes.push_back({*step, line_number, ""});
       for (auto& [key, values] : columns) values.erase(values.lower_bound(*step), values.end());
+      highest_step = *step;
     }
-    highest_step = went_back ? *step : std::max(highest_step, *step);
+    highest_step = std::max(highest_step, *step);
 
     for (const auto& [key, value] : *record) {
       if (key == "step" || key == "time") continue;

@@ -19,11 +19,13 @@ struct Series {
   std::vector<std::pair<int64_t, double>> points;
 };
 
-// Where a run was resumed: `step` is the first step logged after the resume, `line` the
-// metrics.jsonl line (from 1) that shows it.
+// Where a run was resumed: `step` is the first step the resumed run trained, `line` the
+// metrics.jsonl line (from 1) that shows the resume, `checkpoint` the checkpoint it continued
+// from when the line names it.
 struct ResumePoint {
   int64_t step = 0;
   size_t line = 0;
+  std::string checkpoint;
 };
 
 // What a run's metrics.jsonl (MetricsLog's format) says, read back for reports.
@@ -44,11 +46,13 @@ struct MetricsHistory {
 // JSON object with an integer `step` >= 0; blank lines are skipped, and fields that are neither
 // numbers nor null (text, lists) are ignored, so records of newer runs still read.
 //  - A later record for the same step replaces that step's earlier values, field by field.
-//  - A step lower than one already read starts a resume: the values at that step and after
-//    belong to the attempt the resume abandoned and are dropped, and a ResumePoint is recorded.
-//  - A record with a field whose name starts with `resume` is a resume marker: it adds no values,
-//    and the next record that is not a marker is where a resume is recorded (once, even when its
-//    step also goes back).
+//  - A marker line (one with an `event` field) carries no values. `"event":"resume"` at step S
+//    (the checkpoint the run continued from) drops the values logged after S, which belong to
+//    the attempt the resume abandoned, and records a resume at step S + 1. Other events
+//    (`checkpoint`) are skipped.
+//  - A step lower than one already read, with no marker before it (a run from before markers
+//    existed), is a resume too: the values at that step and after are dropped, and the resume
+//    is recorded at that step.
 // A last line without its newline that does not parse is a write cut short by a kill and is
 // dropped. Any other line that is not such a record fails with
 // `name:LINE:COL: what was found; what was expected`.

@@ -118,10 +118,12 @@ void AppendResumes(const MetricsHistory& history, std::string& html) {
         "<p>Dashed lines on the charts. Values the resumed run logged again replace the earlier "
         "ones.</p>\n<ul>\n";
     for (const ResumePoint& resume : history.resumes) {
+      std::string from =
+          resume.checkpoint.empty() ? "" : fmt::format(" from <code>{}</code>", Text(resume.checkpoint));
       html += fmt::format(
-          "<li class=\"resume-point\" data-step=\"{0}\">resumed at step {0} "
-          "(metrics.jsonl line {1})</li>\n",
-          resume.step, resume.line);
+          "<li class=\"resume-point\" data-step=\"{0}\">resumed at step {0}{1} "
+          "(metrics.jsonl line {2})</li>\n",
+          resume.step, from, resume.line);
     }
     html += "</ul>\n";
   }

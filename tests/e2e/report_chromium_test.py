@@ -138,16 +138,23 @@ class Svg(html.parser.HTMLParser):
 
 
 def expected_steps(metrics_path, field):
-    """The steps of `field` that metrics.jsonl keeps, computed here: a later record replaces an
-    earlier one, and a step that goes back drops the values from there on."""
+    """The steps of `field` that metrics.jsonl keeps, computed here from docs/training.md's rules:
+    a later record replaces an earlier one; a resume marker at step S drops the values after S;
+    without a marker, a step that goes back drops the values from there on."""
     values, highest = {}, -1
     with open(metrics_path) as f:
         for line in f:
             record = json.loads(line)
             step = record["step"]
+            if "event" in record:
+                if record["event"] == "resume":
+                    values = {s: v for s, v in values.items() if s <= step}
+                    highest = step
+                continue
             if step < highest:
                 values = {s: v for s, v in values.items() if s < step}
-            highest = step if step < highest else max(highest, step)
+                highest = step
+            highest = max(highest, step)
             if field in record:
                 values[step] = record[field]
     return sorted(values)

@@ -149,23 +149,31 @@ TEST(MetricsHistory, LaterRecordForTheSameStepReplacesTheEarlierOne) {
   EXPECT_TRUE(history->resumes.empty());  // the same step again is no step back
 }
 
-TEST(MetricsHistory, ResumeMarkerRecordsOneResumeAtTheNextRecord) {
-  // A marker, then a record that also goes back: one resume, not two; the marker adds no series.
+TEST(MetricsHistory, ResumeMarkerDropsWhatTheAbandonedAttemptLoggedAfterItsCheckpoint) {
+  // Logged to step 30 with checkpoints at 10 and 20; killed after logging 30; resumed from the
+  // checkpoint at step 20. Marker lines add no series (not even elapsed_seconds).
   std::string text =
-      "{\"step\":10,\"loss\":2}\n{\"step\":20,\"loss\":1}\n{\"step\":10,\"time\":5,\"resumed_from_step\":10}"
-      "\n"
-      "{\"step\":11,\"loss\":1.8}\n{\"step\":20,\"loss\":0.9}\n"
-      // A resume from the very last checkpoint repeats nothing: only the marker shows it.
-      "{\"step\":20,\"resume\":\"checkpoint_2\"}\n{\"step\":21,\"loss\":0.8}\n";
+      "{\"step\":1,\"loss\":4}\n{\"step\":10,\"loss\":3}\n"
+      "{\"step\":10,\"time\":1,\"event\":\"checkpoint\",\"elapsed_seconds\":2.5}\n"
+      "{\"step\":20,\"loss\":2}\n{\"step\":20,\"time\":2,\"event\":\"checkpoint\",\"elapsed_seconds\":5}\n"
+      "{\"step\":25,\"loss\":1.9}\n{\"step\":30,\"loss\":1.5}\n"
+      "{\"step\":20,\"time\":3,\"event\":\"resume\",\"checkpoint\":\"runs/j/checkpoints/checkpoint_1\","
+      "\"elapsed_seconds\":5}\n"
+      "{\"step\":21,\"loss\":1.95}\n{\"step\":30,\"loss\":1.4}\n"
+      // A resume from the very last checkpoint repeats no step: only its marker shows it.
+      "{\"step\":30,\"time\":4,\"event\":\"resume\"}\n{\"step\":31,\"loss\":1.3}\n";
   llvm::Expected<MetricsHistory> history = ParseMetricsHistory(text, "m.jsonl");
   ASSERT_TRUE(static_cast<bool>(history)) << llvm::toString(history.takeError());
-  ASSERT_EQ(history->resumes.size(), 2u);
-  EXPECT_EQ(history->resumes[0].step, 11);
-  EXPECT_EQ(history->resumes[0].line, 4u);
-  EXPECT_EQ(history->resumes[1].step, 21);
+  ASSERT_EQ(history->resumes.size(), 2u);  // the marker's own, not another for step 21 < 30
+  EXPECT_EQ(history->resumes[0].step, 21);
+  EXPECT_EQ(history->resumes[0].line, 8u);
+  EXPECT_EQ(history->resumes[0].checkpoint, "runs/j/checkpoints/checkpoint_1");
+  EXPECT_EQ(history->resumes[1].step, 31);
+  EXPECT_EQ(history->resumes[1].checkpoint, "");
   EXPECT_EQ(history->series.size(), 1u);
-  EXPECT_EQ(history->Find("loss")->points,
-            (std::vector<std::pair<int64_t, double>>{{10, 2}, {11, 1.8}, {20, 0.9}, {21, 0.8}}));
+  // 25 was logged only by the abandoned attempt; 20, the checkpoint's own step, stays.
+  EXPECT_EQ(history->Find("loss")->points, (std::vector<std::pair<int64_t, double>>{
+                                               {1, 4}, {10, 3}, {20, 2}, {21, 1.95}, {30, 1.4}, {31, 1.3}}));
 }
 
 TEST(MetricsHistory, PartialLastLineOfAKilledRunIsDropped) {
