@@ -155,7 +155,9 @@ int RunReportCommand(const std::vector<std::string>& args) {
   }
 
   observe::ReportPage page;
-  page.job = run_dir.filename().string();
+  // Until plan.json names the job: the directory's own name, also when given as `runs/x/`.
+  page.job = run_dir.lexically_normal().parent_path().filename().string();
+  if (fs::path name = run_dir.lexically_normal().filename(); !name.empty()) page.job = name.string();
   page.run_dir = run_dir_arg;
   page.history = std::move(*history);
   AddPlan(run_dir, page);
