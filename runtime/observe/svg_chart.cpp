@@ -13,7 +13,8 @@ namespace {
 constexpr double kWidth = 720;
 constexpr double kHeight = 240;
 constexpr double kLeft = 72;
-constexpr double kRight = kWidth - 16;
+// Room on the right for half of the last step's label (`200000`).
+constexpr double kRight = kWidth - 24;
 constexpr double kTop = 12;
 constexpr double kBottom = kHeight - 36;
 
@@ -82,7 +83,9 @@ std::vector<double> NiceTicks(double low, double high, int target) {
   if (!std::isfinite(raw) || raw <= 0) return {low, high};
   double magnitude = std::pow(10, std::floor(std::log10(raw)));
   double fraction = raw / magnitude;
-  double step = magnitude * (fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 5 ? 5 : 10);
+  // Rounded to the nearest of 1, 2, 5 and 10 rather than up: rounding up can pick a step of
+  // 5 for a range just over 4 steps of 2, and leave most of the plot empty.
+  double step = magnitude * (fraction < 1.5 ? 1 : fraction < 3 ? 2 : fraction < 7 ? 5 : 10);
   double first = std::floor(low / step);
   double last = std::ceil(high / step);
   std::vector<double> ticks;

@@ -31,7 +31,7 @@ from e2e_support import run, skip  # noqa: E402
 # The colours report_page.cpp gives the curves, and the geometry of svg_chart.cpp's plot area.
 LOSS_COLOUR = (0x1F, 0x77, 0xB4)
 EVAL_COLOUR = (0xFF, 0x7F, 0x0E)
-PLOT_LEFT, PLOT_RIGHT = 72, 704
+PLOT_LEFT, PLOT_RIGHT = 72, 696
 SPARK = "▁▂▃▄▅▆▇█×"
 
 

@@ -235,6 +235,9 @@ TEST(SvgChart, ThinningKeepsEachSpansExtremesAndEveryNonFiniteValue) {
 TEST(SvgChart, NiceTicksAreRoundAndCoverTheRange) {
   EXPECT_EQ(NiceTicks(0.13, 0.92, 5), (std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1}));
   EXPECT_EQ(NiceTicks(1, 200, 6), (std::vector<double>{0, 50, 100, 150, 200}));
+  // Just over 4 steps of 0.2: steps of 0.2, not of 0.5 with half the plot empty.
+  EXPECT_EQ(NiceTicks(-0.0095, 0.9985, 5).front(), -0.2);
+  EXPECT_EQ(NiceTicks(-0.0095, 0.9985, 5).back(), 1);
   // One value: a range around it.
   std::vector<double> single = NiceTicks(5, 5, 5);
   EXPECT_LT(single.front(), 5);
