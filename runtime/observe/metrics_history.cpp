@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/plan/plan.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -84,6 +85,13 @@ llvm::Expected<MetricsHistory> ParseMetricsHistory(std::string_view text, std::s
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
 
+    // LLVM's parser recurses once per level: a hostile line must not exhaust the stack. A
+    // record nests one level; plan files' bound is far above that.
+    if (plan::JsonNestsDeeperThan(line, plan::kMaxJsonDepth)) {
+      return LineError(name, line_number, 1,
+                       fmt::format("nested deeper than {} levels; a metrics record is one flat object",
+                                   plan::kMaxJsonDepth));
+    }
     llvm::Expected<json::Value> parsed = json::parse(line);
     if (!parsed) {
       if (!complete) {
@@ -122,7 +130,8 @@ llvm::Expected<MetricsHistory> ParseMetricsHistory(std::string_view text, std::s
       if (event->getAsString() == llvm::StringRef("resume")) {
         // The run continued from its checkpoint at `step`: values logged after it are the
         // abandoned attempt's, and the resumed run's first step is the next one.
-        ResumePoint& resume = history.resumes.emplace_back(ResumePoint{*step + 1, line_number, ""});
+        int64_t next = *step < std::numeric_limits<int64_t>::max() ? *step + 1 : *step;
+        ResumePoint& resume = history.resumes.emplace_back(ResumePoint{next, line_number, ""});
         if (llvm::Optional<llvm::StringRef> checkpoint = record->getString("checkpoint"))
           resume.checkpoint = checkpoint->str();
         for (auto& [key, values] : columns) values.erase(values.upper_bound(*step), values.end());

@@ -75,12 +75,13 @@ void AddSummary(const fs::path& run_dir, observe::ReportPage& page) {
   std::optional<std::string> text = ReadWholeFile(path);
   // A run still going has none yet: nothing to say.
   if (!text) return;
+  std::string not_read =
+      fmt::format("`{}` is not a JSON object; the report leaves out the run's summary", path);
+  // LLVM's parser recurses once per level: a hostile file must not exhaust the stack.
+  if (plan::JsonNestsDeeperThan(*text, plan::kMaxJsonDepth)) return Warn(not_read, page);
   llvm::Expected<llvm::json::Value> summary = llvm::json::parse(*text);
-  if (!summary || summary->getAsObject() == nullptr) {
-    if (!summary) llvm::consumeError(summary.takeError());
-    Warn(fmt::format("`{}` is not a JSON object; the report leaves out the run's summary", path), page);
-    return;
-  }
+  if (!summary) llvm::consumeError(summary.takeError());
+  if (!summary || summary->getAsObject() == nullptr) return Warn(not_read, page);
   std::vector<std::string> keys;
   for (const auto& entry : *summary->getAsObject()) keys.push_back(entry.first.str());
   std::sort(keys.begin(), keys.end());

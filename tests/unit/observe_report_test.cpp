@@ -212,6 +212,9 @@ TEST(MetricsHistory, CorruptLinesAreNamedWithTheirLineAndColumn) {
   EXPECT_EQ(ErrorOf("{\"loss\":1, \"step\":\"3\"}\n"),
             "run/metrics.jsonl:1:12: `step` is a string; expected an integer >= 0");
   EXPECT_EQ(ErrorOf("{\"step\":-4}\n"), "run/metrics.jsonl:1:2: `step` is -4; expected an integer >= 0");
+  // Nesting that would exhaust the parser's stack is refused before parsing.
+  EXPECT_EQ(ErrorOf(std::string(100000, '[') + "\n"),
+            "run/metrics.jsonl:1:1: nested deeper than 64 levels; a metrics record is one flat object");
   // A bad line in the middle is not a cut-short last line.
   EXPECT_NE(ErrorOf("{\"step\":1}\n{\"st\n{\"step\":2}\n"), "no error");
 }
