@@ -47,6 +47,7 @@ std::string Text(std::string_view text) { return EscapeXml(text); }
 // A chart's range line: `last 0.0123 · min 0.0100 · max 1.23 · 11 points`.
 std::string RangeOf(const Series& series) {
   std::vector<double> values = Values(series);
+  // The sparkline's summary is the finite range and the count of non-finite values.
   Sparkline line = DrawSparkline(values, 1);
   std::string range = fmt::format("{} point{}", values.size(), values.size() == 1 ? "" : "s");
   if (line.finite_points > 0) {
