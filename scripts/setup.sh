@@ -16,7 +16,7 @@ packages=(
   # (lit ships inside llvm-14-tools as /usr/lib/llvm-14/build/utils/lit/lit.py and needs python3)
   libgtest-dev libgmock-dev libbenchmark-dev llvm-14-tools python3
   # docs tests: PyYAML reads the corpus for the JSON Schema check; headless Chromium runs the
-  # search of the generated reference.html
+  # search of the generated reference.html, and renders `accelrun report`'s page (e2e_report)
   python3-yaml chromium
   # checkpoints: an independent safetensors reader (numpy) in the interop test; libcrypto's
   # SHA-256 for checkpoint manifests (about 4x LLVM's)

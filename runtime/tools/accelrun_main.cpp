@@ -1,6 +1,6 @@
 // accelrun: runs an execution plan (or compiles and runs a `.accel` spec): launches the
 // workers (accelrun-worker, worker_main.cpp), supervises them, and reports the result. Each mode
-// lives in its own file. It links no LibTorch: help, dry runs, env and estimate-memory start in
+// lives in its own file. It links no LibTorch: help, dry runs, env, estimate-memory and report start in
 // milliseconds, and only the workers load it.
 #include <string>
 #include <vector>
@@ -10,6 +10,7 @@
 #include "runtime/memory/estimate.h"
 #include "runtime/tools/env_command.h"
 #include "runtime/tools/launch_command.h"
+#include "runtime/tools/report_command.h"
 #include "runtime/tools/worker_executable.h"
 
 int main(int argc, char** argv) {
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "env")
     return accel::tools::RunEnvCommand(std::vector<std::string>(args.begin() + 1, args.end()),
                                        accel::tools::WorkerExecutable(argv[0]));
+  if (!args.empty() && args[0] == "report")
+    return accel::tools::RunReportCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   accel::tools::LaunchCommandOptions options;
   // `accelrun test <spec | plan> [options]`: a launch whose workers test instead of train.
   if (!args.empty() && args[0] == "test") {

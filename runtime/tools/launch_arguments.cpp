@@ -114,6 +114,7 @@ std::string LaunchUsage() {
        accelrun test [options] <spec.accel | plan.json>  (checks the data operations on the job's processes)
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
+       accelrun report <run-dir> [-o <file>]             (an HTML page of a run's curves and settings)
 
 Compiles the spec if needed, then starts one worker per process of the plan on this machine
 (or, under Slurm or MPI, one worker for this task) and supervises them. Worker output is

@@ -20,6 +20,8 @@
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/plan_env.h"
 #include "runtime/launch/restarts.h"
+#include "runtime/observe/metrics_history.h"
+#include "runtime/observe/sparkline.h"
 #include "runtime/support/blas.h"
 #include "runtime/tools/plan_input.h"
 #include "runtime/tools/worker_executable.h"
@@ -103,15 +105,32 @@ void InstallSignalHandlers() {
   for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(signal, &action, nullptr);
 }
 
+// The loss over the run as ` ▇▅▃▂▁ (min X, max Y)`, from metrics.jsonl; "" when it cannot be
+// read, since the done line must not fail a run that succeeded.
+std::string LossSparkline(const fs::path& output_dir) {
+  constexpr size_t kWidth = 24;
+  llvm::Expected<rt::observe::MetricsHistory> history =
+      rt::observe::ReadMetricsHistory((output_dir / "metrics.jsonl").string());
+  if (!history) {
+    llvm::consumeError(history.takeError());
+    return "";
+  }
+  const rt::observe::Series* loss = history->Find("loss");
+  if (loss == nullptr) return "";
+  std::string line =
+      rt::observe::FormatSparkline(rt::observe::DrawSparkline(rt::observe::Values(*loss), kWidth));
+  return line.empty() ? "" : " " + line;
+}
+
 // After a successful run: rank 0's metrics, when this machine has them.
 void PrintDone(const fs::path& output_dir, double seconds) {
   std::optional<std::string> text = ReadWholeFile((output_dir / "metrics.json").string());
   llvm::Expected<llvm::json::Value> metrics = llvm::json::parse(text.value_or(""));
   if (text && metrics && metrics->getAsObject()) {
     const llvm::json::Object& m = *metrics->getAsObject();
-    fmt::print("accelrun: done in {:.2f} s: loss {:.6f} -> {:.6f}; model {}\n", seconds,
+    fmt::print("accelrun: done in {:.2f} s: loss {:.6f} -> {:.6f}{}; model {}\n", seconds,
                m.getNumber("first_loss").getValueOr(0), m.getNumber("final_loss").getValueOr(0),
-               m.getString("model_file").getValueOr("").str());
+               LossSparkline(output_dir), m.getString("model_file").getValueOr("").str());
     return;
   }
   if (!metrics) llvm::consumeError(metrics.takeError());

@@ -6,12 +6,14 @@ safetensors reader (Python standard library only, sharing no code with Accel):
   * the run exits 0 and the mean loss fell by at least 4x;
   * model.safetensors follows the format (8-byte aligned header, tensors tile the data);
   * the saved bytes hash to the digest every rank computed in memory, so the weights read
-    back bit-identical and both data-parallel replicas ended identical.
+    back bit-identical and both data-parallel replicas ended identical;
+  * the done line ends the loss with a sparkline of the logged values.
 Usage: quickstart_test.py ACCELRUN SPEC WORKDIR
 """
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -67,6 +69,13 @@ def main():
         with open(os.path.join(workdir, "ranks", f"rank-{rank}.json")) as f:
             in_memory = json.load(f)["parameter_digest"]
         assert in_memory == file_digest, f"rank {rank}: in memory {in_memory}, on disk {file_digest}"
+    # The done line draws the loss: one block per logged value (11 of them: steps 1, 20, ..., 200),
+    # falling from the top block to the bottom ones, with the range of the values.
+    done = re.search(r"^accelrun: done in .* loss .*? ([▁▂▃▄▅▆▇█×]+) \(min ([^,]+), max ([^)]+)\)", run.stdout, re.M)
+    assert done, "the done line has no loss sparkline"
+    bars = done.group(1)
+    assert len(bars) == 11 and bars[0] == "█" and bars[-1] in "▁▂", f"sparkline {bars!r}"
+    assert abs(float(done.group(3)) - first) <= 1e-3 * first, f"sparkline max {done.group(3)} is not the first loss"
     print(f"e2e quickstart: loss {first:.6f} -> {final:.6f}; weights bit-identical on disk and on both ranks")
 
 
