@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
-#include <regex>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "compiler/scalars/bool_words.h"
+#include "compiler/scalars/number_words.h"
 
 namespace accel::config {
 namespace {
@@ -28,22 +28,6 @@ constexpr int64_t kMaxValues = 100'000;
 bool EndsWith(const std::string& text, std::string_view suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// PyYAML's YAML 1.1 resolvers for plain scalars (yaml/resolver.py), minus sexagesimal numbers,
-// which no config uses; its bool resolver is scalars::Yaml11Bool.
-const std::regex& Yaml11Int() {
-  static const std::regex pattern("[-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)");
-  return pattern;
-}
-const std::regex& Yaml11Float() {
-  static const std::regex pattern(
-      R"([-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
-  return pattern;
-}
-const std::regex& JsonNumber() {
-  static const std::regex pattern(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
-  return pattern;
 }
 
 class Reader {
@@ -252,7 +236,7 @@ class Reader {
       if (text == "true" || text == "false") {
         expr.kind = ast::ExprKind::Bool;
         expr.bool_value = text == "true";
-      } else if (std::regex_match(text, JsonNumber())) {
+      } else if (scalars::IsJsonNumber(text)) {
         Number(text, text.find_first_of(".eE") == std::string::npos, expr);
       }
       return;
@@ -264,9 +248,9 @@ class Reader {
     if (std::optional<bool> b = scalars::Yaml11Bool(text)) {
       expr.kind = ast::ExprKind::Bool;
       expr.bool_value = *b;
-    } else if (std::regex_match(text, Yaml11Int())) {
+    } else if (scalars::IsYaml11Int(text)) {
       Number(text, true, expr);
-    } else if (std::regex_match(text, Yaml11Float())) {
+    } else if (scalars::IsYaml11Float(text)) {
       Number(text, false, expr);
     }
   }
@@ -274,22 +258,22 @@ class Reader {
   // `60s`, `250ms`, `10GB`, `512MiB` as the `.accel` language writes them: PyYAML reads them as
   // strings, so they are typed here (a string field still takes them as text).
   std::optional<int64_t> Quantity(const std::string& text, ast::Expr& expr) {
-    static const std::regex pattern("([0-9][0-9_]*)(ms|s|m|h|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)");
-    std::smatch m;
-    if (!std::regex_match(text, m, pattern)) return std::nullopt;
-    static const std::map<std::string, int64_t> scale = {
+    std::optional<scalars::QuantityWords> quantity = scalars::SplitQuantity(text);
+    if (!quantity) return std::nullopt;
+    static const std::map<std::string_view, int64_t> scale = {
         {"ms", 1},          {"s", 1000},        {"m", 60000},       {"h", 3600000},        {"B", 1},
         {"KB", 1000},       {"MB", 1000000},    {"GB", 1000000000}, {"TB", 1000000000000}, {"KiB", 1LL << 10},
         {"MiB", 1LL << 20}, {"GiB", 1LL << 30}, {"TiB", 1LL << 40}};
     std::string digits;
-    for (char c : m[1].str()) {
+    for (char c : quantity->digits) {
       if (c != '_') digits += c;
     }
     errno = 0;
     long long count = std::strtoll(digits.c_str(), nullptr, 10);
     int64_t amount = 0;
-    if (errno == ERANGE || __builtin_mul_overflow(count, scale.at(m[2]), &amount)) return std::nullopt;
-    std::string unit = m[2];
+    if (errno == ERANGE || __builtin_mul_overflow(count, scale.at(quantity->unit), &amount))
+      return std::nullopt;
+    std::string_view unit = quantity->unit;
     bool duration = unit == "ms" || unit == "s" || unit == "m" || unit == "h";
     expr.kind = duration ? ast::ExprKind::Duration : ast::ExprKind::Bytes;
     return amount;
