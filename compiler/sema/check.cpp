@@ -211,6 +211,9 @@ class Checker {
     value.type_name = record.name;
     value.provenance = {Provenance::Kind::Spec, file, span, ""};
     std::set<std::string> failed;
+    // One value per field: reserved, so no field's value is moved again as the others arrive.
+    value.keys.reserve(record.fields.size());
+    value.items.reserve(record.fields.size());
     for (const FieldSchema& field : record.fields) {
       std::string path = prefix + NameOf(field);
       auto it = by_field.find(field.name);
