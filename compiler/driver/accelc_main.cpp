@@ -753,6 +753,8 @@ int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema
 
 // An unknown code in --disable/--enable is a typo that would silently disable nothing.
 std::string CheckToggles(const Options& options, const accel::sema::Schema& schema) {
+  // Listing every code costs a run without toggles 2% of checking a config.
+  if (options.filter.toggles.empty()) return "";
   std::vector<std::string> known = accel::driver::KnownCodes(schema);
   for (const auto& [enable, pattern] : options.filter.toggles) {
     if (accel::driver::PatternMatchesAny(pattern, known)) continue;
