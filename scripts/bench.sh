@@ -44,7 +44,9 @@ rm -rf "$out"
 # Whole-process `accelc check` against Accelerate's config loader, side by side.
 corpus="$root/../shared/reference/accelerate-configs"
 if [[ -d "$corpus" ]]; then
-  /usr/bin/python3 "$root/bench/check_throughput.py" "$build/bin/accelc" "$corpus" "$root/specs/quickstart.accel" "$repetitions"
+  # ACCELERATE_SRC: an Accelerate checkout's src/, for the row of Accelerate's own loader.
+  /usr/bin/python3 "$root/bench/check_throughput.py" "$build/bin/accelc" "$corpus" "$root/specs/quickstart.accel" \
+    "$repetitions" ${ACCELERATE_SRC:+--accelerate-src "$ACCELERATE_SRC"}
 else
   echo "check_throughput: skipped, no corpus at $corpus (shared/ beside the repository)"
 fi

@@ -6,14 +6,15 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
-#include <regex>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include "compiler/config/simple_yaml.h"
 #include "compiler/scalars/bool_words.h"
+#include "compiler/scalars/number_words.h"
 
 namespace accel::config {
 namespace {
@@ -30,31 +31,24 @@ bool EndsWith(const std::string& text, std::string_view suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// PyYAML's YAML 1.1 resolvers for plain scalars (yaml/resolver.py), minus sexagesimal numbers,
-// which no config uses; its bool resolver is scalars::Yaml11Bool.
-const std::regex& Yaml11Int() {
-  static const std::regex pattern("[-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)");
-  return pattern;
-}
-const std::regex& Yaml11Float() {
-  static const std::regex pattern(
-      R"([-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
-  return pattern;
-}
-const std::regex& JsonNumber() {
-  static const std::regex pattern(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?)");
-  return pattern;
-}
-
 class Reader {
  public:
-  Reader(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics)
-      : source_(source), diagnostics_(diagnostics), json_(EndsWith(source.name(), ".json")) {}
+  Reader(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, YamlParser parser)
+      : source_(source),
+        diagnostics_(diagnostics),
+        json_(EndsWith(source.name(), ".json")),
+        parser_(parser) {}
 
   ConfigFile Read() {
     ConfigFile config;
     config.file.source = &source_;
     config.root_record = "ClusterConfig";
+    // yaml-cpp's scanner costs more than all the rest of checking a config, and most configs
+    // are in the block style `accelerate config` writes, which the simple reader takes.
+    if (parser_ == YamlParser::kSimpleFirst && !json_) {
+      if (std::optional<SimpleNode> root = ParseSimpleYaml(source_.text()))
+        return ReadRoot(*root, std::move(config));
+    }
     YAML::Node root;
     try {
       root = YAML::Load(source_.text());
@@ -67,6 +61,13 @@ class Reader {
                         fmt::format("invalid {}: {}", json_ ? "JSON" : "YAML", e.msg));
       return config;
     }
+    return ReadRoot(root, std::move(config));
+  }
+
+ private:
+  // The rest of Read, for a yaml-cpp node or a SimpleNode: they answer alike.
+  template <typename Node>
+  ConfigFile ReadRoot(const Node& root, ConfigFile config) {
     if (!root.IsMap()) {
       diagnostics_.Emit(diag::Kind::SyntaxError, &source_,
                         root.IsDefined() ? At(root.Mark()) : source::Span{},
@@ -102,39 +103,73 @@ class Reader {
     return config;
   }
 
- private:
-  // A `.json` file without Accelerate's top-level keys is a DeepSpeed config.
-  FileKind ChooseKind(const YAML::Node& root) const {
-    const YAML::Node job = root["job"];
-    if (job && job.IsScalar()) return FileKind::JobSpec;
-    if (json_ && !root["distributed_type"] && !root["compute_environment"]) return FileKind::DeepSpeedConfig;
-    return FileKind::AccelerateConfig;
+  static bool HasKey(const YAML::Node& map, const char* key) { return static_cast<bool>(map[key]); }
+  static bool HasKey(const SimpleNode& map, const char* key) { return map.Find(key) != nullptr; }
+  // The text of `map[key]` when it is a scalar.
+  static std::optional<std::string> ScalarAt(const YAML::Node& map, const char* key) {
+    const YAML::Node value = map[key];
+    return value && value.IsScalar() ? std::optional<std::string>(value.Scalar()) : std::nullopt;
   }
-
-  static std::string RootRecord(FileKind kind, const YAML::Node& root) {
-    if (kind == FileKind::DeepSpeedConfig) return "DeepSpeedConfig";
-    if (kind == FileKind::JobSpec) return "Job";
-    const YAML::Node environment = root["compute_environment"];
-    if (environment && environment.IsScalar() && environment.Scalar() == "AMAZON_SAGEMAKER") {
-      return "SageMakerConfig";
-    }
-    return "ClusterConfig";
+  static std::optional<std::string> ScalarAt(const SimpleNode& map, const char* key) {
+    const SimpleNode* value = map.Find(key);
+    return value && value->IsScalar() ? std::optional<std::string>(value->Scalar()) : std::nullopt;
   }
-
-  // A key given twice is legal YAML that PyYAML resolves to the last value: warn at the
-  // second one and keep it, as Accelerate does.
-  std::vector<ast::Statement> Statements(const YAML::Node& map, int depth) {
-    std::vector<ast::Statement> statements;
-    std::map<std::string, size_t> index;
+  // Calls `visit(key, value)` for each entry of a mapping, in order.
+  template <typename Visit>
+  static void ForEachEntry(const YAML::Node& map, Visit visit) {
     for (auto it = map.begin(); it != map.end(); ++it) {
       // Copies: yaml-cpp's iterator hands out a temporary pair, so a reference to `it->first`
       // dangles at the end of the statement (ASan caught it under the config fuzzer).
       const YAML::Node key = it->first;
       const YAML::Node value = it->second;
+      visit(key, value);
+    }
+  }
+  template <typename Visit>
+  static void ForEachEntry(const SimpleNode& map, Visit visit) {
+    for (const SimpleNode::Entry& entry : map.entries()) visit(entry.first, entry.second);
+  }
+  // Calls `visit(item)` for each item of a sequence, in order.
+  template <typename Visit>
+  static void ForEachItem(const YAML::Node& sequence, Visit visit) {
+    for (auto it = sequence.begin(); it != sequence.end(); ++it) {
+      const YAML::Node item = *it;  // a copy: the iterator's proxy dies with the iterator
+      visit(item);
+    }
+  }
+  // The simple reader's only sequence is `[]`.
+  template <typename Visit>
+  static void ForEachItem(const SimpleNode&, Visit) {}
+
+  // A `.json` file without Accelerate's top-level keys is a DeepSpeed config.
+  template <typename Node>
+  FileKind ChooseKind(const Node& root) const {
+    if (ScalarAt(root, "job")) return FileKind::JobSpec;
+    if (json_ && !HasKey(root, "distributed_type") && !HasKey(root, "compute_environment")) {
+      return FileKind::DeepSpeedConfig;
+    }
+    return FileKind::AccelerateConfig;
+  }
+
+  template <typename Node>
+  static std::string RootRecord(FileKind kind, const Node& root) {
+    if (kind == FileKind::DeepSpeedConfig) return "DeepSpeedConfig";
+    if (kind == FileKind::JobSpec) return "Job";
+    if (ScalarAt(root, "compute_environment") == "AMAZON_SAGEMAKER") return "SageMakerConfig";
+    return "ClusterConfig";
+  }
+
+  // A key given twice is legal YAML that PyYAML resolves to the last value: warn at the
+  // second one and keep it, as Accelerate does.
+  template <typename Node>
+  std::vector<ast::Statement> Statements(const Node& map, int depth) {
+    std::vector<ast::Statement> statements;
+    std::map<std::string, size_t> index;
+    ForEachEntry(map, [&](const Node& key, const Node& value) {
       if (!key.IsScalar()) {
         diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(key.Mark()),
                           "a key of a config file must be a plain name, not a list or a mapping");
-        continue;
+        return;
       }
       ast::Statement statement;
       ast::Name name{key.Scalar(), ScalarSpan(key)};
@@ -148,11 +183,11 @@ class Reader {
             diag::DiagnosticEngine::Note(diag::Kind::NotePreviousValue, &source_, first.path[0].span));
         statement.path.push_back(std::move(name));
         first = std::move(statement);
-        continue;
+        return;
       }
       statement.path.push_back(std::move(name));
       statements.push_back(std::move(statement));
-    }
+    });
     // After the duplicate check, so that a later `key: null` still unsets an earlier value.
     if (drop_nulls_) {
       statements.erase(
@@ -164,7 +199,8 @@ class Reader {
   }
 
   // `owner` locates values YAML gives no position of its own (an empty value after `key:`).
-  ast::ExprPtr Expression(const YAML::Node& node, int depth, source::Span owner) {
+  template <typename Node>
+  ast::ExprPtr Expression(const Node& node, int depth, source::Span owner) {
     auto expr = std::make_unique<ast::Expr>();
     expr->span = owner;
     if (++values_ > kMaxValues) {
@@ -199,10 +235,9 @@ class Reader {
       case YAML::NodeType::Sequence:
         expr->kind = ast::ExprKind::List;
         expr->span = Start(node, owner);
-        for (auto it = node.begin(); it != node.end(); ++it) {
-          const YAML::Node item = *it;  // a copy: the iterator's proxy dies with the iterator
+        ForEachItem(node, [&](const Node& item) {
           expr->operands.push_back(Expression(item, depth + 1, expr->span));
-        }
+        });
         return expr;
       case YAML::NodeType::Scalar:
         expr->span = ScalarSpan(node);
@@ -242,7 +277,8 @@ class Reader {
 
   // Types a scalar the way Accelerate's loader would: json.load for `.json`, PyYAML's
   // safe_load otherwise. Quoted scalars are always strings.
-  void Scalar(const YAML::Node& node, ast::Expr& expr) {
+  template <typename Node>
+  void Scalar(const Node& node, ast::Expr& expr) {
     const std::string& text = node.Scalar();
     expr.text = text;
     expr.kind = ast::ExprKind::String;
@@ -252,7 +288,7 @@ class Reader {
       if (text == "true" || text == "false") {
         expr.kind = ast::ExprKind::Bool;
         expr.bool_value = text == "true";
-      } else if (std::regex_match(text, JsonNumber())) {
+      } else if (scalars::IsJsonNumber(text)) {
         Number(text, text.find_first_of(".eE") == std::string::npos, expr);
       }
       return;
@@ -264,9 +300,9 @@ class Reader {
     if (std::optional<bool> b = scalars::Yaml11Bool(text)) {
       expr.kind = ast::ExprKind::Bool;
       expr.bool_value = *b;
-    } else if (std::regex_match(text, Yaml11Int())) {
+    } else if (scalars::IsYaml11Int(text)) {
       Number(text, true, expr);
-    } else if (std::regex_match(text, Yaml11Float())) {
+    } else if (scalars::IsYaml11Float(text)) {
       Number(text, false, expr);
     }
   }
@@ -274,22 +310,22 @@ class Reader {
   // `60s`, `250ms`, `10GB`, `512MiB` as the `.accel` language writes them: PyYAML reads them as
   // strings, so they are typed here (a string field still takes them as text).
   std::optional<int64_t> Quantity(const std::string& text, ast::Expr& expr) {
-    static const std::regex pattern("([0-9][0-9_]*)(ms|s|m|h|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)");
-    std::smatch m;
-    if (!std::regex_match(text, m, pattern)) return std::nullopt;
-    static const std::map<std::string, int64_t> scale = {
+    std::optional<scalars::QuantityWords> quantity = scalars::SplitQuantity(text);
+    if (!quantity) return std::nullopt;
+    static const std::map<std::string_view, int64_t> scale = {
         {"ms", 1},          {"s", 1000},        {"m", 60000},       {"h", 3600000},        {"B", 1},
         {"KB", 1000},       {"MB", 1000000},    {"GB", 1000000000}, {"TB", 1000000000000}, {"KiB", 1LL << 10},
         {"MiB", 1LL << 20}, {"GiB", 1LL << 30}, {"TiB", 1LL << 40}};
     std::string digits;
-    for (char c : m[1].str()) {
+    for (char c : quantity->digits) {
       if (c != '_') digits += c;
     }
     errno = 0;
     long long count = std::strtoll(digits.c_str(), nullptr, 10);
     int64_t amount = 0;
-    if (errno == ERANGE || __builtin_mul_overflow(count, scale.at(m[2]), &amount)) return std::nullopt;
-    std::string unit = m[2];
+    if (errno == ERANGE || __builtin_mul_overflow(count, scale.at(quantity->unit), &amount))
+      return std::nullopt;
+    std::string_view unit = quantity->unit;
     bool duration = unit == "ms" || unit == "s" || unit == "m" || unit == "h";
     expr.kind = duration ? ast::ExprKind::Duration : ast::ExprKind::Bytes;
     return amount;
@@ -353,13 +389,15 @@ class Reader {
   }
 
   // The opening character of a mapping or sequence (one character: it may span many lines).
-  source::Span Start(const YAML::Node& node, source::Span owner) const {
+  template <typename Node>
+  source::Span Start(const Node& node, source::Span owner) const {
     if (node.Mark().pos < 0) return owner;
     return At(node.Mark());
   }
 
   // The text of a scalar in the file: its quotes included, up to the end of its first line.
-  source::Span ScalarSpan(const YAML::Node& node) const {
+  template <typename Node>
+  source::Span ScalarSpan(const Node& node) const {
     const std::string& text = source_.text();
     if (node.Mark().pos < 0) return {};
     size_t begin = std::min<size_t>(static_cast<size_t>(node.Mark().pos), text.size());
@@ -384,6 +422,7 @@ class Reader {
   const source::SourceFile& source_;
   diag::DiagnosticEngine& diagnostics_;
   bool json_;
+  YamlParser parser_;
   // Accelerate config files read `key: null` as an unset key.
   bool drop_nulls_ = false;
   // Values read so far, aliases counted at every use (kMaxValues).
@@ -396,8 +435,9 @@ bool IsConfigFileName(const std::string& path) {
   return EndsWith(path, ".yaml") || EndsWith(path, ".yml") || EndsWith(path, ".json");
 }
 
-ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics) {
-  return Reader(source, diagnostics).Read();
+ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
+                          YamlParser parser) {
+  return Reader(source, diagnostics, parser).Read();
 }
 
 }  // namespace accel::config

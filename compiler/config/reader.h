@@ -28,11 +28,18 @@ struct ConfigFile {
 // True for the file names `accelc check` reads as config files rather than `.accel` specs.
 bool IsConfigFileName(const std::string& path);
 
+// Which YAML reader ReadConfigFile uses. Both give a file the same tree and diagnostics.
+enum class YamlParser {
+  kSimpleFirst,  // the simple reader (simple_yaml.h) where it takes the file, else yaml-cpp
+  kYamlCpp,      // yaml-cpp only: what the tests compare the simple reader with
+};
+
 // Parses `source` as YAML (or JSON, when the name ends in `.json`, with JSON's number rules).
 // Plain YAML scalars resolve as PyYAML's safe loader does (YAML 1.1: `yes`/`off` are bools,
 // `1e5` without a dot is a string), because that is what Accelerate sees. Syntax errors are
 // reported as A1001 with the YAML parser's location.
-ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics);
+ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
+                          YamlParser parser = YamlParser::kSimpleFirst);
 
 }  // namespace accel::config
 

@@ -36,6 +36,7 @@
 #include "compiler/lsp/transport.h"
 #include "compiler/parse/parse.h"
 #include "compiler/plan/describe.h"
+#include "llvm/Support/BuryPointer.h"
 
 namespace {
 
@@ -752,6 +753,8 @@ int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema
 
 // An unknown code in --disable/--enable is a typo that would silently disable nothing.
 std::string CheckToggles(const Options& options, const accel::sema::Schema& schema) {
+  // Listing every code costs a run without toggles 2% of checking a config.
+  if (options.filter.toggles.empty()) return "";
   std::vector<std::string> known = accel::driver::KnownCodes(schema);
   for (const auto& [enable, pattern] : options.filter.toggles) {
     if (accel::driver::PatternMatchesAny(pattern, known)) continue;
@@ -802,7 +805,11 @@ int main(int argc, char** argv) {
   }
 
   accel::diag::DiagnosticEngine stdlib_diagnostics;
-  std::unique_ptr<accel::driver::Stdlib> stdlib = accel::driver::Stdlib::Load(stdlib_diagnostics);
+  std::unique_ptr<accel::driver::Stdlib> loaded = accel::driver::Stdlib::Load(stdlib_diagnostics);
+  // Lives until the process ends and is never destroyed: the kernel takes its memory back at
+  // once, where its destructors would walk every schema node (7% of checking one config).
+  const accel::driver::Stdlib* stdlib = loaded.get();
+  llvm::BuryPointer(std::move(loaded));
   if (stdlib_diagnostics.has_errors()) {
     fmt::print(stderr, "accelc: internal error: the embedded stdlib does not check:\n{}",
                accel::diag::RenderText(stdlib_diagnostics.diagnostics()));
@@ -857,7 +864,11 @@ int main(int argc, char** argv) {
   compile_options.overrides = options.overrides;
   compile_options.tool = options.tool;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<Compilation> compilations = CompileAll(files, *stdlib, environment, compile_options, jobs);
+  auto results = std::make_unique<std::vector<Compilation>>(
+      CompileAll(files, *stdlib, environment, compile_options, jobs));
+  // Never destroyed either, as the stdlib above: every file's tree stays until the exit.
+  std::vector<Compilation>& compilations = *results;
+  llvm::BuryPointer(std::move(results));
 
   int errors = 0;
   int warnings = 0;

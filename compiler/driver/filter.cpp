@@ -41,8 +41,11 @@ std::vector<Suppression> FindSuppressions(const source::SourceFile& file, diag::
     uint32_t line_start = static_cast<uint32_t>(file.LineText(line).data() - file.text().data());
     size_t comment = text.find(marker);
     if (comment == std::string::npos) continue;
-    std::smatch m;
     std::string tail = text.substr(comment);
+    // The pattern's fixed start first: compiling the pattern costs a process more than checking
+    // a config does, and most files have no directive.
+    if (tail.find(std::string("accelc-") + "ignore") == std::string::npos) continue;
+    std::smatch m;
     if (!std::regex_search(tail, m, SuppressionPattern())) continue;
     Suppression s;
     std::string codes = m[2];

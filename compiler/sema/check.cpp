@@ -67,10 +67,14 @@ std::string DescribeFound(const ast::Expr& e) {
   return "a value";
 }
 
-// The first path segment of every name `expr` reads: the fields of the record in scope.
-void ReferencedFields(const ast::Expr& expr, std::set<std::string>& names) {
-  if (expr.kind == ast::ExprKind::Path && !expr.path.empty()) names.insert(expr.path[0].text);
-  for (const ast::ExprPtr& operand : expr.operands) ReferencedFields(*operand, names);
+// Whether `expr` reads one of `fields` (of the record in scope): the first segment of a name.
+// A walk, not a set of the names: every rule of every record asks, once per checked file.
+bool ReadsAnyOf(const ast::Expr& expr, const std::set<std::string>& fields) {
+  if (expr.kind == ast::ExprKind::Path && !expr.path.empty() && fields.count(expr.path[0].text)) return true;
+  for (const ast::ExprPtr& operand : expr.operands) {
+    if (ReadsAnyOf(*operand, fields)) return true;
+  }
+  return false;
 }
 
 // Every field path `expr` reads, in order of appearance, without repeats.
@@ -207,6 +211,9 @@ class Checker {
     value.type_name = record.name;
     value.provenance = {Provenance::Kind::Spec, file, span, ""};
     std::set<std::string> failed;
+    // One value per field: reserved, so no field's value is moved again as the others arrive.
+    value.keys.reserve(record.fields.size());
+    value.items.reserve(record.fields.size());
     for (const FieldSchema& field : record.fields) {
       std::string path = prefix + NameOf(field);
       auto it = by_field.find(field.name);
@@ -925,14 +932,7 @@ class Checker {
 
   void CheckConstraints(const RecordSchema& record, const Value& value, std::set<std::string> failed,
                         const source::SourceFile* file, source::Span span, const std::string& prefix) {
-    auto reads_failed = [&](const ast::Expr& expr) {
-      std::set<std::string> names;
-      ReferencedFields(expr, names);
-      for (const std::string& name : names) {
-        if (failed.count(name)) return true;
-      }
-      return false;
-    };
+    auto reads_failed = [&](const ast::Expr& expr) { return !failed.empty() && ReadsAnyOf(expr, failed); };
     for (size_t i = 0; i < record.fields.size(); ++i) {
       const FieldSchema& field = record.fields[i];
       const Value& field_value = value.items[i];

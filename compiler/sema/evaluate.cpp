@@ -226,6 +226,7 @@ class Evaluator {
       if (!lhs) return std::nullopt;
       std::vector<Value> candidates;
       if (list.kind == ast::ExprKind::List) {
+        candidates.reserve(list.operands.size());
         for (const ast::ExprPtr& item : list.operands) {
           std::optional<Value> candidate = Eval(*item);
           if (!candidate) return std::nullopt;

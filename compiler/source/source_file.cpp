@@ -14,8 +14,12 @@ namespace accel::source {
 
 SourceFile::SourceFile(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {
   line_starts_.push_back(0);
-  for (size_t i = 0; i < text_.size(); ++i) {
-    if (text_[i] == '\n') line_starts_.push_back(static_cast<uint32_t>(i + 1));
+  // memchr, not a loop over every byte: every accelc run indexes the whole embedded stdlib.
+  const char* begin = text_.data();
+  const char* end = begin + text_.size();
+  for (const char* at = begin; (at = static_cast<const char*>(std::memchr(at, '\n', end - at))) != nullptr;) {
+    ++at;
+    line_starts_.push_back(static_cast<uint32_t>(at - begin));
   }
 }
 

@@ -1,6 +1,7 @@
 # lit configuration for Accel's file tests: each .accel or .test file carries RUN lines.
 import os
 import shutil
+import subprocess
 import sys
 import lit.formats
 
@@ -24,6 +25,11 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "I
 corpus = os.path.abspath(os.path.join(config.accel_source_dir, "..", "shared", "reference", "accelerate-configs"))
 config.substitutions.append(("%corpus", corpus))
 config.substitutions.append(("%python", sys.executable))
+# A sanitizer build's accelc loads the sanitizer runtimes, and they load libstdc++ and libgcc.
+if os.path.exists(accelc) and shutil.which("ldd"):
+    linked = subprocess.run(["ldd", accelc], capture_output=True, text=True).stdout
+    if "libasan" in linked or "libubsan" in linked:
+        config.available_features.add("sanitizer-runtime")
 # The Neovim end-to-end test of `accelc lsp` needs nvim (scripts/setup.sh installs it).
 if shutil.which("nvim"):
     config.available_features.add("nvim")
