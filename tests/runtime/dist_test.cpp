@@ -12,6 +12,9 @@
 #include <future>
 #include <thread>
 
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+
+#include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
 
@@ -154,6 +157,17 @@ TEST(Gloo, AWriteToAPeerThatLeftFailsInsteadOfKillingTheRank) {
         std::_Exit(failed_with_epipe ? 0 : 3);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// The rendezvous never stores an empty value: reading one back from LibTorch 1.13's store
+// stalls up to 200 ms (its reply is left corked), and "nobody is missing" was the empty text.
+TEST(Rendezvous, TextValuesAreNeverEmptyInTheStoreAndReadBackAsWritten) {
+  c10d::HashStore store;
+  for (std::string text : {"", "1, 3", "local-5f3c"}) {
+    internal::SetStoreText(store, "key", text);
+    EXPECT_FALSE(store.get("key").empty()) << "`" << text << "` was stored as an empty value";
+    EXPECT_EQ(internal::GetStoreText(store, "key"), text);
+  }
 }
 
 TEST(SingleProcess, OperationsAreTheIdentity) {
