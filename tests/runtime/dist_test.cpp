@@ -14,6 +14,8 @@
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include <fmt/format.h>
+
 #include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
@@ -68,6 +70,27 @@ TEST(Gloo, AbsentPeerFailsTheRendezvousWithinTheTimeout) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_LT(seconds, 15.0);
+}
+
+// A rank waits for rank 0's store in short steps, but only within the timeout, and then says
+// that rank 0 never served it (the same rendezvous error, not a hang or a second timeout).
+TEST(Gloo, RankZeroThatNeverServesFailsTheOthersWithinTheTimeout) {
+  int port = launch::PickFreePort();
+  auto started = std::chrono::steady_clock::now();
+  try {
+    ConnectGloo(Options(1, 2, port, 1500));
+    FAIL() << "the rendezvous completed without rank 0";
+  } catch (const CollectiveError& error) {
+    EXPECT_NE(
+        std::string(error.what())
+            .find(fmt::format(
+                "rank 0 did not serve the rendezvous store at 127.0.0.1:{} (Connection refused)", port)),
+        std::string::npos)
+        << error.what();
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GE(seconds, 1.4);
+  EXPECT_LT(seconds, 2.9) << "waited past the timeout";
 }
 
 TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
