@@ -32,7 +32,7 @@ Usage: first_step.py BIN_DIR ACCELERATE_SRC [--repetitions N] [--before OLD_BIN_
     Needs python3-torch, python3-packaging, python3-psutil and python3-yaml (scripts/setup.sh);
     huggingface_hub and safetensors, which Debian lacks, are stubbed (quickstart_py/stubs).
   --before: also time the accelrun of an older build (its bin folder) on the same plan.
-Prints medians, each side's ratio to accelrun's, and accelrun's own lines' arrival times.
+Prints medians, each side's ratio to accelrun's, and when accelrun's workers had loaded LibTorch.
 """
 import argparse
 import os
@@ -154,12 +154,11 @@ def main():
     for name, median in medians.items():
         print(f"| {name} | {median:.3f} s | {min(times[name]):.3f}–{max(times[name]):.3f} s | "
               f"{median / ours:.2f}× |")
-    print("\naccelrun's own lines before its first step, median arrival (s):")
-    for index, (_, text) in enumerate(accelrun_lines[0]):
-        if all(len(lines) > index for lines in accelrun_lines):
-            arrival = statistics.median(lines[index][0] for lines in accelrun_lines)
-            print(f"  {arrival:.3f}  {text.rstrip()[:110]}")
-
+    joins = [sorted(seconds for seconds, text in lines if " joins " in text) for lines in accelrun_lines]
+    print(f"\naccelrun, median arrival of its lines: the launcher's first "
+          f"{statistics.median(lines[0][0] for lines in accelrun_lines):.3f} s; the first worker's `joins` "
+          f"(LibTorch loaded) {statistics.median(j[0] for j in joins):.3f} s, the last's "
+          f"{statistics.median(j[-1] for j in joins):.3f} s; `step 1` {ours:.3f} s")
 
 if __name__ == "__main__":
     main()
