@@ -160,5 +160,6 @@ def main():
           f"(LibTorch loaded) {statistics.median(j[0] for j in joins):.3f} s, the last's "
           f"{statistics.median(j[-1] for j in joins):.3f} s; `step 1` {ours:.3f} s")
 
+
 if __name__ == "__main__":
     main()
