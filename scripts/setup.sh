@@ -26,9 +26,9 @@ packages=(
   # training executor: PyTorch itself (python3-torch 1.13, the LibTorch of libtorch-dev) as the
   # reference the TorchScript example is checked against, step by step
   python3-torch
-  # bench/check_throughput.py: Accelerate's own config loader, imported from a source checkout,
-  # needs packaging besides torch and PyYAML
-  python3-packaging
+  # bench/check_throughput.py and bench/first_step.py: what Accelerate, imported from a source
+  # checkout, needs besides torch and PyYAML
+  python3-packaging python3-psutil
   # launcher tests under real schedulers (tests/e2e/real_*_test.py start their own daemons;
   # nothing here starts one): a one-node Slurm cluster with munge authentication, and the two
   # MPI implementations whose launchers Debian ships

@@ -7,13 +7,18 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <fmt/format.h>
 
+#include "runtime/support/listener.h"
 #include "runtime/support/progress.h"
 
 namespace accel::rt::distributed::internal {
@@ -42,12 +47,11 @@ constexpr const char* kLaunchKey = "accel/launch";
 // rank reads it first, so a rank of another job never takes a place in this one.
 void AgreeOnLaunch(c10d::Store& store, const RendezvousOptions& options) {
   if (options.rank == 0) {
-    store.set(kLaunchKey, std::vector<uint8_t>(options.launch_id.begin(), options.launch_id.end()));
+    SetStoreText(store, kLaunchKey, options.launch_id);
     return;
   }
   store.wait({kLaunchKey}, options.timeout);
-  std::vector<uint8_t> published = store.get(kLaunchKey);
-  std::string theirs(published.begin(), published.end());
+  std::string theirs = GetStoreText(store, kLaunchKey);
   if (theirs == options.launch_id) return;
   auto name = [](const std::string& id) { return id.empty() ? std::string("one without a launch id") : id; };
   throw OwnRendezvousError(fmt::format(
@@ -77,11 +81,11 @@ CollectiveError MissingRanks(const std::string& missing, const RendezvousOptions
 void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
   store.set(CheckInKey(options.rank), std::vector<uint8_t>{1});
   if (options.rank != 0) {
-    std::vector<uint8_t> verdict;
+    std::string verdict;
     try {
       // Rank 0 calls the roll within its timeout; the margin covers its later start.
       store.wait({kRollCallKey}, options.timeout + std::chrono::milliseconds(5000));
-      verdict = store.get(kRollCallKey);
+      verdict = GetStoreText(store, kRollCallKey);
     } catch (const std::exception& error) {
       throw CollectiveError(
           fmt::format("the rendezvous store (rank 0) went away while waiting for the other ranks: {}",
@@ -89,7 +93,7 @@ void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
     }
     if (verdict.empty()) return;
     store.add(kRollCallReadKey, 1);
-    throw MissingRanks(std::string(verdict.begin(), verdict.end()), options);
+    throw MissingRanks(verdict, options);
   }
   std::vector<std::string> keys;
   for (int r = 0; r < options.world_size; ++r) keys.push_back(CheckInKey(r));
@@ -102,7 +106,7 @@ void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
     }
   }
   std::string verdict = fmt::format("{}", fmt::join(missing, ", "));
-  store.set(kRollCallKey, std::vector<uint8_t>(verdict.begin(), verdict.end()));
+  SetStoreText(store, kRollCallKey, verdict);
   if (missing.empty()) return;
   // The store lives in this process: stay until the present ranks have read the verdict
   // (bounded), so that they name the missing ranks too.
@@ -116,6 +120,20 @@ void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
 
 }  // namespace
 
+// The tag byte that keeps every value non-empty (see c10d_group.h).
+constexpr uint8_t kValueTag = 'v';
+
+void SetStoreText(c10d::Store& store, const std::string& key, std::string_view text) {
+  std::vector<uint8_t> value{kValueTag};
+  value.insert(value.end(), text.begin(), text.end());
+  store.set(key, value);
+}
+
+std::string GetStoreText(c10d::Store& store, const std::string& key) {
+  std::vector<uint8_t> value = store.get(key);
+  return value.empty() ? std::string() : std::string(value.begin() + 1, value.end());
+}
+
 c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   // The store and Gloo write to sockets without MSG_NOSIGNAL. When a peer goes away, the next
   // write would raise SIGPIPE and kill this rank silently; ignored, it fails with EPIPE, which
@@ -128,6 +146,15 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   store_options.numWorkers = static_cast<std::size_t>(options.world_size);
   store_options.waitWorkers = false;  // CheckIn waits, and can say who is missing
   store_options.timeout = options.timeout;
+  if (!store_options.isServer) {
+    // The store's client, refused, tries again only a second later: wait for rank 0 to serve
+    // it in short steps here, so that the client's first connect is accepted.
+    std::string why = WaitForListener(options.master_addr, options.master_port, options.timeout);
+    if (!why.empty()) {
+      throw std::runtime_error(fmt::format("rank 0 did not serve the rendezvous store at {}:{} ({})",
+                                           options.master_addr, options.master_port, why));
+    }
+  }
   c10::intrusive_ptr<c10d::TCPStore> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);

@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "runtime/distributed/collectives.h"
 
@@ -26,6 +27,13 @@ using GroupBase = c10d::ProcessGroup;
 // Rank 0 serves a TCPStore at master_addr:master_port, the others connect; every rank checks
 // in and waits for all the others, so a rank that never comes is named in every rank's error.
 c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options);
+
+// Text values of the rendezvous, stored behind a tag byte so that no value is empty: LibTorch
+// 1.13's store answers a get of an empty value with its length sent MSG_MORE and no data after
+// it, which the kernel holds back for up to 200 ms; every rank but 0 paid that at start, reading
+// the empty verdict "nobody is missing".
+void SetStoreText(c10d::Store& store, const std::string& key, std::string_view text);
+std::string GetStoreText(c10d::Store& store, const std::string& key);
 
 // Throws the error of a failed rendezvous, naming the address, rank and timeout: an
 // OwnRendezvousError when this rank ran out of file descriptors (its own failure, with a hint),

@@ -12,6 +12,11 @@
 #include <future>
 #include <thread>
 
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+
+#include <fmt/format.h>
+
+#include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
 
@@ -65,6 +70,27 @@ TEST(Gloo, AbsentPeerFailsTheRendezvousWithinTheTimeout) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_LT(seconds, 15.0);
+}
+
+// A rank waits for rank 0's store in short steps, but only within the timeout, and then says
+// that rank 0 never served it (the same rendezvous error, not a hang or a second timeout).
+TEST(Gloo, RankZeroThatNeverServesFailsTheOthersWithinTheTimeout) {
+  int port = launch::PickFreePort();
+  auto started = std::chrono::steady_clock::now();
+  try {
+    ConnectGloo(Options(1, 2, port, 1500));
+    FAIL() << "the rendezvous completed without rank 0";
+  } catch (const CollectiveError& error) {
+    EXPECT_NE(
+        std::string(error.what())
+            .find(fmt::format(
+                "rank 0 did not serve the rendezvous store at 127.0.0.1:{} (Connection refused)", port)),
+        std::string::npos)
+        << error.what();
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GE(seconds, 1.4);
+  EXPECT_LT(seconds, 2.9) << "waited past the timeout";
 }
 
 TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
@@ -154,6 +180,17 @@ TEST(Gloo, AWriteToAPeerThatLeftFailsInsteadOfKillingTheRank) {
         std::_Exit(failed_with_epipe ? 0 : 3);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// The rendezvous never stores an empty value: reading one back from LibTorch 1.13's store
+// stalls up to 200 ms (its reply is left corked), and "nobody is missing" was the empty text.
+TEST(Rendezvous, TextValuesAreNeverEmptyInTheStoreAndReadBackAsWritten) {
+  c10d::HashStore store;
+  for (std::string text : {"", "1, 3", "local-5f3c"}) {
+    internal::SetStoreText(store, "key", text);
+    EXPECT_FALSE(store.get("key").empty()) << "`" << text << "` was stored as an empty value";
+    EXPECT_EQ(internal::GetStoreText(store, "key"), text);
+  }
 }
 
 TEST(SingleProcess, OperationsAreTheIdentity) {

@@ -1,10 +1,19 @@
 #include "runtime/support/blas.h"
+#include "runtime/support/listener.h"
 #include "runtime/support/route.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
 namespace accel::rt::support {
 namespace {
@@ -70,6 +79,59 @@ TEST(Route, TheLocalAddressTowardsAHostIsTheOneItsRouteUses) {
   ASSERT_TRUE(other_loopback.has_value());
   EXPECT_EQ(other_loopback->rfind("127.", 0), 0u) << *other_loopback;
   EXPECT_FALSE(LocalAddressTowards("no-such-host.invalid").has_value());
+}
+
+// A loopback port bound but not listening: connections to it are refused until Listen().
+class ReservedPort {
+ public:
+  ReservedPort() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    port_ = ntohs(address.sin_port);
+  }
+  ~ReservedPort() { ::close(fd_); }
+  int port() const { return port_; }
+  int fd() const { return fd_; }
+  void Listen() { ASSERT_EQ(::listen(fd_, 4), 0); }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+TEST(Listener, ReturnsOnceSomethingListensAndLeavesNoConnectionOpen) {
+  ReservedPort port;
+  auto started = Clock::now();
+  std::future<std::string> waited = std::async(
+      std::launch::async, [&] { return WaitForListener("127.0.0.1", port.port(), milliseconds(30000)); });
+  // Refused attempts first: the wait goes on past them.
+  EXPECT_EQ(waited.wait_for(milliseconds(200)), std::future_status::timeout);
+  port.Listen();
+  EXPECT_EQ(waited.get(), "");
+  EXPECT_LT(Clock::now() - started, milliseconds(20000)) << "returned at the deadline, not on the listener";
+  // The connection that found the listener is closed again: the store's server sees it end.
+  int accepted = ::accept(port.fd(), nullptr, nullptr);
+  ASSERT_GE(accepted, 0);
+  timeval limit{.tv_sec = 5, .tv_usec = 0};  // a connection left open fails the test, not hangs it
+  ::setsockopt(accepted, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  char byte = 0;
+  EXPECT_EQ(::recv(accepted, &byte, 1, 0), 0);
+  ::close(accepted);
+}
+
+TEST(Listener, SaysWhyWhenNothingListensByTheDeadline) {
+  ReservedPort port;
+  auto started = Clock::now();
+  EXPECT_EQ(WaitForListener("127.0.0.1", port.port(), milliseconds(300)), "Connection refused");
+  EXPECT_GE(Clock::now() - started, milliseconds(300)) << "gave up before the deadline";
+  EXPECT_NE(WaitForListener("no-such-host.invalid", port.port(), milliseconds(50)), "");
 }
 
 }  // namespace
