@@ -9,6 +9,7 @@
 
 #include "compiler/scalars/bool_words.h"
 #include "compiler/sema/evaluate.h"
+#include "compiler/sema/key_versions.h"
 
 namespace accel::sema {
 namespace {
@@ -185,6 +186,13 @@ class Checker {
       bool ignored = options_.file_keys && record.open;
       if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
       if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
+      // A key other releases read: say which, rather than that no release knows it.
+      if (const KeyVersion* versions = field == nullptr ? FindKeyVersion(record.name, name.text) : nullptr) {
+        diagnostics_.Emit(versions->refused ? diag::Kind::KeyOfOtherReleases : diag::Kind::KeyIgnoredSince,
+                          entry.file, name.span, name.text, versions->accepted_by, versions->since);
+        if (versions->refused) ok = false;
+        continue;
+      }
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
         std::string guess = ReportUnknownField(record, name, entry.file, prefix, ignored);
