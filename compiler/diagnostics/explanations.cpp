@@ -132,6 +132,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "A config-file key that other releases of Accelerate read and the modelled release ignores "
        "(`mpirun_config.mpirun_ccl`, read by 0.28 to 1.12): the file loads, and the setting has no "
        "effect.\nFix: remove the key, or pin the Accelerate release that reads it."},
+      {"A3010",
+       "\"auto\" in a file checked `--for deepspeed`, in a section DeepSpeed builds with its pydantic "
+       "constructor (`zero_optimization`, `comms_logger`, `tensor_parallel`, `hybrid_engine`): the "
+       "constructor drops the value, so DeepSpeed's default applies (`\"stage\": \"auto\"` is ZeRO "
+       "stage 0). Accelerate and the Trainer would fill it in.\nFix: write the value, or check with "
+       "`--for accelerate` or `--for trainer` if one of them runs the file."},
       {"A3008",
        "\"auto\" for a DeepSpeed key that neither Accelerate's DeepSpeedPlugin nor the Trainer fills in "
        "(they fill in batch sizes, accumulation, clipping, precision, optimizer and scheduler "

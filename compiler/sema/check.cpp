@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -206,6 +207,11 @@ class Checker {
       if (field->deprecated) {
         diagnostics_.Emit(diag::Kind::DeprecatedField, entry.file, name.span, prefix + NameOf(*field),
                           *field->deprecated);
+      }
+      if (const ast::Expr* dropped = DroppedAuto(record, entry)) {
+        diagnostics_.Emit(diag::Kind::AutoDroppedByDeepSpeed, entry.file, dropped->span,
+                          prefix + NameOf(*field));
+        continue;  // as DeepSpeed does: the key is left out and the default applies
       }
       by_field[field->name].push_back(entry);
     }
@@ -556,6 +562,21 @@ class Checker {
     value.text = member.name;
     value.enum_value = member.value;
     return value;
+  }
+
+  // The "auto" that `entry` assigns, when DeepSpeed's constructor of `record` drops it
+  // (dropped_auto.def) and the file is checked for the `deepspeed` launcher; else null.
+  const ast::Expr* DroppedAuto(const RecordSchema& record, const Entry& entry) const {
+    static const std::set<std::string_view> kDroppingRecords = {
+#define ACCEL_DROPPED_AUTO(name) #name,
+#include "compiler/sema/dropped_auto.def"
+#undef ACCEL_DROPPED_AUTO
+    };
+    if (!options_.file_keys || options_.target != "deepspeed" || kDroppingRecords.count(record.name) == 0)
+      return nullptr;
+    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return nullptr;
+    const ast::Expr* value = entry.statement->value.get();
+    return value->kind == ast::ExprKind::String && value->text == "auto" ? value : nullptr;
   }
 
   // True when `type` takes the stdlib's `Auto` (a key Accelerate or the Trainer fills in).
