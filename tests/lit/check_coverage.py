@@ -98,7 +98,7 @@ def expectation_fragments(text, tag):
 
 
 def clause_rows(docs_dir):
-    """Rows of the clause table in DOCS_DIR/clauses.md: (id, clause, outcome)."""
+    """Rows of the clause table in DOCS_DIR/clauses.md: (id, clause, outcome, tests or reason)."""
     path = os.path.join(docs_dir, "clauses.md")
     rows = []
     for line in open(path, encoding="utf-8"):
