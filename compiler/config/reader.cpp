@@ -412,8 +412,10 @@ class Reader {
       end = std::min(end + 1, text.size());
     } else {
       end = std::min(begin + std::max<size_t>(node.IsScalar() ? node.Scalar().size() : 1, 1), text.size());
-      size_t newline = text.find('\n', begin);
-      if (newline != std::string::npos && newline < end) end = newline;
+      // Search the scalar's own bytes only: from `begin` to the end of the file would make a
+      // one-line JSON file of n keys cost n^2.
+      size_t newline = std::string_view(text).substr(begin, end - begin).find('\n');
+      if (newline != std::string_view::npos) end = begin + newline;
     }
     if (end <= begin) end = std::min(begin + 1, text.size());
     return {static_cast<uint32_t>(begin), static_cast<uint32_t>(end)};

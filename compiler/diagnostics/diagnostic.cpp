@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace accel::diag {
 
@@ -32,6 +33,11 @@ Diagnostic& DiagnosticEngine::Add(Diagnostic diagnostic) {
   if (diagnostic.severity == Severity::Warning) ++warning_count_;
   diagnostics_.push_back(std::move(diagnostic));
   return diagnostics_.back();
+}
+
+std::vector<Diagnostic> DiagnosticEngine::TakeAll() {
+  error_count_ = warning_count_ = 0;
+  return std::exchange(diagnostics_, {});
 }
 
 void DiagnosticEngine::SortByLocation() {

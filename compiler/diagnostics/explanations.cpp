@@ -122,6 +122,22 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "that is none of them is dropped.\nFix: put it in the DeepSpeed JSON file and name that file "
        "with `deepspeed_config_file`, or use the section's own key for it (`zero_stage`, "
        "`offload_optimizer_device`, `mixed_precision` at the top level, ...)."},
+      {"A2025",
+       "A config-file key that other releases of Accelerate read and the modelled release refuses, so "
+       "its loader rejects the whole file (`ipex_config`, removed in 1.13; `tp_config`, read by 1.4 to "
+       "1.6). The message names the releases that accept it (compiler/sema/key_versions.def).\nFix: "
+       "follow the message (remove the section, or write its replacement), or pin the Accelerate "
+       "release the file was written for."},
+      {"A2026",
+       "A config-file key that other releases of Accelerate read and the modelled release ignores "
+       "(`mpirun_config.mpirun_ccl`, read by 0.28 to 1.12): the file loads, and the setting has no "
+       "effect.\nFix: remove the key, or pin the Accelerate release that reads it."},
+      {"A3010",
+       "\"auto\" in a file checked `--for deepspeed`, in a section DeepSpeed builds with its pydantic "
+       "constructor (`zero_optimization`, `comms_logger`, `tensor_parallel`, `hybrid_engine`): the "
+       "constructor drops the value, so DeepSpeed's default applies (`\"stage\": \"auto\"` is ZeRO "
+       "stage 0). Accelerate and the Trainer would fill it in.\nFix: write the value, or check with "
+       "`--for accelerate` or `--for trainer` if one of them runs the file."},
       {"A3008",
        "\"auto\" for a DeepSpeed key that neither Accelerate's DeepSpeedPlugin nor the Trainer fills in "
        "(they fill in batch sizes, accumulation, clipping, precision, optimizer and scheduler "

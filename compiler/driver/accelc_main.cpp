@@ -877,8 +877,8 @@ int main(int argc, char** argv) {
     Compilation& compilation = compilations[i];
     if (!options.verify) {
       int dropped = 0;
-      compilation.diagnostics =
-          accel::driver::Filter(compilation.source.get(), compilation.diagnostics, options.filter, &dropped);
+      compilation.diagnostics = accel::driver::Filter(
+          compilation.source.get(), std::move(compilation.diagnostics), options.filter, &dropped);
       suppressed += dropped;
     }
     errors += compilation.diagnostics.error_count();

@@ -81,15 +81,16 @@ bool PatternMatchesAny(const std::string& pattern, const std::vector<std::string
   return false;
 }
 
-diag::DiagnosticEngine Filter(const source::SourceFile* source, const diag::DiagnosticEngine& produced,
+diag::DiagnosticEngine Filter(const source::SourceFile* source, diag::DiagnosticEngine produced,
                               const FilterOptions& options, int* suppressed) {
   diag::DiagnosticEngine notices;  // what the suppression comments themselves deserve
   std::vector<Suppression> suppressions;
   if (source != nullptr) suppressions = FindSuppressions(*source, notices);
-  std::vector<diag::Diagnostic> all = produced.diagnostics();
-  all.insert(all.end(), notices.diagnostics().begin(), notices.diagnostics().end());
+  std::vector<diag::Diagnostic> all = produced.TakeAll();
+  for (const diag::Diagnostic& d : notices.diagnostics()) all.push_back(d);
 
   diag::DiagnosticEngine kept;
+  kept.Reserve(all.size());
   auto keep = [&](diag::Diagnostic d) {
     if (options.werror && d.severity == diag::Severity::Warning) {
       d.severity = diag::Severity::Error;

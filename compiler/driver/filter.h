@@ -25,7 +25,9 @@ bool PatternMatchesAny(const std::string& pattern, const std::vector<std::string
 // whole file; `#` instead of `//` in YAML), then the toggles, then --werror. Syntax errors
 // (A1xxx) are never dropped. Suppressions without a reason (A2017) and ones that match nothing
 // (A2018) are reported. Returns the diagnostics to show; `suppressed` counts those dropped.
-diag::DiagnosticEngine Filter(const source::SourceFile* source, const diag::DiagnosticEngine& produced,
+// `produced` is taken by value: callers that are done with it move it in, so a file's
+// diagnostics are never held twice.
+diag::DiagnosticEngine Filter(const source::SourceFile* source, diag::DiagnosticEngine produced,
                               const FilterOptions& options, int* suppressed);
 
 }  // namespace accel::driver

@@ -16,7 +16,7 @@ std::unique_ptr<Analysis> Analyze(const Document& document, const driver::Stdlib
   analysis->compilation = driver::CompileText(document.path, document.text, stdlib, kNoEnvironment, options);
   int suppressed = 0;
   diag::DiagnosticEngine shown =
-      driver::Filter(analysis->compilation.source.get(), analysis->compilation.diagnostics,
+      driver::Filter(analysis->compilation.source.get(), std::move(analysis->compilation.diagnostics),
                      driver::FilterOptions{}, &suppressed);
   analysis->diagnostics = shown.diagnostics();
   return analysis;

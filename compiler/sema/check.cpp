@@ -4,11 +4,13 @@
 #include <cctype>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "compiler/scalars/bool_words.h"
 #include "compiler/sema/evaluate.h"
+#include "compiler/sema/key_versions.h"
 
 namespace accel::sema {
 namespace {
@@ -189,6 +191,13 @@ class Checker {
       bool ignored = options_.file_keys && record.open;
       if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
       if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
+      // A key other releases read: say which, rather than that no release knows it.
+      if (const KeyVersion* versions = field == nullptr ? FindKeyVersion(record.name, name.text) : nullptr) {
+        diagnostics_.Emit(versions->refused ? diag::Kind::KeyOfOtherReleases : diag::Kind::KeyIgnoredSince,
+                          entry.file, name.span, name.text, versions->accepted_by, versions->since);
+        if (versions->refused) ok = false;
+        continue;
+      }
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
         std::string guess = ReportUnknownField(record, name, entry.file, prefix, ignored);
@@ -202,6 +211,11 @@ class Checker {
       if (field->deprecated) {
         diagnostics_.Emit(diag::Kind::DeprecatedField, entry.file, name.span, prefix + NameOf(*field),
                           *field->deprecated);
+      }
+      if (const ast::Expr* dropped = DroppedAuto(record, entry)) {
+        diagnostics_.Emit(diag::Kind::AutoDroppedByDeepSpeed, entry.file, dropped->span,
+                          prefix + NameOf(*field));
+        continue;  // as DeepSpeed does: the key is left out and the default applies
       }
       by_field[field->name].push_back(entry);
     }
@@ -555,6 +569,21 @@ class Checker {
     value.text = member.name;
     value.enum_value = member.value;
     return value;
+  }
+
+  // The "auto" that `entry` assigns, when DeepSpeed's constructor of `record` drops it
+  // (dropped_auto.def) and the file is checked for the `deepspeed` launcher; else null.
+  const ast::Expr* DroppedAuto(const RecordSchema& record, const Entry& entry) const {
+    static const std::set<std::string_view> kDroppingRecords = {
+#define ACCEL_DROPPED_AUTO(name) #name,
+#include "compiler/sema/dropped_auto.def"
+#undef ACCEL_DROPPED_AUTO
+    };
+    if (!options_.file_keys || options_.target != "deepspeed" || kDroppingRecords.count(record.name) == 0)
+      return nullptr;
+    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return nullptr;
+    const ast::Expr* value = entry.statement->value.get();
+    return value->kind == ast::ExprKind::String && value->text == "auto" ? value : nullptr;
   }
 
   // True when `type` takes the stdlib's `Auto` (a key Accelerate or the Trainer fills in).
