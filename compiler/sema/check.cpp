@@ -221,6 +221,9 @@ class Checker {
         failed.insert(field.name);
         field_value = Value{};
       }
+      // In a block that error recovery repaired, an unset field may be in the broken part: a
+      // rule that reads it (`steps is set or epochs is set`) would only guess.
+      if (recovered && it == by_field.end()) failed.insert(field.name);
       value.keys.push_back(field.name);
       value.items.push_back(std::move(*field_value));
     }
