@@ -18,7 +18,7 @@ namespace accel::rt::train {
 // ceil(batches / num_steps) optimizer steps; without it cycles run across epochs and the run is
 // floor(epochs × batches / num_steps) steps (the last incomplete cycle is not stepped). Always
 // at least one step. Warmup is ceil(warmup_ratio × steps) in double arithmetic, as the Trainer
-// computes it (`math.ceil(30 * 0.1)` is 4). A loop already in steps is returned unchanged.
+// computes it (`math.ceil(100 * 0.07)` is 8). A loop already in steps is returned unchanged.
 plan::TrainLoop WithLengthInSteps(plan::TrainLoop loop, int64_t batches_per_epoch);
 
 }  // namespace accel::rt::train

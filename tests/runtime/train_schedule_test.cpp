@@ -140,8 +140,11 @@ TEST(TrainingLength, WarmupRatioIsTheCeilingOfItsShareAsTheTrainerComputesIt) {
   plan::TrainLoop loop = LoopOf(30, 0, 1);
   loop.warmup_ratio = 0.1;
   plan::TrainLoop resolved = WithLengthInSteps(loop, 10);
-  // 30 * 0.1 is 3.0000000000000004 in double arithmetic: math.ceil gives 4, and so do we.
-  EXPECT_EQ(resolved.warmup_steps, 4);
+  EXPECT_EQ(resolved.warmup_steps, 3);
+  // 100 * 0.07 is 7.000000000000001 in double arithmetic: math.ceil gives 8, and so do we.
+  loop = LoopOf(100, 0, 1);
+  loop.warmup_ratio = 0.07;
+  EXPECT_EQ(WithLengthInSteps(loop, 10).warmup_steps, 8);
   EXPECT_EQ(resolved.warmup_ratio, 0.0);
   loop = LoopOf(0, 3, 4);  // 9 steps, as above
   loop.warmup_ratio = 0.25;
