@@ -116,16 +116,16 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
 
 std::string LaunchUsage() {
   LaunchCommandOptions unused;
-  return R"(usage: accelrun [options] <spec.accel | plan.json>
-       accelrun test [options] <spec.accel | plan.json>  (checks the data operations on the job's processes)
+  return R"(usage: accelrun [options] <spec.accel | spec.yaml | plan.json>
+       accelrun test [options] <spec | plan.json>        (checks the data operations on the job's processes)
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
 
 Compiles the spec (`.accel`, or a YAML job spec) with the `--set` and `--num-processes`
-overrides, as `accelc build` does, or reads a compiled plan (`.json`), then starts one worker per process of the plan on this machine
-(or, under Slurm or MPI, one worker for this task) and supervises them. Worker output is
-relayed with a `[rank N]` prefix. If one worker fails, the others are stopped and the first
-failure is named with its last lines.
+overrides, as `accelc build --set` does, or reads a compiled plan (`.json`), then starts one
+worker per process of the plan on this machine (or, under Slurm or MPI, one worker for this
+task) and supervises them. Worker output is relayed with a `[rank N]` prefix. If one worker
+fails, the others are stopped and the first failure is named with its last lines.
 
 options:
 )" + cli::FormatOptions(OptionTable(unused), kHelpColumn) +
