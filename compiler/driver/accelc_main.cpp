@@ -27,6 +27,7 @@
 #include "compiler/driver/format_files.h"
 #include "compiler/driver/init_command.h"
 #include "compiler/driver/inputs.h"
+#include "compiler/driver/override_option.h"
 #include "compiler/driver/stdlib.h"
 #include "compiler/driver/verify.h"
 #include "compiler/interop/interop.h"
@@ -224,17 +225,7 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
                  },
              .needs = "a code, e.g. `DS-019`",
              .allow_empty = false},
-      Option{.names = {"--set"},
-             .value_name = "PATH=VALUE",
-             .help = "override a field (`train.steps=500`, `compute.num_processes=8`),\n"
-                     "over the spec and its bases (repeatable)",
-             .apply = [&o](std::string_view, std::string_view v) -> std::string {
-               if (v.find('=') == std::string_view::npos)
-                 return fmt::format("`--set` takes PATH=VALUE, found `{}`", v);
-               o.overrides.emplace_back(v);
-               return "";
-             },
-             .needs = "PATH=VALUE"},
+      accel::driver::OverrideOption(o.overrides),
       Option{.names = {"--env"},
              .value_name = "KEY=VALUE",
              .help = "set an environment variable for `from env` defaults and `${KEY}`\n"

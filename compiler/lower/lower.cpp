@@ -360,13 +360,17 @@ class Lowerer {
 
   plan::TrainLoop LowerTrain(const Fields& train, const Fields& accelerator, plan::MixedPrecision precision) {
     plan::TrainLoop loop;
-    loop.steps = train.Int("steps");
+    // With both set, `steps` wins (TRAIN-003); `epochs` becomes steps in the worker, which has
+    // the data (its size is not known here for files).
+    loop.steps = train.IntOr("steps", 0);
+    loop.epochs = loop.steps > 0 ? 0 : train.IntOr("epochs", 0);
     loop.log_every = train.Int("log_every");
     loop.loss = PlanEnum<plan::Loss>(train["loss"]);
     loop.mixed_precision = precision;
     loop.optimizer = FromSpecUnion<plan::Optimizer>(train["optimizer"], "optimizer");
     loop.lr_schedule = PlanEnum<plan::LrScheduleType>(train["lr_schedule"]);
     loop.warmup_steps = train.Int("warmup_steps");
+    loop.warmup_ratio = train.FloatOr("warmup_ratio", 0.0);
     loop.num_cycles = train.Float("num_cycles");
     loop.step_scheduler_with_optimizer = accelerator.Bool("step_scheduler_with_optimizer");
     loop.max_grad_norm = train.FloatOr("max_grad_norm", 0.0);

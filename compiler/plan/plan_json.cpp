@@ -228,6 +228,16 @@ std::string CheckAcrossFields(const Plan& plan) {
                            t->d_model);
       }
     } else if (const auto* loop = std::get_if<TrainLoop>(&step)) {
+      if ((loop->steps > 0) == (loop->epochs > 0)) {
+        return fmt::format(
+            "invalid length at steps[{}]: exactly one of steps ({}) and epochs ({}) must be positive", i,
+            loop->steps, loop->epochs);
+      }
+      if (loop->warmup_ratio > 1 || (loop->warmup_ratio > 0 && loop->warmup_steps > 0)) {
+        return fmt::format(
+            "invalid value {} at steps[{}].warmup_ratio: must be at most 1, and 0 when warmup_steps is set",
+            loop->warmup_ratio, i);
+      }
       if (loop->eval_every > 0 && loop->eval_samples == 0) {
         return fmt::format("invalid evaluation at steps[{}]: eval_every {} needs eval_samples > 0", i,
                            loop->eval_every);

@@ -11,6 +11,7 @@
 #include "compiler/scalars/bool_words.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_versions.h"
+#include "compiler/sema/trainer_arguments.h"
 
 namespace accel::sema {
 namespace {
@@ -242,6 +243,9 @@ class Checker {
         failed.insert(field.name);
         field_value = Value{};
       }
+      // In a block that error recovery repaired, an unset field may be in the broken part: a
+      // rule that reads it (`steps is set or epochs is set`) would only guess.
+      if (recovered && it == by_field.end()) failed.insert(field.name);
       value.keys.push_back(field.name);
       value.items.push_back(std::move(*field_value));
     }
@@ -338,12 +342,48 @@ class Checker {
     return found.size() == 1 ? found[0] : "";
   }
 
+  // What a Trainer name (`save_steps`, trainer_arguments.def) written in a job spec at `prefix`
+  // means: the field's path from the block it is written in when that block holds the field
+  // (`checkpoint_every` in `train`, `train.checkpoint_every` at the top), or "" and its path from
+  // the job in `whole` when another block does. Empty when `name` is no Trainer name.
+  std::string TrainerMeaning(std::string_view name, const std::string& prefix, std::string& whole) const {
+    if (options_.file_keys || options_.root != "Job") return "";
+    for (const TrainerArgument& argument : kTrainerArguments) {
+      if (argument.name != name) continue;
+      whole = std::string(argument.path);
+      if (whole.compare(0, prefix.size(), prefix) != 0) return "";
+      std::string relative = whole.substr(prefix.size());
+      // A YAML job spec has no dotted keys: there only a field of the block itself is a fix.
+      if (options_.yaml_scalars && relative.find('.') != std::string::npos) return "";
+      return relative;
+    }
+    return "";
+  }
+
   // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
   // name, if any.
   std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
                                  const source::SourceFile* file, const std::string& prefix,
                                  bool ignored = false) {
     std::vector<std::string> names = options_.file_keys ? record.FileKeys() : record.FieldNames();
+    // A Trainer name is a surer sign than a near spelling: `max_steps` means `steps`, even
+    // where another field is a few edits away.
+    // A name that is also the field's own name in another top-level block (`seed` in `compute`)
+    // is better told as that block's field, below.
+    std::string trainer_path;
+    std::string trainer_guess =
+        BlockThatHasField(name.text, prefix).empty() ? TrainerMeaning(name.text, prefix, trainer_path) : "";
+    if (!trainer_path.empty()) {
+      std::string hint =
+          trainer_guess.empty()
+              ? fmt::format("; `{}` is the Trainer's name for `{}`: set that instead", name.text,
+                            trainer_path)
+              : fmt::format("; did you mean `{}`? (the Trainer's `{}`)", trainer_guess, name.text);
+      diag::Diagnostic& d = diagnostics_.Emit(ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField,
+                                              file, name.span, name.text, record.name, hint);
+      if (!trainer_guess.empty()) d.fixit = diag::FixIt{name.span, trainer_guess};
+      return trainer_guess;
+    }
     std::string guess = diag::ClosestMatch(name.text, names);
     // In a spec, a config file's key (`fsdp_offload_params`) means the field it sets (`cpu_offload`).
     if (guess.empty() && !options_.file_keys) {

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "compiler/cli/arguments.h"
+#include "compiler/driver/override_option.h"
 #include "compiler/plan/plan.h"
 #include "runtime/tools/launch_command.h"
 
@@ -49,6 +50,11 @@ cli::Option Integer(std::string name, std::string help, std::optional<int>& out,
 std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
   rt::launch::PlacementFlags& placement = o.placement;
   return {
+      driver::OverrideOption(o.overrides),
+      Integer("--num-processes",
+              "a spec's `compute.num_processes` (Accelerate's --num_processes):\n"
+              "the processes of the whole job",
+              o.num_processes, 1, plan::kMaxMachines * plan::kMaxProcessesPerMachine),
       Text("--output-dir", "<dir>", "where the model, metrics.json and plan.json go (default: the plan's)",
            "a directory", [&o](std::string_view v) { o.output_dir = v; }),
       cli::Option{
@@ -110,16 +116,17 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
 
 std::string LaunchUsage() {
   LaunchCommandOptions unused;
-  return R"(usage: accelrun [options] <spec.accel | plan.json>
-       accelrun test [options] <spec.accel | plan.json>  (checks the data operations on the job's processes)
+  return R"(usage: accelrun [options] <spec.accel | spec.yaml | plan.json>
+       accelrun test [options] <spec | plan.json>        (checks the data operations on the job's processes)
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
        accelrun report <run-dir> [-o <file>]             (an HTML page of a run's curves and settings)
 
-Compiles the spec if needed, then starts one worker per process of the plan on this machine
-(or, under Slurm or MPI, one worker for this task) and supervises them. Worker output is
-relayed with a `[rank N]` prefix. If one worker fails, the others are stopped and the first
-failure is named with its last lines.
+Compiles the spec (`.accel`, or a YAML job spec) with the `--set` and `--num-processes`
+overrides, as `accelc build --set` does, or reads a compiled plan (`.json`), then starts one
+worker per process of the plan on this machine (or, under Slurm or MPI, one worker for this
+task) and supervises them. Worker output is relayed with a `[rank N]` prefix. If one worker
+fails, the others are stopped and the first failure is named with its last lines.
 
 options:
 )" + cli::FormatOptions(OptionTable(unused), kHelpColumn) +

@@ -179,8 +179,21 @@ llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan
 
 int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   auto started = std::chrono::steady_clock::now();
-  bool is_spec = fs::path(options.input).extension() == ".accel";
-  std::optional<plan::Plan> plan = is_spec ? CompileSpec(options.input) : LoadPlan(options.input);
+  // A compiled plan is JSON; anything else (`.accel`, a YAML job spec) is compiled here.
+  bool is_spec = fs::path(options.input).extension() != ".json";
+  std::vector<std::string> overrides = options.overrides;
+  if (options.num_processes)
+    overrides.push_back(fmt::format("compute.num_processes={}", *options.num_processes));
+  if (!is_spec && !overrides.empty()) {
+    fmt::print(
+        stderr,
+        "accelrun: error: `--set` and `--num-processes` change a spec before it is compiled, and `{}` is a "
+        "compiled plan; run the spec, or recompile with `accelc build SPEC --set ...` (`--nproc-per-node` "
+        "places a plan's processes)\n",
+        options.input);
+    return kExitUsage;
+  }
+  std::optional<plan::Plan> plan = is_spec ? CompileSpec(options.input, overrides) : LoadPlan(options.input);
   if (!plan) return is_spec ? kExitFailed : kExitUsage;
   const auto* init = plan->Find<plan::InitProcessGroup>();
   const auto* save = plan->Find<plan::SaveModel>();

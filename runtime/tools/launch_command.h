@@ -15,6 +15,11 @@ std::string LaunchUsage();
 // The command line of `accelrun [options] <spec | plan>`.
 struct LaunchCommandOptions {
   std::string input;
+  // --set PATH=VALUE, in order, and --num-processes N (as `compute.num_processes=N`, after
+  // them): overrides of a spec, applied before it is lowered as `accelc build --set` applies
+  // them. A compiled plan takes neither.
+  std::vector<std::string> overrides;
+  std::optional<int> num_processes;
   std::string output_dir;
   rt::launch::PlacementFlags placement;
   std::optional<int> cpu_threads;  // --num-cpu-threads-per-process

@@ -35,13 +35,23 @@ std::optional<plan::Plan> LoadPlan(const std::string& path) {
   return std::move(*plan);
 }
 
-std::optional<plan::Plan> CompileSpec(const std::string& path) {
+std::optional<plan::Plan> CompileSpec(const std::string& path, const std::vector<std::string>& overrides) {
   diag::DiagnosticEngine stdlib_diagnostics;
   auto stdlib = driver::Stdlib::Load(stdlib_diagnostics);
   sema::ProcessEnvironment environment;
-  driver::Compilation compilation = driver::CompileFile(path, *stdlib, environment);
+  driver::CompileOptions options;
+  options.overrides = overrides;
+  driver::Compilation compilation = driver::CompileFile(path, *stdlib, environment, options);
   bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
   fmt::print(stderr, "{}", diag::RenderText(compilation.diagnostics.diagnostics(), {color}));
+  // Accelerate's config files and schema files check cleanly but describe no job to run.
+  if (!compilation.plan && !compilation.diagnostics.has_errors()) {
+    fmt::print(
+        stderr,
+        "accelrun: error: `{}` is {}, not a job spec: nothing to run; write a job (`job NAME {{ ... }}`, "
+        "or `job: NAME` in YAML), or `accelc import` it into one\n",
+        path, compilation.config_file ? "an Accelerate or DeepSpeed config file" : "a schema file");
+  }
   return std::move(compilation.plan);
 }
 

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/plan/plan.h"
 
@@ -14,9 +15,11 @@ std::optional<std::string> ReadWholeFile(const std::string& path);
 // Reads and validates a plan file; prints `accelrun: error: ...` and returns empty on failure.
 std::optional<plan::Plan> LoadPlan(const std::string& path);
 
-// Compiles a `.accel` spec with the embedded stdlib, printing its diagnostics as accelc does;
-// empty when it has errors.
-std::optional<plan::Plan> CompileSpec(const std::string& path);
+// Compiles a job spec (`.accel`, or YAML) with the embedded stdlib and `overrides` (`--set`
+// PATH=VALUE, in order) as `accelc build` does, printing its diagnostics as accelc does; empty
+// when it has errors.
+std::optional<plan::Plan> CompileSpec(const std::string& path,
+                                      const std::vector<std::string>& overrides = {});
 
 }  // namespace accel::tools
 

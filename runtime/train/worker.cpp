@@ -26,6 +26,7 @@
 #include "runtime/train/run_report.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
+#include "runtime/train/training_length.h"
 
 namespace accel::rt::train {
 namespace {
@@ -185,6 +186,7 @@ class TrainingRun {
         if (llvm::Error error = OpenData()) return error;
       }
     }
+    if (llvm::Error error = ResolveLength()) return error;
     const plan::GradientAccumulationPlugin& ga = loop_.gradient_accumulation;
     accumulation_.emplace(
         GradientAccumulationSpec{ga.num_steps, ga.sync_with_dataloader, ga.sync_each_batch});
@@ -203,6 +205,24 @@ class TrainingRun {
     // The schedule's rate at step 0 (0 with warmup); a loaded checkpoint replaces it.
     trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
     sync_buffers_ = loop_.ddp.broadcast_buffers && !buffers_.empty() && context_.world_size > 1;
+    return llvm::Error::success();
+  }
+
+  // `epochs` and `warmup_ratio` in optimizer steps, from the first process's batches per epoch
+  // (every rank computes the same count from the shared sizes; no collective).
+  llvm::Error ResolveLength() {
+    if (loop_.epochs == 0 && loop_.warmup_ratio == 0) return llvm::Error::success();
+    data::ShardSpec first = loaders_->train.spec();
+    first.process_index = 0;
+    llvm::Expected<data::EpochSharder> sharder = data::EpochSharder::Create(first);
+    if (!sharder) return sharder.takeError();
+    const int64_t epochs = loop_.epochs;
+    loop_ = WithLengthInSteps(loop_, sharder->batches_per_epoch());
+    if (main_process_ && epochs > 0) {
+      fmt::print("accelrun: {} epoch{} of {} batches per process: {} optimizer steps\n", epochs,
+                 epochs == 1 ? "" : "s", sharder->batches_per_epoch(), loop_.steps);
+      std::fflush(stdout);
+    }
     return llvm::Error::success();
   }
 
@@ -379,7 +399,8 @@ class TrainingRun {
 
   const plan::Plan& plan_;
   const Steps& steps_;
-  const plan::TrainLoop& loop_;
+  // The plan's loop, its length in steps once Build has the data (WithLengthInSteps).
+  plan::TrainLoop loop_;
   const WorkerContext& context_;
   const bool main_process_;
   const std::filesystem::path dir_;

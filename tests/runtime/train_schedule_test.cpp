@@ -6,6 +6,7 @@
 
 #include "runtime/train/gradient_accumulation.h"
 #include "runtime/train/lr_schedule.h"
+#include "runtime/train/training_length.h"
 
 namespace accel::rt::train {
 namespace {
@@ -99,6 +100,58 @@ TEST(GradientAccumulation, SyncEachBatchAllReducesEveryMicroBatch) {
   EXPECT_FALSE(accumulation.Begin(false));
   EXPECT_TRUE(accumulation.all_reduce_gradients());
   EXPECT_THROW(GradientAccumulation({0, true, false}), std::invalid_argument);
+}
+
+plan::TrainLoop LoopOf(int64_t steps, int64_t epochs, int64_t num_steps, bool sync_with_dataloader = true) {
+  plan::TrainLoop loop;
+  loop.steps = steps;
+  loop.epochs = epochs;
+  loop.gradient_accumulation.num_steps = num_steps;
+  loop.gradient_accumulation.sync_with_dataloader = sync_with_dataloader;
+  return loop;
+}
+
+TEST(TrainingLength, StepsStayAsPlanned) {
+  plan::TrainLoop loop = WithLengthInSteps(LoopOf(42, 0, 4), 10);
+  EXPECT_EQ(loop.steps, 42);
+  EXPECT_EQ(loop.epochs, 0);
+}
+
+TEST(TrainingLength, EpochsAreBatchesPerEpochWithoutAccumulation) {
+  plan::TrainLoop loop = WithLengthInSteps(LoopOf(0, 3, 1), 10);
+  EXPECT_EQ(loop.steps, 30);
+  EXPECT_EQ(loop.epochs, 0);  // the loop is now in steps
+}
+
+TEST(TrainingLength, AnAccumulationCycleEndsWithTheEpoch) {
+  // 10 batches in cycles of 4: 4 + 4 + 2, three optimizer steps per epoch.
+  EXPECT_EQ(WithLengthInSteps(LoopOf(0, 3, 4), 10).steps, 9);
+  EXPECT_EQ(WithLengthInSteps(LoopOf(0, 2, 5), 10).steps, 4);
+}
+
+TEST(TrainingLength, WithoutSyncWithDataloaderCyclesRunAcrossEpochs) {
+  // 30 micro-batches in cycles of 4: 7 full cycles; the last 2 batches are not stepped.
+  EXPECT_EQ(WithLengthInSteps(LoopOf(0, 3, 4, false), 10).steps, 7);
+  // Fewer batches than one cycle still train one step.
+  EXPECT_EQ(WithLengthInSteps(LoopOf(0, 1, 4, false), 1).steps, 1);
+}
+
+TEST(TrainingLength, WarmupRatioIsTheCeilingOfItsShareAsTheTrainerComputesIt) {
+  plan::TrainLoop loop = LoopOf(30, 0, 1);
+  loop.warmup_ratio = 0.1;
+  plan::TrainLoop resolved = WithLengthInSteps(loop, 10);
+  EXPECT_EQ(resolved.warmup_steps, 3);
+  // 100 * 0.07 is 7.000000000000001 in double arithmetic: math.ceil gives 8, and so do we.
+  loop = LoopOf(100, 0, 1);
+  loop.warmup_ratio = 0.07;
+  EXPECT_EQ(WithLengthInSteps(loop, 10).warmup_steps, 8);
+  EXPECT_EQ(resolved.warmup_ratio, 0.0);
+  loop = LoopOf(0, 3, 4);  // 9 steps, as above
+  loop.warmup_ratio = 0.25;
+  EXPECT_EQ(WithLengthInSteps(loop, 10).warmup_steps, 3);
+  loop.warmup_ratio = 0;
+  loop.warmup_steps = 2;
+  EXPECT_EQ(WithLengthInSteps(loop, 10).warmup_steps, 2);
 }
 
 }  // namespace

@@ -237,6 +237,27 @@ TEST(PlanJson, RulesAcrossFieldsAreCheckedAfterTheFields) {
   EXPECT_EQ(llvm::toString(eval.takeError()),
             "p.json: invalid evaluation at steps[4]: eval_every 5 needs eval_samples > 0");
 
+  // A run's length is steps or epochs, exactly one of them.
+  for (auto [steps, epochs] : {std::pair<int64_t, int64_t>{0, 0}, {5, 2}}) {
+    plan = SamplePlan();
+    std::get<TrainLoop>(plan.steps[4]).steps = steps;
+    std::get<TrainLoop>(plan.steps[4]).epochs = epochs;
+    plan.hash = ComputeHash(plan);
+    llvm::Expected<Plan> length = FromJson(ToJson(plan), "p.json");
+    ASSERT_FALSE(static_cast<bool>(length));
+    EXPECT_EQ(llvm::toString(length.takeError()),
+              "p.json: invalid length at steps[4]: exactly one of steps (" + std::to_string(steps) +
+                  ") and epochs (" + std::to_string(epochs) + ") must be positive");
+  }
+
+  plan = SamplePlan();
+  std::get<TrainLoop>(plan.steps[4]).warmup_ratio = 0.5;  // next to warmup_steps 10
+  plan.hash = ComputeHash(plan);
+  llvm::Expected<Plan> warmup = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(warmup));
+  EXPECT_NE(llvm::toString(warmup.takeError()).find("invalid value 0.5 at steps[4].warmup_ratio"),
+            std::string::npos);
+
   plan = SamplePlan();
   plan.steps.insert(plan.steps.begin() + 5, Checkpoint{});  // no trigger at all
   plan.hash = ComputeHash(plan);

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "compiler/driver/stdlib.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/evaluate.h"
+#include "compiler/sema/trainer_arguments.h"
 
 namespace accel::sema {
 namespace {
@@ -251,6 +254,51 @@ TEST(Stdlib, EveryFieldIsDocumented) {
     }
   }
   EXPECT_GT(fields, 400);
+}
+
+// The fields a path from `record` reaches: through a union, every alternative that has the next
+// name (at least one must); an optional is its inner type.
+std::vector<const FieldSchema*> FieldsAtPath(const Schema& schema, const std::string& record,
+                                             std::string_view path) {
+  std::vector<std::string> types = {record};
+  std::vector<const FieldSchema*> found;
+  while (!path.empty()) {
+    size_t dot = path.find('.');
+    std::string name(path.substr(0, dot));
+    path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+    found.clear();
+    for (const std::string& type : types) {
+      auto at = schema.records.find(type);
+      if (at == schema.records.end()) continue;
+      if (const FieldSchema* field = at->second.Find(name)) found.push_back(field);
+    }
+    types.clear();
+    for (const FieldSchema* field : found) {
+      const Type* type = &field->type;
+      if (type->kind == Type::Kind::Optional) type = &type->args[0];
+      if (type->kind == Type::Kind::Record) types.push_back(type->name);
+      if (type->kind == Type::Kind::Union) {
+        for (const Type& alternative : type->args) types.push_back(alternative.name);
+      }
+    }
+    if (found.empty()) return found;
+  }
+  return found;
+}
+
+// Every row of trainer_arguments.def names a field the stdlib has, and no Trainer name is
+// listed twice: a renamed field cannot leave a did-you-mean pointing nowhere.
+TEST(Stdlib, EveryTrainerArgumentNamesAJobField) {
+  diag::DiagnosticEngine diagnostics;
+  std::unique_ptr<driver::Stdlib> stdlib = driver::Stdlib::Load(diagnostics);
+  std::set<std::string_view> names;
+  for (const TrainerArgument& argument : kTrainerArguments) {
+    EXPECT_TRUE(names.insert(argument.name).second) << argument.name;
+    EXPECT_FALSE(FieldsAtPath(stdlib->schema(), "Job", argument.path).empty())
+        << argument.name << " -> " << argument.path;
+  }
+  EXPECT_TRUE(FieldsAtPath(stdlib->schema(), "Job", "train.nothing").empty());
+  EXPECT_EQ(FieldsAtPath(stdlib->schema(), "Job", "train.optimizer.lr").size(), 3u);  // SGD, Adam, AdamW
 }
 
 // The values of A3006's two files, built by hand: the rule needs no file system.
