@@ -148,7 +148,12 @@ std::string Supervisor::TailOf(int rank) const {
   auto error_line = [](const std::string& line) { return line.rfind(kWorkerErrorPrefix, 0) == 0; };
   bool said_error = std::any_of(tail.begin(), tail.end(), error_line);
   tail.erase(std::remove_if(tail.begin(), tail.end(), error_line), tail.end());
-  std::string text = said_error ? fmt::format("\nrank {}'s error is printed above", rank) : "";
+  std::optional<int> printed_by = output_.ErrorPrintedBy(rank);
+  std::string text =
+      !said_error ? ""
+      : !printed_by || *printed_by == rank
+          ? fmt::format("\nrank {}'s error is printed above", rank)
+          : fmt::format("\nrank {}'s error is the one rank {} printed above", rank, *printed_by);
   if (tail.empty()) return text;
   text += fmt::format("\nlast {} line{} of rank {}{}:", tail.size(), tail.size() == 1 ? "" : "s", rank,
                       said_error ? " before it" : "");

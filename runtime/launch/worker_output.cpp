@@ -69,6 +69,12 @@ std::vector<std::string> WorkerOutput::Tail(int rank) const {
   return {it->second.lines().begin(), it->second.lines().end()};
 }
 
+std::optional<int> WorkerOutput::ErrorPrintedBy(int rank) const {
+  auto it = last_error_.find(rank);
+  if (it == last_error_.end()) return std::nullopt;
+  return errors_.at(it->second);
+}
+
 void WorkerOutput::EmitLine(int rank, OutputStream stream, std::string_view line) {
   std::string prefix = prefix_ && rank != 0 ? fmt::format("[rank {}] ", rank) : "";
   if (redrawing_.erase({rank, stream}) > 0) {
@@ -87,6 +93,7 @@ void WorkerOutput::EmitLine(int rank, OutputStream stream, std::string_view line
   std::string own = fmt::format("{}rank {}: ", kWorkerErrorPrefix, rank);
   if (line.rfind(own, 0) == 0) {
     auto [first, added] = errors_.try_emplace(std::string(line.substr(own.size())), rank);
+    last_error_[rank] = first->first;
     if (!added) shown = fmt::format("{}the same error as rank {}", own, first->second);
   }
   // Below a redrawn line, not glued to its end; the next redraw comes back under this line.

@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -60,6 +61,9 @@ class WorkerOutput {
   // The last lines `rank` wrote, oldest first, without prefix or newline; empty for a rank
   // that wrote nothing.
   std::vector<std::string> Tail(int rank) const;
+  // The rank that printed in full the error text `rank` printed last (`rank` itself, or the one
+  // whose identical error came first), or nullopt when `rank` printed no error line.
+  std::optional<int> ErrorPrintedBy(int rank) const;
 
  private:
   void EmitLine(int rank, OutputStream stream, std::string_view line);
@@ -74,6 +78,8 @@ class WorkerOutput {
   std::set<std::pair<int, OutputStream>> redrawing_;
   // The text of each worker error line printed so far, and the rank that printed it first.
   std::map<std::string, int> errors_;
+  // Each rank's last error line, as the key of `errors_`.
+  std::map<int, std::string> last_error_;
   // A redrawn line is on the terminal and the cursor is at its end.
   bool redraw_shown_ = false;
   std::map<int, LogTail> tails_;

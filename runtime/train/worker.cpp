@@ -389,13 +389,12 @@ class TrainingRun {
     bool due = (spec->checkpoint_every > 0 && step % spec->checkpoint_every == 0) ||
                (spec->checkpoint_every_epoch && epoch_ended) || step == loop_.steps;
     if (!due) return llvm::Error::success();
-    if (llvm::Error error = SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
-                                           DataIdentitySeed(steps_.data), context_.rank, *collectives_)) {
-      return error;
-    }
-    // What a resume from this checkpoint reads back to count the whole run's time.
+    // What a resume from this checkpoint reads back to count the whole run's time. Written
+    // before the save, so that a kill right after it still finds it; a save that never
+    // completes leaves a marker that no resume reads (one resumes from an earlier step).
     if (report_) report_->LogEvent(step, "checkpoint", {}, {{"elapsed_seconds", Elapsed()}});
-    return llvm::Error::success();
+    return SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
+                          DataIdentitySeed(steps_.data), context_.rank, *collectives_);
   }
 
   // Every eval_every steps and after the last one (eval_every 0: after the last only).

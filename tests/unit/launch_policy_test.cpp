@@ -157,6 +157,21 @@ TEST(LaunchPolicy, VerdictPointsAtTheErrorInsteadOfRepeatingIt) {
       << result.message;
 }
 
+TEST(LaunchPolicy, VerdictNamesTheRankWhoseLineCarriedTheSharedError) {
+  FakeSpawner spawner;
+  std::string printed;
+  // Rank 1's line arrives first; rank 0 is the one the verdict names.
+  spawner.Write(1, "accelrun: error: rank 1: the file does not exist\n", OutputStream::kStderr);
+  spawner.Write(0, "accelrun: error: rank 0: the file does not exist\n", OutputStream::kStderr);
+  spawner.End(0, Exited(1));
+  spawner.End(1, Exited(1));
+  LaunchResult result = RunWorkers(Workers(2, &printed), spawner);
+  EXPECT_NE(printed.find("accelrun: error: rank 0: the same error as rank 1\n"), std::string::npos)
+      << printed;
+  EXPECT_NE(result.message.find("rank 0's error is the one rank 1 printed above"), std::string::npos)
+      << result.message;
+}
+
 TEST(WorkerOutput, RelaysRedrawsAsTheyComeAndEndsThemBeforeOtherLines) {
   std::string printed;
   WorkerOutput output(true, 20, [&](OutputStream, std::string_view text) { printed += text; });
