@@ -135,6 +135,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "to "
        "the working directory, so it could not be checked.\nFix: correct the path, or ignore the warning if "
        "the file is created on the machine that launches."},
+      {"A3010",
+       "`model = TorchScript { path }` names a file that is not there (relative to the spec's directory). "
+       "A warning, not an error, in `check` and `build` alike: the plan may be built before the model is "
+       "saved, or on another machine than the one that trains; accelrun stops before the first step, "
+       "naming the file, if it is still missing.\nFix: correct the path, or save the model there with "
+       "`torch.jit.save(torch.jit.script(model), path)` before the run."},
       {"A4001",
        "`compute.distributed_type` names an engine other than NO and MULTI_CPU, the two accelrun runs (one "
        "process, or several over Gloo on the CPU).\nFix: set `distributed_type = MULTI_CPU` (or NO), or run "
@@ -209,12 +215,6 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "`init_process_group.backend` names a backend accelrun's process groups do not use (MPI, XCCL, HCCL): "
        "it forms them over Gloo on the CPU and NCCL on GPUs.\nFix: use `GLOO` (or leave it unset), or run "
        "the job under Accelerate."},
-      {"A4023",
-       "`model = TorchScript { path }` names a file that is not there (relative to the spec's directory). "
-       "A warning, not an error, in `check` and `build` alike: the plan may be built before the model is "
-       "saved, or on another machine than the one that trains; accelrun stops before the first step, "
-       "naming the file, if it is still missing.\nFix: correct the path, or save the model there with "
-       "`torch.jit.save(torch.jit.script(model), path)` before the run."},
   };
   return table;
 }

@@ -157,7 +157,6 @@ class Lowerer {
 
     const Value& seed_value = seed;
     plan.steps.push_back(plan::BuildModel{FromSpecUnion<plan::Model>(job["model"], "model")});
-    WarnIfModelFileMissing(std::get<plan::BuildModel>(plan.steps.back()).model, job["model"]);
     Fields train = job.Record("train");
     plan.steps.push_back(LowerData(job.Record("data"), accelerator, train, compute, seed_value));
     plan.steps.push_back(LowerTrain(train, accelerator, mixed_precision));
@@ -507,19 +506,6 @@ class Lowerer {
       if (found.provenance.kind == sema::Provenance::Kind::Spec) return found;
     }
     return value;
-  }
-
-  // A TorchScript file that is not there yet is a warning, not an error: a plan is often built
-  // on one machine and run on another, where the model is produced (docs/training.md). The run
-  // fails before its first step if it is still missing.
-  void WarnIfModelFileMissing(const plan::Model& model, const Value& spec_model) {
-    const auto* scripted = std::get_if<plan::TorchScript>(&model);
-    const Value* path = spec_model.Field("path");
-    std::error_code ec;
-    if (scripted == nullptr || path == nullptr || std::filesystem::exists(scripted->path, ec)) return;
-    bool located = path->provenance.kind == sema::Provenance::Kind::Spec && path->provenance.file != nullptr;
-    diagnostics_.Emit(diag::Kind::ModelFileMissing, located ? path->provenance.file : spec_.file,
-                      located ? path->provenance.span : spec_.span, path->text, scripted->path);
   }
 
   void Unsupported(diag::Kind kind, const Value& value, const std::string& what, const std::string& hint) {

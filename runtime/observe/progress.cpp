@@ -1,7 +1,5 @@
 #include "runtime/observe/progress.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,8 +26,6 @@ std::string FormatDuration(double seconds) {
 }
 
 }  // namespace
-
-bool IsTerminal(std::FILE* file) { return ::isatty(::fileno(file)) == 1; }
 
 ProgressReporter::ProgressReporter(int64_t total_steps, int64_t first_step, int64_t log_every, bool tty,
                                    std::FILE* out, Clock clock)

@@ -8,9 +8,6 @@
 
 namespace accel::rt::observe {
 
-// Whether `file` is an open terminal (isatty on its descriptor). `file` must not be null.
-bool IsTerminal(std::FILE* file);
-
 // Training progress for the main process (rank 0 only; not collective). Two forms:
 //  - `tty`: one line redrawn in place with '\r',
 //      [########------------]  80/200  40%  loss 0.123456  lr 0.003  12.34 it/s  elapsed 0:00:06  ETA 0:00:09

@@ -5,7 +5,7 @@
    stopped by SIGTERM keeps its curve up to its last logged step.
 2. moved_plan: a plan built with `accelc build -o` runs, with its model and data, after the
    folder holding them is moved, from another working directory.
-3. missing_model: `accelc check` warns at the path's place in the spec (A4023); accelrun says
+3. missing_model: `accelc check` warns at the path's place in the spec (A3010); accelrun says
    the file does not exist (no torch.jit.save hint, which stays for a file that is not
    TorchScript), once, and its verdict points at the error instead of repeating it.
 4. output_dir: `--output-dir` moves the checkpoints the plan keeps in its output directory.
@@ -155,7 +155,7 @@ def missing_model(root):
     check(re.search(r"missing\.accel:11:32: warning: the TorchScript model `models/absent.pt` does not exist",
                     output_of(checked)), "missing_model: no warning at the path's place")
     built = run([ACCELC, "build", spec, "-o", os.path.join(root, "plan.json")], check=False)
-    check(built.returncode == 0 and "[A4023]" in output_of(built), "missing_model: build must warn, not fail")
+    check(built.returncode == 0 and "[A3010]" in output_of(built), "missing_model: build must warn, not fail")
 
     failed = output_of(run([ACCELRUN, spec], check=False))
     errors = [line for line in failed.splitlines() if "cannot load the TorchScript model" in line]

@@ -343,13 +343,6 @@ TEST(Progress, NoOutputWithoutUpdates) {
   std::fclose(out);
 }
 
-TEST(Progress, TmpfileIsNotATerminal) {
-  std::FILE* out = std::tmpfile();
-  ASSERT_NE(out, nullptr);
-  EXPECT_FALSE(IsTerminal(out));
-  std::fclose(out);
-}
-
 // --- CRC-32C and TFRecord ---------------------------------------------------------------------
 
 TEST(Crc32c, KnownVectors) {
