@@ -358,7 +358,7 @@ Plan PlanWithPaths() {
 TEST(PlanPaths, RebasesInputsToThePlansDirectoryAndRehashes) {
   Plan plan = PlanWithPaths();
   std::string before = plan.hash;
-  RebaseInputPaths(plan, "/work/repo", "/work/repo/build/plans");
+  RebaseInputPaths(plan, "/src/repo", "/src/repo/build/plans");
   EXPECT_EQ(std::get<TorchScript>(plan.Find<BuildModel>()->model).path, "../../specs/models/m.pt");
   const auto& npy = std::get<NpyDataset>(plan.Find<BuildDataloader>()->dataset);
   EXPECT_EQ(npy.features_file, "../../specs/data/x.npy");
