@@ -213,7 +213,7 @@ class ScriptedModel final : public Model {
       throw std::invalid_argument(
           "cannot load the TorchScript model " + path + ": " +
           (std::filesystem::exists(path, ec) ? "it is not a file" : "the file does not exist") +
-          " (relative paths in a plan are relative to the plan's directory)");
+          " (a relative path in a plan is relative to the plan file's directory, in a spec to the spec's)");
     }
     try {
       module_ = torch::jit::load(path);
