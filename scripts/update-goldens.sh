@@ -7,6 +7,8 @@ accelc="${1:-$root/build/bin/accelc}"
 cd "$root"
 rm -rf tests/golden/plans && mkdir -p tests/golden/plans
 for spec in specs/*.accel specs/*.yaml; do
-  "$accelc" build "$spec" -o "tests/golden/plans/$(basename "$spec").plan.json"
+  # On stdout: input paths stay relative to the repository's root, where the plans are read
+  # (`-o` would make them relative to tests/golden/plans).
+  "$accelc" build "$spec" > "tests/golden/plans/$(basename "$spec").plan.json"
 done
 echo "update-goldens: $(ls tests/golden/plans | wc -l) plans in tests/golden/plans/"

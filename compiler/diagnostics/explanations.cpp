@@ -151,6 +151,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "to "
        "the working directory, so it could not be checked.\nFix: correct the path, or ignore the warning if "
        "the file is created on the machine that launches."},
+      {"A3011",
+       "`model = TorchScript { path }` names a file that is not there (relative to the spec's directory). "
+       "A warning, not an error, in `check` and `build` alike: the plan may be built before the model is "
+       "saved, or on another machine than the one that trains; accelrun stops before the first step, "
+       "naming the file, if it is still missing.\nFix: correct the path, or save the model there with "
+       "`torch.jit.save(torch.jit.script(model), path)` before the run."},
       {"A4001",
        "`compute.distributed_type` names an engine other than NO and MULTI_CPU, the two accelrun runs (one "
        "process, or several over Gloo on the CPU).\nFix: set `distributed_type = MULTI_CPU` (or NO), or run "

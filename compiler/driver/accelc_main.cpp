@@ -37,6 +37,7 @@
 #include "compiler/lsp/transport.h"
 #include "compiler/parse/parse.h"
 #include "compiler/plan/describe.h"
+#include "compiler/plan/plan_paths.h"
 #include "llvm/Support/BuryPointer.h"
 
 namespace {
@@ -696,6 +697,8 @@ int ExportBatchScript(const Options& options, const accel::driver::Stdlib& stdli
   fs::path plan_path = options.output.empty() ? fs::path(compilation.plan->job + ".plan.json")
                                               : fs::path(options.output).replace_extension(".plan.json");
   plan_path = fs::absolute(plan_path, ec).lexically_normal();
+  // accelrun reads the plan's input paths relative to the plan file's directory.
+  accel::plan::RebaseInputPaths(*compilation.plan, working_dir, plan_path.parent_path());
   // The accelrun of the build that compiled the plan, when it is beside this accelc: its plan
   // format is this accelc's. Otherwise the one on the job's PATH.
   std::string accelrun = "accelrun";
@@ -896,6 +899,12 @@ int main(int argc, char** argv) {
                                            : "declares schemas but no job");
         status = kExitDiagnostics;
         continue;
+      }
+      // accelrun reads the plan's input paths relative to the plan file's directory; on stdout
+      // the plan is taken to be written in the working directory, where they already point.
+      if (!options.output.empty()) {
+        accel::plan::RebaseInputPaths(*compilation.plan, std::filesystem::current_path(),
+                                      std::filesystem::absolute(options.output).parent_path());
       }
       std::string json = accel::plan::ToJson(*compilation.plan);
       if (options.output.empty()) {

@@ -89,6 +89,28 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   compilation.referenced.push_back(std::move(nested));
 }
 
+// `model = TorchScript { path }` naming a file that is not there (relative to the spec's
+// directory), in `check` and `build` alike. A warning, not an error: a plan is often built
+// before the model is saved, or on another machine than the one that trains; accelrun stops
+// before the first step if it is still missing (docs/training.md).
+void CheckReferencedModel(Compilation& compilation) {
+  const sema::Value* model = compilation.spec ? compilation.spec->root.Field("model") : nullptr;
+  if (model == nullptr || model->kind != sema::Value::Kind::Record || model->type_name != "TorchScript")
+    return;
+  const sema::Value* path = model->Field("path");
+  if (path == nullptr || path->kind != sema::Value::Kind::String || path->text.empty()) return;
+  namespace fs = std::filesystem;
+  bool located = path->provenance.kind == sema::Provenance::Kind::Spec && path->provenance.file != nullptr;
+  fs::path where(path->text);
+  if (where.is_relative() && located && path->provenance.file->name() != "<stdin>")
+    where = fs::path(path->provenance.file->name()).parent_path() / where;
+  std::error_code ec;
+  if (fs::exists(where, ec)) return;
+  compilation.diagnostics.Emit(
+      diag::Kind::ModelFileMissing, located ? path->provenance.file : compilation.source.get(),
+      located ? path->provenance.span : source::Span{}, path->text, where.lexically_normal().string());
+}
+
 // How `accelerate launch` copies a config file's sections onto its arguments
 // (`_validate_launch_command` in accelerate/commands/launch.py): `fsdp_config`, `fp8_config` and
 // `dynamo_config` keys get their section's prefix unless they start with it, so published files
@@ -185,6 +207,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   sema::CheckOptions check = Composed(compilation, file, options);
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
+  CheckReferencedModel(compilation);
   if (!compilation.spec) return;
   if (!options.lower) {
     if (options.note_native) NoteWhatAccelrunCannotRun(compilation);

@@ -1,11 +1,14 @@
 #include "runtime/launch/launcher.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -141,8 +144,19 @@ std::string Supervisor::Report(const Failure& named, const std::vector<Failure>&
 std::string Supervisor::TailOf(int rank) const {
   std::vector<std::string> tail = output_.Tail(rank);
   if (tail.empty()) return fmt::format("\nrank {} printed nothing", rank);
+  // The rank's own error line was relayed as it came: pointed at, not repeated.
+  auto error_line = [](const std::string& line) { return line.rfind(kWorkerErrorPrefix, 0) == 0; };
+  bool said_error = std::any_of(tail.begin(), tail.end(), error_line);
+  tail.erase(std::remove_if(tail.begin(), tail.end(), error_line), tail.end());
+  std::optional<int> printed_by = output_.ErrorPrintedBy(rank);
   std::string text =
-      fmt::format("\nlast {} line{} of rank {}:", tail.size(), tail.size() == 1 ? "" : "s", rank);
+      !said_error ? ""
+      : !printed_by || *printed_by == rank
+          ? fmt::format("\nrank {}'s error is printed above", rank)
+          : fmt::format("\nrank {}'s error is the one rank {} printed above", rank, *printed_by);
+  if (tail.empty()) return text;
+  text += fmt::format("\nlast {} line{} of rank {}{}:", tail.size(), tail.size() == 1 ? "" : "s", rank,
+                      said_error ? " before it" : "");
   for (const std::string& line : tail) text += "\n  | " + line;
   return text;
 }

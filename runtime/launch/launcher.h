@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/launch/process.h"
@@ -14,6 +15,7 @@ namespace accel::rt::launch {
 
 // Exit codes of `accelrun-worker` (docs/launch.md).
 inline constexpr int kWorkerExitFailed = 1;
+
 inline constexpr int kWorkerExitUsage = 2;
 // A collective or the rendezvous failed: a peer died, never joined, or the group's timeout
 // passed. The worker is a casualty; the root cause is another rank's failure.

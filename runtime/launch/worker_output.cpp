@@ -21,27 +21,46 @@ void LogTail::Add(std::string line) {
 }
 
 void WorkerOutput::Add(int rank, OutputStream stream, std::string_view bytes) {
-  std::string& pending = partial_[{rank, stream}];
+  std::pair<int, OutputStream> key{rank, stream};
+  std::string& pending = partial_[key];
+  // A redraw is relayed whole (the worker writes each in one go), so text that follows one
+  // without a '\r' or newline of its own is a new line: the progress line stays above it.
+  if (redrawing_.count(key) && !pending.empty() && !bytes.empty() && bytes.front() != '\r' &&
+      bytes.front() != '\n') {
+    print_(stream, "\n");
+    redraw_shown_ = false;
+    redrawing_.erase(key);
+    pending.clear();
+  }
   while (!bytes.empty()) {
-    size_t newline = bytes.find('\n');
-    size_t take =
-        std::min(newline == std::string_view::npos ? bytes.size() : newline, kMaxLine - pending.size());
+    size_t end = bytes.find_first_of("\r\n");
+    size_t take = std::min(end == std::string_view::npos ? bytes.size() : end, kMaxLine - pending.size());
     pending.append(bytes.substr(0, take));
     bytes.remove_prefix(take);
-    bool line_ends = !bytes.empty() && bytes.front() == '\n';
-    if (line_ends) bytes.remove_prefix(1);
-    if (line_ends || pending.size() >= kMaxLine) {
+    char terminator = !bytes.empty() && (bytes.front() == '\n' || bytes.front() == '\r') ? bytes.front() : 0;
+    if (terminator != 0) bytes.remove_prefix(1);
+    if (terminator == '\r') {
+      // A redraw begins: an earlier redraw in the same read is already stale; text that was
+      // not a redraw is a line of its own.
+      if (!pending.empty() && !redrawing_.count(key)) EmitLine(rank, stream, pending);
+      pending.clear();
+      redrawing_.insert(key);
+    } else if (terminator == '\n' || pending.size() >= kMaxLine) {
       EmitLine(rank, stream, pending);
       pending.clear();
     }
   }
+  // The worker flushes after each redraw: show it now, not when the next one starts. It stays
+  // pending, so that a redraw split across reads is shown whole.
+  if (redrawing_.count(key) && !pending.empty()) EmitRedraw(rank, stream, pending);
 }
 
 void WorkerOutput::Finish(int rank, OutputStream stream) {
   auto it = partial_.find({rank, stream});
   if (it == partial_.end()) return;
-  if (!it->second.empty()) EmitLine(rank, stream, it->second);
+  if (!it->second.empty() || redrawing_.count({rank, stream})) EmitLine(rank, stream, it->second);
   partial_.erase(it);
+  redrawing_.erase({rank, stream});
 }
 
 std::vector<std::string> WorkerOutput::Tail(int rank) const {
@@ -50,12 +69,42 @@ std::vector<std::string> WorkerOutput::Tail(int rank) const {
   return {it->second.lines().begin(), it->second.lines().end()};
 }
 
+std::optional<int> WorkerOutput::ErrorPrintedBy(int rank) const {
+  auto it = last_error_.find(rank);
+  if (it == last_error_.end()) return std::nullopt;
+  return errors_.at(it->second);
+}
+
 void WorkerOutput::EmitLine(int rank, OutputStream stream, std::string_view line) {
+  std::string prefix = prefix_ && rank != 0 ? fmt::format("[rank {}] ", rank) : "";
+  if (redrawing_.erase({rank, stream}) > 0) {
+    // The end of a redrawn line (its last redraw was relayed already): a newline keeps it on
+    // the screen; text after the last '\r' (a message over the bar) replaces it.
+    if (!line.empty()) tails_.try_emplace(rank, tail_lines_).first->second.Add(std::string(line));
+    print_(stream, line.empty() ? std::string("\n") : fmt::format("\r{}{}\n", prefix, line));
+    redraw_shown_ = false;
+    return;
+  }
   // Rank 0 speaks for the job, as Accelerate's main process does: its lines stay as written, so
   // tools that read a run's output see the same text with one worker or many.
   tails_.try_emplace(rank, tail_lines_).first->second.Add(std::string(line));
-  print_(stream,
-         prefix_ && rank != 0 ? fmt::format("[rank {}] {}\n", rank, line) : fmt::format("{}\n", line));
+  std::string shown(line);
+  // Every rank that fails the same way (a missing file) says so: the text is printed once.
+  std::string own = fmt::format("{}rank {}: ", kWorkerErrorPrefix, rank);
+  if (line.rfind(own, 0) == 0) {
+    auto [first, added] = errors_.try_emplace(std::string(line.substr(own.size())), rank);
+    last_error_[rank] = first->first;
+    if (!added) shown = fmt::format("{}the same error as rank {}", own, first->second);
+  }
+  // Below a redrawn line, not glued to its end; the next redraw comes back under this line.
+  print_(stream, fmt::format("{}{}{}\n", redraw_shown_ ? "\n" : "", prefix, shown));
+  redraw_shown_ = false;
+}
+
+void WorkerOutput::EmitRedraw(int rank, OutputStream stream, std::string_view text) {
+  std::string prefix = prefix_ && rank != 0 ? fmt::format("[rank {}] ", rank) : "";
+  print_(stream, fmt::format("\r{}{}", prefix, text));
+  redraw_shown_ = true;
 }
 
 void PrintToStandardStream(OutputStream stream, std::string_view text) {

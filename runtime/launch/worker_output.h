@@ -4,6 +4,8 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +14,10 @@
 #include "runtime/launch/process.h"
 
 namespace accel::rt::launch {
+
+// How a worker's error line starts (`accelrun: error: rank N: ...`): the launcher relays it as
+// it comes and does not repeat it in its verdict.
+inline constexpr std::string_view kWorkerErrorPrefix = "accelrun: error: ";
 
 // The last `capacity` lines of one worker, oldest first.
 class LogTail {
@@ -29,6 +35,15 @@ class LogTail {
 // stream of the same kind, with a `[rank N] ` prefix when `prefix` is set and N is not 0
 // (rank 0's lines stay as written), and keeps each rank's last lines (both streams, in arrival
 // order) for the failure report.
+//
+// A line that starts with '\r' is a progress line redrawn in place (rank 0's on a terminal,
+// observe::ProgressReporter): what follows the '\r' is relayed as soon as it arrives, without
+// waiting for a newline, so the terminal shows each redraw. A whole line printed while such a
+// line is on the screen starts on a line of its own. Only a redrawn line's last state (or the
+// message that replaced it) is kept in the tail.
+//
+// A worker's error line (`accelrun: error: rank N: TEXT`) whose TEXT another rank printed
+// already is shortened to `accelrun: error: rank N: the same error as rank M`.
 class WorkerOutput {
  public:
   // Receives complete lines, newline included.
@@ -46,14 +61,27 @@ class WorkerOutput {
   // The last lines `rank` wrote, oldest first, without prefix or newline; empty for a rank
   // that wrote nothing.
   std::vector<std::string> Tail(int rank) const;
+  // The rank that printed in full the error text `rank` printed last (`rank` itself, or the one
+  // whose identical error came first), or nullopt when `rank` printed no error line.
+  std::optional<int> ErrorPrintedBy(int rank) const;
 
  private:
   void EmitLine(int rank, OutputStream stream, std::string_view line);
+  // Relays the part of a redrawn line that arrived so far.
+  void EmitRedraw(int rank, OutputStream stream, std::string_view text);
 
   bool prefix_;
   size_t tail_lines_;
   Printer print_;
   std::map<std::pair<int, OutputStream>, std::string> partial_;
+  // The (rank, stream)s whose unfinished line began with '\r'.
+  std::set<std::pair<int, OutputStream>> redrawing_;
+  // The text of each worker error line printed so far, and the rank that printed it first.
+  std::map<std::string, int> errors_;
+  // Each rank's last error line, as the key of `errors_`.
+  std::map<int, std::string> last_error_;
+  // A redrawn line is on the terminal and the cursor is at its end.
+  bool redraw_shown_ = false;
   std::map<int, LogTail> tails_;
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -87,15 +88,19 @@ MetricsLog::~MetricsLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::string MetricsLog::FormatLine(int64_t step, const Scalars& scalars, double time) {
+std::string MetricsLog::FormatLine(int64_t step, const Scalars& scalars, double time, const Labels& labels) {
   std::string line;
   llvm::raw_string_ostream os(line);
   llvm::json::OStream json(os);
+  auto utf8 = [](const std::string& text) {
+    return llvm::json::isUTF8(text) ? text : llvm::json::fixUTF8(text);
+  };
   json.object([&] {
     json.attribute("step", step);
     json.attributeBegin("time");
     json.rawValue(fmt::format("{:.6f}", time));
     json.attributeEnd();
+    for (const auto& [name, text] : labels) json.attribute(utf8(name), utf8(text));
     for (const auto& [name, value] : scalars) {
       json.attributeBegin(llvm::json::isUTF8(name) ? name : llvm::json::fixUTF8(name));
       // fmt's shortest round-trip form ("0.1", "3", "1e+20") is valid JSON; NaN and inf are not.
@@ -125,7 +130,32 @@ llvm::Error MetricsLog::Write(int64_t step, const Scalars& scalars, double time)
                                      path_.c_str());
     }
   }
-  std::string line = FormatLine(step, scalars, time);
+  return Append(FormatLine(step, scalars, time));
+}
+
+llvm::Error MetricsLog::WriteEvent(int64_t step, const std::string& event, const Labels& labels,
+                                   const Scalars& scalars, double time) {
+  Labels all{{"event", event}};
+  all.insert(all.end(), labels.begin(), labels.end());
+  auto reserved = [](const std::string& name) { return name == "step" || name == "time" || name == "event"; };
+  for (const auto& [name, value] : scalars) {
+    if (reserved(name)) {
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "metric `%s` in `%s` clashes with the line's own field", name.c_str(),
+                                     path_.c_str());
+    }
+  }
+  for (size_t i = 1; i < all.size(); ++i) {
+    if (reserved(all[i].first)) {
+      return llvm::createStringError(std::errc::invalid_argument,
+                                     "label `%s` in `%s` clashes with the line's own field",
+                                     all[i].first.c_str(), path_.c_str());
+    }
+  }
+  return Append(FormatLine(step, scalars, time, all));
+}
+
+llvm::Error MetricsLog::Append(const std::string& line) {
   // One write(2) per line: with O_APPEND a kill leaves whole lines plus at most a partial one.
   // Regular files take the whole buffer at once; the loop only covers signals and full disks.
   std::string_view rest(line);
@@ -138,6 +168,33 @@ llvm::Error MetricsLog::Write(int64_t step, const Scalars& scalars, double time)
     rest.remove_prefix(static_cast<size_t>(written));
   }
   return llvm::Error::success();
+}
+
+RunHistory ReadRunHistory(const std::string& path, int64_t step) {
+  RunHistory history;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(line);
+    if (!parsed) {
+      llvm::consumeError(parsed.takeError());
+      continue;
+    }
+    const llvm::json::Object* record = parsed->getAsObject();
+    if (record == nullptr || !record->getInteger("step")) continue;
+    int64_t at = *record->getInteger("step");
+    if (record->getString("event")) {
+      // A later launch may have gone past `step` before it was killed: only what led to `step`.
+      if (auto elapsed = record->getNumber("elapsed_seconds"); elapsed && at <= step)
+        history.elapsed_seconds = *elapsed;
+      continue;
+    }
+    auto loss = record->getNumber("loss");
+    if (!loss) continue;
+    if (!history.first_loss) history.first_loss = *loss;
+    if (at <= step) history.last_loss = *loss;
+  }
+  return history;
 }
 
 }  // namespace accel::rt::observe

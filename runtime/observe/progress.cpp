@@ -1,7 +1,5 @@
 #include "runtime/observe/progress.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,16 +18,14 @@ double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// H:MM:SS, or --:--:-- when there is no rate yet.
-std::string FormatEta(double seconds) {
+// H:MM:SS, or --:--:-- when unknown (an ETA before there is a rate).
+std::string FormatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "--:--:--";
   auto total = static_cast<int64_t>(seconds + 0.5);
   return fmt::format("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60);
 }
 
 }  // namespace
-
-bool IsTerminal(std::FILE* file) { return ::isatty(::fileno(file)) == 1; }
 
 ProgressReporter::ProgressReporter(int64_t total_steps, int64_t first_step, int64_t log_every, bool tty,
                                    std::FILE* out, Clock clock)
@@ -77,10 +73,10 @@ void ProgressReporter::Draw(double now) {
   double rate = elapsed > 0 && done > 0 ? static_cast<double>(done) / elapsed : 0.0;
   std::string rate_text = rate > 0 ? fmt::format("{:.2f} it/s", rate) : "-- it/s";
   double eta = rate > 0 ? static_cast<double>(total_steps_ - step_) / rate : -1.0;
-  std::string line =
-      fmt::format("[{}{}] {:>{}}/{} {:3.0f}%  loss {:.6f}  lr {:.4g}  {}  ETA {}", std::string(filled, '#'),
-                  std::string(kBarWidth - filled, '-'), step_, fmt::formatted_size("{}", total_steps_),
-                  total_steps_, fraction * 100, loss_, lr_, rate_text, FormatEta(eta));
+  std::string line = fmt::format("[{}{}] {:>{}}/{} {:3.0f}%  loss {:.6f}  lr {:.4g}  {}  elapsed {}  ETA {}",
+                                 std::string(filled, '#'), std::string(kBarWidth - filled, '-'), step_,
+                                 fmt::formatted_size("{}", total_steps_), total_steps_, fraction * 100, loss_,
+                                 lr_, rate_text, FormatDuration(elapsed), FormatDuration(eta));
   // Spaces over whatever a longer previous line left behind, instead of terminal escapes.
   size_t width = line.size();
   if (width < last_width_) line.append(last_width_ - width, ' ');

@@ -8,12 +8,10 @@
 
 namespace accel::rt::observe {
 
-// Whether `file` is an open terminal (isatty on its descriptor). `file` must not be null.
-bool IsTerminal(std::FILE* file);
-
 // Training progress for the main process (rank 0 only; not collective). Two forms:
 //  - `tty`: one line redrawn in place with '\r',
-//      [########------------]  80/200  40%  loss 0.123456  lr 0.003  12.34 it/s  ETA 0:00:09
+//      [########------------]  80/200  40%  loss 0.123456  lr 0.003  12.34 it/s  elapsed 0:00:06  ETA 0:00:09
+//    (elapsed time and rate count this run's steps only, on resume too)
 //    at most about 10 times a second, and always at the first step, every `log_every` steps
 //    and the last step; Finish() ends it with a newline.
 //  - otherwise (a log file, a pipe): a plain line at the first step, every `log_every` steps

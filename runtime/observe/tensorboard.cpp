@@ -1,14 +1,17 @@
 #include "runtime/observe/tensorboard.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <array>
 #include <bit>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -130,7 +133,91 @@ std::string EncodeScalarEvent(const std::string& tag, float value, int64_t step,
   return event;
 }
 
-llvm::Expected<TensorBoardWriter> TensorBoardWriter::Open(const std::string& dir) {
+// The open event file, shared by the writer and its flush thread.
+struct TensorBoardWriter::File {
+  std::string path;
+  int fd = -1;
+  std::chrono::milliseconds interval;
+  std::mutex mutex;
+  // Framed records not yet written; guarded by `mutex`.
+  std::string pending;
+  std::condition_variable wake;
+  bool stop = false;  // guarded by `mutex`
+  std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
+
+  llvm::Error FlushLocked() {
+    if (pending.empty()) return llvm::Error::success();
+    // Records only ever reach the file whole, in one write, except when the process dies inside
+    // it. After a failed partial write the written prefix is dropped so a retry does not repeat it.
+    size_t done = 0;
+    while (done < pending.size()) {
+      ssize_t written = ::write(fd, pending.data() + done, pending.size() - done);
+      if (written < 0) {
+        if (errno == EINTR) continue;
+        llvm::Error error = SystemError("cannot write", path);
+        pending.erase(0, done);
+        return error;
+      }
+      done += static_cast<size_t>(written);
+    }
+    pending.clear();
+    return llvm::Error::success();
+  }
+};
+
+namespace {
+
+// A stop signal reaches the flush thread through this pipe: a signal handler may only write(2).
+int g_signal_pipe[2] = {-1, -1};
+constexpr int kStopSignals[] = {SIGTERM, SIGINT};
+
+void OnStopSignal(int signal) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(signal);
+  [[maybe_unused]] ssize_t ignored = ::write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+// Routes SIGTERM and SIGINT to the pipe; false when the pipe cannot be made (then the signals
+// keep their default action, and only the timer flushes).
+bool CatchStopSignals() {
+  if (g_signal_pipe[0] < 0 && ::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  for (int signal : kStopSignals) ::sigaction(signal, &action, nullptr);
+  return true;
+}
+
+void RestoreStopSignals() {
+  for (int signal : kStopSignals) ::signal(signal, SIG_DFL);
+}
+
+}  // namespace
+
+// The flush thread: every `interval`, and at once on a stop signal, after which the process
+// ends by that signal, as it would have without the writer.
+void TensorBoardWriter::FlushUntilStopped(File* file, bool signals) {
+  std::unique_lock<std::mutex> lock(file->mutex);
+  while (!file->stop) {
+    // Short waits, so that a stop signal is acted on within about 50 ms.
+    file->wake.wait_for(lock,
+                        signals ? std::min(file->interval, std::chrono::milliseconds(50)) : file->interval);
+    unsigned char signal = 0;
+    if (signals && ::read(g_signal_pipe[0], &signal, 1) == 1) {
+      llvm::consumeError(file->FlushLocked());
+      RestoreStopSignals();
+      ::raise(signal);
+      return;
+    }
+    if (std::chrono::steady_clock::now() - file->last_flush >= file->interval) {
+      llvm::consumeError(file->FlushLocked());
+      file->last_flush = std::chrono::steady_clock::now();
+    }
+  }
+}
+
+llvm::Expected<TensorBoardWriter> TensorBoardWriter::Open(const std::string& dir,
+                                                          std::chrono::milliseconds flush_interval) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return SystemError("cannot create the directory", dir, ec.value());
@@ -150,64 +237,66 @@ llvm::Expected<TensorBoardWriter> TensorBoardWriter::Open(const std::string& dir
     if (errno != EEXIST || attempt > 1000) return SystemError("cannot create", path);
     path = fmt::format("{}.{}", base, attempt);
   }
-  TensorBoardWriter writer(path, fd);
-  writer.pending_ = FrameRecord(EncodeFileVersionEvent(std::chrono::duration<double>(now).count()));
-  if (llvm::Error error = writer.Flush()) return error;
-  return writer;
+  auto file = std::make_unique<File>();
+  file->path = path;
+  file->fd = fd;
+  file->interval = flush_interval;
+  file->pending = FrameRecord(EncodeFileVersionEvent(std::chrono::duration<double>(now).count()));
+  if (llvm::Error error = file->FlushLocked()) {
+    ::close(fd);
+    return error;
+  }
+  return TensorBoardWriter(std::move(file));
 }
 
-TensorBoardWriter::TensorBoardWriter(TensorBoardWriter&& other) noexcept
-    : path_(std::move(other.path_)), fd_(other.fd_), pending_(std::move(other.pending_)) {
-  other.fd_ = -1;
-  other.pending_.clear();
+TensorBoardWriter::TensorBoardWriter(std::unique_ptr<File> file) : file_(std::move(file)) {
+  bool signals = CatchStopSignals();
+  flusher_ = std::thread(FlushUntilStopped, file_.get(), signals);
 }
+
+TensorBoardWriter::TensorBoardWriter(TensorBoardWriter&& other) noexcept = default;
 
 TensorBoardWriter& TensorBoardWriter::operator=(TensorBoardWriter&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) {
-      llvm::consumeError(Flush());
-      ::close(fd_);
-    }
-    path_ = std::move(other.path_);
-    fd_ = other.fd_;
-    pending_ = std::move(other.pending_);
-    other.fd_ = -1;
-    other.pending_.clear();
+    Close();
+    file_ = std::move(other.file_);
+    flusher_ = std::move(other.flusher_);
   }
   return *this;
 }
 
-TensorBoardWriter::~TensorBoardWriter() {
-  if (fd_ < 0) return;
-  llvm::consumeError(Flush());
-  ::close(fd_);
-  fd_ = -1;
+TensorBoardWriter::~TensorBoardWriter() { Close(); }
+
+void TensorBoardWriter::Close() {
+  if (!file_) return;
+  // Signals first: with the thread gone, a caught SIGTERM would end nothing.
+  RestoreStopSignals();
+  {
+    std::lock_guard<std::mutex> lock(file_->mutex);
+    file_->stop = true;
+  }
+  file_->wake.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  llvm::consumeError(file_->FlushLocked());
+  ::close(file_->fd);
+  file_.reset();
 }
+
+const std::string& TensorBoardWriter::path() const { return file_->path; }
 
 llvm::Error TensorBoardWriter::AddScalar(const std::string& tag, double value, int64_t step,
                                          double wall_time) {
-  pending_ += FrameRecord(EncodeScalarEvent(tag, static_cast<float>(value), step, wall_time));
-  if (pending_.size() >= kFlushBytes) return Flush();
+  std::string record = FrameRecord(EncodeScalarEvent(tag, static_cast<float>(value), step, wall_time));
+  std::lock_guard<std::mutex> lock(file_->mutex);
+  file_->pending += record;
+  if (file_->pending.size() >= kFlushBytes) return file_->FlushLocked();
   return llvm::Error::success();
 }
 
 llvm::Error TensorBoardWriter::Flush() {
-  if (pending_.empty()) return llvm::Error::success();
-  // Records only ever reach the file whole, in one write, except when the process dies inside
-  // it. After a failed partial write the written prefix is dropped so a retry does not repeat it.
-  size_t done = 0;
-  while (done < pending_.size()) {
-    ssize_t written = ::write(fd_, pending_.data() + done, pending_.size() - done);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      llvm::Error error = SystemError("cannot write", path_);
-      pending_.erase(0, done);
-      return error;
-    }
-    done += static_cast<size_t>(written);
-  }
-  pending_.clear();
-  return llvm::Error::success();
+  std::lock_guard<std::mutex> lock(file_->mutex);
+  file_->last_flush = std::chrono::steady_clock::now();
+  return file_->FlushLocked();
 }
 
 }  // namespace accel::rt::observe

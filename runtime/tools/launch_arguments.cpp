@@ -99,6 +99,10 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
            "`checkpoint` step (auto: start fresh when there is none), or from\n"
            "the checkpoint <dir>; steps, data order and RNG continue exactly",
            "`auto` or a checkpoint directory", [&o](std::string_view v) { o.resume = v; }),
+      cli::Option{.names = {"--allow-schedule-change"},
+                  .help = "let --resume continue with another learning-rate schedule than\n"
+                          "the checkpoint's (another train.steps, warmup or lr_schedule)",
+                  .apply = cli::SetFlag(o.allow_schedule_change)},
       Integer("--max-restarts",
               "start a failed job again up to <n> times (default 0), each time\n"
               "from its newest complete checkpoint, after a wait of 1 s doubling\n"

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "compiler/cli/shell_word.h"
+#include "compiler/plan/plan_paths.h"
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/launch/async_printer.h"
@@ -128,9 +129,21 @@ void PrintDone(const fs::path& output_dir, double seconds) {
   llvm::Expected<llvm::json::Value> metrics = llvm::json::parse(text.value_or(""));
   if (text && metrics && metrics->getAsObject()) {
     const llvm::json::Object& m = *metrics->getAsObject();
-    fmt::print("accelrun: done in {:.2f} s: loss {:.6f} -> {:.6f}{}; model {}\n", seconds,
+    int64_t steps = m.getInteger("steps").getValueOr(0);
+    llvm::Optional<int64_t> resumed = m.getInteger("resumed_at_step");
+    if (resumed && *resumed >= steps) {
+      // Nothing trained: a loss line would only repeat the earlier launch's.
+      fmt::print(
+          "accelrun: done in {:.2f} s: the run was already complete (resumed at step {} of {}), nothing was "
+          "trained; model {}\naccelrun: to train longer, raise `train.steps` and resume with "
+          "`--allow-schedule-change`, or start a new run without `--resume`\n",
+          seconds, *resumed, steps, m.getString("model_file").getValueOr("").str());
+      return;
+    }
+    fmt::print("accelrun: done in {:.2f} s: loss {:.6f} -> {:.6f}{}{}; model {}\n", seconds,
                m.getNumber("first_loss").getValueOr(0), m.getNumber("final_loss").getValueOr(0),
-               LossSparkline(output_dir), m.getString("model_file").getValueOr("").str());
+               LossSparkline(output_dir), resumed ? fmt::format(" (resumed at step {})", *resumed) : "",
+               m.getString("model_file").getValueOr("").str());
     return;
   }
   if (!metrics) llvm::consumeError(metrics.takeError());
@@ -236,11 +249,24 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
 
   fs::path output_dir = options.output_dir.empty() ? fs::path(save->dir) : fs::path(options.output_dir);
+  // The plan's input files are relative to the plan file's directory (a spec compiles them
+  // relative to the working directory); the workers read the copy in the output directory, so
+  // they are told where that is.
+  std::error_code cwd_error;
+  fs::path plan_dir = fs::path(options.input).parent_path();
+  fs::path inputs_dir =
+      fs::absolute(is_spec || plan_dir.empty() ? fs::path(".") : plan_dir, cwd_error).lexically_normal();
+  // Rank 0's progress line is redrawn in place when this launcher prints to a terminal.
+  bool progress_tty = ::isatty(STDOUT_FILENO) == 1;
   fs::path plan_path = output_dir / "plan.json";
+  // The copy the workers read is the plan as compiled (its hash names it on every machine);
+  // the directories it places in its output directory follow `--output-dir` (plan_paths.h).
+  plan::Plan moved = *plan;
+  plan::MoveOutputDir(moved, output_dir);
   std::vector<launch::DirectoryLock> locks;
   if (!options.dry_run && StartsRankZero(topology)) {
     llvm::Expected<std::vector<launch::DirectoryLock>> taken =
-        LockJobDirectories(*plan, output_dir, launch_id.id);
+        LockJobDirectories(moved, output_dir, launch_id.id);
     if (!taken) {
       fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(taken.takeError()));
       return kExitFailed;
@@ -275,8 +301,11 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     for (const launch::Slot& slot : at.slots) {
       launch::WorkerSpec worker;
       worker.rank = slot.rank;
-      worker.argv = {worker_executable, plan_path.string(), "--output-dir", output_dir.string()};
+      worker.argv = {worker_executable,   plan_path.string(), "--output-dir",
+                     output_dir.string(), "--inputs-dir",     inputs_dir.string()};
       if (!resume.empty()) worker.argv.insert(worker.argv.end(), {"--resume", resume});
+      if (options.allow_schedule_change) worker.argv.push_back("--allow-schedule-change");
+      if (progress_tty) worker.argv.push_back("--progress-tty");
       if (options.self_test) worker.argv.push_back("--self-test");
       worker.env = common;
       worker.env[launch::kEnvLaunchId] = id;

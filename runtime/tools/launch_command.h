@@ -28,6 +28,8 @@ struct LaunchCommandOptions {
   bool self_test = false;
   // --resume: `auto` or a checkpoint directory; empty starts fresh (docs/checkpoints.md).
   std::string resume;
+  // --allow-schedule-change: a resume may change the learning-rate schedule (with a warning).
+  bool allow_schedule_change = false;
   // --max-restarts: how many times a failed job is started again, resuming from its newest
   // complete checkpoint; only where this launcher starts every rank.
   std::optional<int> max_restarts;

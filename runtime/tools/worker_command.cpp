@@ -6,9 +6,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include <fmt/format.h>
 
+#include "compiler/plan/plan_paths.h"
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/topology.h"
@@ -36,8 +38,7 @@ void PrintChecks(const std::vector<rt::distributed::SelfTestCheck>& checks, int 
 
 }  // namespace
 
-int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir, const std::string& resume,
-                     bool self_test) {
+int RunWorkerCommand(const WorkerCommandOptions& options) {
   // A worker must not outlive its launcher: if the launcher dies (even by SIGKILL), the kernel
   // kills this worker. The parent check covers a launcher that died before the prctl.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -46,8 +47,11 @@ int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir
     fmt::print(stderr, "accelrun: error: the launcher is gone; stopping\n");
     return launch::kWorkerExitFailed;
   }
-  std::optional<plan::Plan> plan = LoadPlan(plan_path);
+  std::optional<plan::Plan> plan = LoadPlan(options.plan);
   if (!plan) return launch::kWorkerExitUsage;
+  plan::ResolveInputPaths(*plan, options.inputs_dir.empty() ? std::filesystem::current_path()
+                                                            : std::filesystem::path(options.inputs_dir));
+  if (!options.output_dir.empty()) plan::MoveOutputDir(*plan, options.output_dir);
   rt::train::WorkerContext context;
   context.rank = EnvInt(launch::kEnvRank, 0);
   context.world_size = EnvInt(launch::kEnvWorldSize, 1);
@@ -55,15 +59,17 @@ int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir
   if (const char* addr = std::getenv(launch::kEnvMasterAddr)) context.master_addr = addr;
   context.master_port = EnvInt(launch::kEnvMasterPort, 0);
   if (const char* id = std::getenv(launch::kEnvLaunchId)) context.launch_id = id;
-  context.output_dir = output_dir;
-  context.resume = resume;
+  context.output_dir = options.output_dir;
+  context.resume = options.resume;
+  context.allow_schedule_change = options.allow_schedule_change;
+  context.progress_tty = options.progress_tty;
   // One line per rank: a rank that fails before it says anything else still leaves this in the
   // launcher's failure report.
   fmt::print("accelrun: worker rank {} of {} (pid {}) joins {}:{}\n", context.rank, context.world_size,
              ::getpid(), context.master_addr, context.master_port);
   std::fflush(stdout);
   llvm::Error error = llvm::Error::success();
-  if (self_test) {
+  if (options.self_test) {
     llvm::Expected<std::vector<rt::distributed::SelfTestCheck>> checks =
         rt::train::RunSelfTestWorker(*plan, context);
     if (checks && context.rank == 0) PrintChecks(*checks, context.world_size);

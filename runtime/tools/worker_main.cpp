@@ -2,7 +2,8 @@
 // of `accelrun env`. The only executable that links LibTorch, so that the launcher, its dry
 // runs, `--help`, `env` and `estimate-memory` start like a small C++ tool.
 //
-//   accelrun-worker <plan.json> [--output-dir <dir>] [--resume auto|<dir>] [--self-test]
+//   accelrun-worker <plan.json> [--output-dir <dir>] [--inputs-dir <dir>] [--resume auto|<dir>]
+//                   [--allow-schedule-change] [--progress-tty] [--self-test]
 //   accelrun-worker --facts     (LibTorch's facts for `accelrun env`, as one JSON object)
 #include <string>
 #include <vector>
@@ -17,10 +18,7 @@
 namespace {
 
 struct WorkerOptions {
-  std::string plan;
-  std::string output_dir;
-  std::string resume;
-  bool self_test = false;
+  accel::tools::WorkerCommandOptions command;
   bool facts = false;
 };
 
@@ -31,23 +29,29 @@ int main(int argc, char** argv) {
   std::vector<accel::cli::Option> table = {
       {.names = {"--output-dir"},
        .value_name = "<dir>",
-       .apply = accel::cli::StoreText(o.output_dir),
+       .apply = accel::cli::StoreText(o.command.output_dir),
+       .needs = "a directory"},
+      {.names = {"--inputs-dir"},
+       .value_name = "<dir>",
+       .apply = accel::cli::StoreText(o.command.inputs_dir),
        .needs = "a directory"},
       {.names = {"--resume"},
        .value_name = "auto|<dir>",
-       .apply = accel::cli::StoreText(o.resume),
+       .apply = accel::cli::StoreText(o.command.resume),
        .needs = "auto or a directory"},
-      {.names = {"--self-test"}, .apply = accel::cli::SetFlag(o.self_test)},
+      {.names = {"--allow-schedule-change"}, .apply = accel::cli::SetFlag(o.command.allow_schedule_change)},
+      {.names = {"--progress-tty"}, .apply = accel::cli::SetFlag(o.command.progress_tty)},
+      {.names = {"--self-test"}, .apply = accel::cli::SetFlag(o.command.self_test)},
       {.names = {"--facts"}, .apply = accel::cli::SetFlag(o.facts)},
   };
   std::string error = accel::cli::Parse(std::vector<std::string>(argv + 1, argv + argc), table,
                                         [&o](const std::string& arg) -> std::string {
-                                          if (!o.plan.empty())
+                                          if (!o.command.plan.empty())
                                             return fmt::format("unexpected argument `{}`", arg);
-                                          o.plan = arg;
+                                          o.command.plan = arg;
                                           return "";
                                         });
-  if (error.empty() && !o.facts && o.plan.empty()) error = "missing the plan to run";
+  if (error.empty() && !o.facts && o.command.plan.empty()) error = "missing the plan to run";
   if (!error.empty()) {
     fmt::print(
         stderr,
@@ -60,5 +64,5 @@ int main(int argc, char** argv) {
     fmt::print("{}\n", accel::tools::TorchFactsJson(accel::tools::CollectTorchFacts()));
     return 0;
   }
-  return accel::tools::RunWorkerCommand(o.plan, o.output_dir, o.resume, o.self_test);
+  return accel::tools::RunWorkerCommand(o.command);
 }

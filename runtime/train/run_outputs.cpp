@@ -86,18 +86,21 @@ llvm::Error WriteRunOutputs(const plan::Plan& plan, const plan::SaveModel& save,
     if (!written) return written.takeError();
     summary.model_path = *written;
     auto optional = [](double value) { return value >= 0 ? llvm::json::Value(value) : nullptr; };
-    llvm::json::Object metrics{{"job", plan.job},
-                               {"plan_hash", plan.hash},
-                               {"world_size", world_size},
-                               {"steps", summary.steps},
-                               {"first_loss", summary.first_loss},
-                               {"final_loss", summary.final_loss},
-                               {"wall_seconds", summary.wall_seconds},
-                               {"eval_loss", optional(summary.eval_loss)},
-                               {"eval_accuracy", optional(summary.eval_accuracy)},
-                               {"blas", support::DetectLoadedBlas().Describe()},
-                               {"model_file", summary.model_path},
-                               {"parameter_digest", summary.parameter_digest}};
+    llvm::json::Object metrics{
+        {"job", plan.job},
+        {"plan_hash", plan.hash},
+        {"world_size", world_size},
+        {"steps", summary.steps},
+        {"first_loss", summary.first_loss},
+        {"final_loss", summary.final_loss},
+        {"wall_seconds", summary.wall_seconds},
+        {"resumed_at_step",
+         summary.resumed_at_step >= 0 ? llvm::json::Value(summary.resumed_at_step) : nullptr},
+        {"eval_loss", optional(summary.eval_loss)},
+        {"eval_accuracy", optional(summary.eval_accuracy)},
+        {"blas", support::DetectLoadedBlas().Describe()},
+        {"model_file", summary.model_path},
+        {"parameter_digest", summary.parameter_digest}};
     if (llvm::Error error = WriteJson((output_dir / "metrics.json").string(), std::move(metrics)))
       return error;
   }

@@ -25,8 +25,8 @@ double UnixSeconds() {
 }  // namespace
 
 RunReport::RunReport(const plan::Plan& plan, const plan::TrainLoop& loop,
-                     const std::filesystem::path& output_dir, int64_t first_step, bool resumed)
-    : loop_(loop), progress_(loop.steps, first_step, loop.log_every, observe::IsTerminal(stdout), stdout) {
+                     const std::filesystem::path& output_dir, int64_t first_step, bool resumed, bool tty)
+    : loop_(loop), progress_(loop.steps, first_step, loop.log_every, tty, stdout) {
   metrics_.emplace(OrThrow(observe::MetricsLog::Open((output_dir / "metrics.jsonl").string(), resumed)));
   for (plan::Tracker tracker : loop.trackers) {
     switch (tracker) {
@@ -62,6 +62,11 @@ void RunReport::LogEval(int64_t step, const observe::Scalars& scalars) {
   std::string line = fmt::format("eval at step {}:", step);
   for (const auto& [name, value] : scalars) line += fmt::format("  {} {:.6f}", name, value);
   progress_.Message(line);
+}
+
+void RunReport::LogEvent(int64_t step, const std::string& event, const observe::Labels& labels,
+                         const observe::Scalars& scalars) {
+  OrThrow(metrics_->WriteEvent(step, event, labels, scalars, UnixSeconds()));
 }
 
 void RunReport::Update(int64_t step, double lr, double samples_per_second) {

@@ -25,9 +25,10 @@ bool IsReportedStep(const plan::TrainLoop& loop, int64_t first_step, int64_t ste
 // report nothing. Throws std::runtime_error when a file cannot be opened or written.
 class RunReport {
  public:
-  // `resumed` continues metrics.jsonl instead of starting it over.
+  // `resumed` continues metrics.jsonl instead of starting it over; `tty` redraws the progress
+  // line in place.
   RunReport(const plan::Plan& plan, const plan::TrainLoop& loop, const std::filesystem::path& output_dir,
-            int64_t first_step, bool resumed);
+            int64_t first_step, bool resumed, bool tty);
 
   // At a reported step, before Update(): a metrics line and TensorBoard scalars (`scalars`,
   // named as they appear in the files: `loss`, `lr`, ...), and `loss` for the progress line.
@@ -36,6 +37,11 @@ class RunReport {
   // An evaluation at `step`: a metrics line and TensorBoard scalars (`eval_loss`, ...), and a
   // plain line on the console.
   void LogEval(int64_t step, const observe::Scalars& scalars);
+
+  // A marker line in metrics.jsonl (`checkpoint`, `resume`; docs/training.md), not shown on
+  // the console or in TensorBoard.
+  void LogEvent(int64_t step, const std::string& event, const observe::Labels& labels,
+                const observe::Scalars& scalars);
 
   // After every optimizer step: the progress line (redrawn on a terminal; a plain line at the
   // reported steps otherwise) with the last logged loss.

@@ -188,6 +188,8 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
   add_json("scheduler.json",
            json::Object{{"type", progress.schedule},
                         {"last_epoch", progress.scheduler_steps},
+                        {"total_steps", progress.schedule_steps},
+                        {"warmup_steps", progress.warmup_steps},
                         {"base_lrs", json::Array{progress.base_lr > 0 ? progress.base_lr : lr}},
                         {"last_lr", json::Array{lr}}});
   add_json("dataloader_0.json",
@@ -228,8 +230,12 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
   if (!saved_world) return saved_world.takeError();
   if (*saved_world != world_size) {
     // Data shards and per-rank RNG states belong to one world size.
-    return Fail(fmt::format("{}: the checkpoint was written by {} processes, this run has {}", state_path,
-                            *saved_world, world_size));
+    return Fail(fmt::format(
+        "{}: the checkpoint was written by {} processes, this run has {}: its data position and RNG states "
+        "are per process, and resuming on another count is not supported yet; resume on {} processes "
+        "(`compute.num_processes = {}`, or `accelrun --nproc-per-node {}` on one machine), or start a new "
+        "run without `--resume`",
+        state_path, *saved_world, world_size, *saved_world, *saved_world, *saved_world));
   }
   llvm::Expected<int64_t> step = Integer(*state, "step", state_path);
   if (!step) return step.takeError();
@@ -262,6 +268,8 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
   if (!scheduler_steps) return scheduler_steps.takeError();
   progress.scheduler_steps = *scheduler_steps;
   progress.schedule = scheduler->getString("type").getValueOr("constant").str();
+  progress.schedule_steps = scheduler->getInteger("total_steps").getValueOr(-1);
+  progress.warmup_steps = scheduler->getInteger("warmup_steps").getValueOr(-1);
   if (const json::Array* base = scheduler->getArray("base_lrs"); base && base->size() == 1)
     progress.base_lr = (*base)[0].getAsNumber().getValueOr(0);
 

@@ -35,6 +35,10 @@ struct Progress {
   std::string schedule = "constant";
   int64_t scheduler_steps = 0;
   double base_lr = 0;
+  // The schedule's length and warmup in scheduler steps, so a resume can tell when its plan
+  // would change the rates (`--allow-schedule-change`); -1 in a checkpoint that predates them.
+  int64_t schedule_steps = -1;
+  int64_t warmup_steps = -1;
 };
 
 // The safetensors dtype of `type` (`F32`, `F64`, `I64`, `U8`), or null for one checkpoints do

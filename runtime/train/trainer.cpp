@@ -5,7 +5,9 @@
 #include <ATen/autocast_mode.h>
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <filesystem>
 
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 
@@ -205,6 +207,14 @@ class BuiltInTransformer final : public NnModel<TransformerModel> {
 class ScriptedModel final : public Model {
  public:
   explicit ScriptedModel(const std::string& path) {
+    // The save hint is for a file that is there but is not a TorchScript archive.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      throw std::invalid_argument(
+          "cannot load the TorchScript model " + path + ": " +
+          (std::filesystem::exists(path, ec) ? "it is not a file" : "the file does not exist") +
+          " (a relative path in a plan is relative to the plan file's directory, in a spec to the spec's)");
+    }
     try {
       module_ = torch::jit::load(path);
     } catch (const c10::Error& error) {

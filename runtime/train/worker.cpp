@@ -90,10 +90,13 @@ class TrainingRun {
     progress::Working("restoring the training state");
     if (llvm::Error error = Restore()) return error;
     const int64_t first_step = progress_.step + 1;
-    if (main_process_) report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0);
+    if (main_process_) {
+      report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0, context_.progress_tty);
+      MarkResume();
+    }
     summary_.steps = loop_.steps;
-    auto started = std::chrono::steady_clock::now();
-    last_report_ = started;
+    started_ = std::chrono::steady_clock::now();
+    last_report_ = started_;
     for (int64_t step = first_step; step <= loop_.steps; ++step) {
       progress::Working(fmt::format("step {}", step));
       StepResult result = Step(step);
@@ -103,7 +106,7 @@ class TrainingRun {
     }
     progress::Working("saving the model");
     if (report_) report_->Finish();
-    summary_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    summary_.wall_seconds = Elapsed();
     if (llvm::Error error = Finish()) return error;
     return summary_;
   }
@@ -196,12 +199,15 @@ class TrainingRun {
                              : data_.split_batches                ? 1
                                                                   : context_.world_size;
     base_lr_ = std::visit([](const auto& optimizer) { return optimizer.lr; }, loop_.optimizer);
-    scheduler_.emplace(ScheduleSpec{loop_.lr_schedule, loop_.warmup_steps * per_step, loop_.steps * per_step,
-                                    loop_.num_cycles},
-                       std::vector<double>{base_lr_});
+    schedule_ = ScheduleSpec{loop_.lr_schedule, loop_.warmup_steps * per_step, loop_.steps * per_step,
+                             loop_.num_cycles};
+    scheduler_per_step_ = per_step;
+    scheduler_.emplace(schedule_, std::vector<double>{base_lr_});
     step_policy_ = SchedulerStepPolicy{data_.split_batches, context_.world_size, ga.adjust_scheduler};
     progress_.schedule = plan::EnumName(loop_.lr_schedule);
     progress_.base_lr = base_lr_;
+    progress_.schedule_steps = schedule_.total_steps;
+    progress_.warmup_steps = schedule_.warmup_steps;
     // The schedule's rate at step 0 (0 with warmup); a loaded checkpoint replaces it.
     trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
     sync_buffers_ = loop_.ddp.broadcast_buffers && !buffers_.empty() && context_.world_size > 1;
@@ -246,9 +252,13 @@ class TrainingRun {
       llvm::Expected<Progress> restored = RestoreTrainingState(
           **from, *trainer_, context_.rank, context_.world_size, DataIdentitySeed(steps_.data));
       if (!restored) return restored.takeError();
+      if (llvm::Error error = CheckSchedule(*restored)) return error;
       progress_ = *restored;
       progress_.schedule = plan::EnumName(loop_.lr_schedule);
       progress_.base_lr = base_lr_;
+      progress_.schedule_steps = schedule_.total_steps;
+      progress_.warmup_steps = schedule_.warmup_steps;
+      resumed_from_ = (*from)->path;
       if (llvm::Error error =
               loaders_->train.Restore(std::max<int64_t>(progress_.data_epoch, 0), progress_.data_position)) {
         return Fail("cannot resume: " + llvm::toString(std::move(error)));
@@ -274,6 +284,67 @@ class TrainingRun {
       std::fflush(stdout);
     }
     return llvm::Error::success();
+  }
+
+  // A resume whose plan would give the remaining steps other learning rates than the
+  // checkpoint's schedule (another `train.steps`, warmup or `lr_schedule`) is refused, unless
+  // `--allow-schedule-change` lets it continue on this plan's schedule, with a warning.
+  llvm::Error CheckSchedule(const Progress& saved) const {
+    const std::string now(plan::EnumName(loop_.lr_schedule));
+    // `constant` ignores the length and the warmup, `constant_with_warmup` the length.
+    bool uses_length = now == "linear" || now == "cosine";
+    bool uses_warmup = now != "constant";
+    bool changed =
+        saved.schedule != now ||
+        (uses_length && saved.schedule_steps >= 0 && saved.schedule_steps != schedule_.total_steps) ||
+        (uses_warmup && saved.warmup_steps >= 0 && saved.warmup_steps != schedule_.warmup_steps);
+    if (!changed) return llvm::Error::success();
+    // In optimizer steps, as the spec counts them (the scheduler counts per_step per step).
+    auto describe = [this](const std::string& kind, int64_t total, int64_t warmup) {
+      if (total < 0) return fmt::format("`{}`", kind);
+      return fmt::format("`{}` over {} steps with {} warmup steps", kind, total / scheduler_per_step_,
+                         warmup / scheduler_per_step_);
+    };
+    std::string difference = fmt::format("the checkpoint's learning-rate schedule is {}, this plan's is {}",
+                                         describe(saved.schedule, saved.schedule_steps, saved.warmup_steps),
+                                         describe(now, schedule_.total_steps, schedule_.warmup_steps));
+    if (!context_.allow_schedule_change) {
+      return llvm::make_error<ArgumentMismatch>(fmt::format(
+          "cannot resume at step {}: {}, so every remaining step would train at another rate than either run "
+          "planned; resume with the checkpoint's `train.steps`, `warmup_steps` and `lr_schedule`, or pass "
+          "`--allow-schedule-change` to continue on this plan's schedule from the checkpoint's position",
+          saved.step, difference));
+    }
+    if (main_process_) {
+      fmt::print(stderr,
+                 "accelrun: warning: {}; from step {} on the rates follow this plan's schedule "
+                 "(`--allow-schedule-change`)\n",
+                 difference, saved.step + 1);
+      std::fflush(stderr);
+    }
+    return llvm::Error::success();
+  }
+
+  // Rank 0 of a resumed run: a `resume` marker in metrics.jsonl, and what the earlier launches
+  // measured (read back from metrics.jsonl), so that metrics.json covers the whole run.
+  void MarkResume() {
+    if (resumed_from_.empty()) return;
+    observe::RunHistory history = observe::ReadRunHistory((dir_ / "metrics.jsonl").string(), progress_.step);
+    earlier_seconds_ = history.elapsed_seconds.value_or(0);
+    if (history.first_loss) {
+      summary_.first_loss = *history.first_loss;
+      first_loss_known_ = true;
+    }
+    if (history.last_loss) summary_.final_loss = *history.last_loss;
+    summary_.resumed_at_step = progress_.step;
+    report_->LogEvent(progress_.step, "resume", {{"checkpoint", resumed_from_}},
+                      {{"elapsed_seconds", earlier_seconds_}});
+  }
+
+  // Seconds of training in the whole run: the earlier launches' (on resume) and this one's.
+  double Elapsed() const {
+    return earlier_seconds_ +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   }
 
   // DDP's require_forward_param_sync: rank 0's buffers are broadcast before a forward pass only
@@ -338,6 +409,10 @@ class TrainingRun {
     bool due = (spec->checkpoint_every > 0 && step % spec->checkpoint_every == 0) ||
                (spec->checkpoint_every_epoch && epoch_ended) || step == loop_.steps;
     if (!due) return llvm::Error::success();
+    // What a resume from this checkpoint reads back to count the whole run's time. Written
+    // before the save, so that a kill right after it still finds it; a save that never
+    // completes leaves a marker that no resume reads (one resumes from an earlier step).
+    if (report_) report_->LogEvent(step, "checkpoint", {}, {{"elapsed_seconds", Elapsed()}});
     return SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
                           DataIdentitySeed(steps_.data), context_.rank, *collectives_);
   }
@@ -367,7 +442,7 @@ class TrainingRun {
     }
     at::Tensor loss = at::full({1}, static_cast<float>(result.loss), at::kFloat);
     double mean = ops_->Reduce(distributed::Value::Tensor(loss), "mean").tensor().item<float>();
-    if (step == first_step) summary_.first_loss = mean;
+    if (step == first_step && !first_loss_known_) summary_.first_loss = mean;
     summary_.final_loss = mean;
     if (!report_) return;
     auto now = std::chrono::steady_clock::now();
@@ -416,6 +491,8 @@ class TrainingRun {
   std::unique_ptr<Reducer> reducer_;
   std::optional<GradientAccumulation> accumulation_;
   std::optional<LrScheduler> scheduler_;
+  ScheduleSpec schedule_;
+  int64_t scheduler_per_step_ = 1;
   SchedulerStepPolicy step_policy_;
   double base_lr_ = 0;
   bool sync_buffers_ = false;
@@ -423,7 +500,13 @@ class TrainingRun {
 
   std::optional<RunReport> report_;
   RunSummary summary_;
+  std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point last_report_;
+  // On resume: the checkpoint loaded, the training seconds before it, and whether the run's
+  // first loss came from metrics.jsonl.
+  std::string resumed_from_;
+  double earlier_seconds_ = 0;
+  bool first_loss_known_ = false;
   int64_t samples_since_report_ = 0;
 };
 

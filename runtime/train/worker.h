@@ -25,6 +25,12 @@ struct WorkerContext {
   // checkpoint of the plan's `checkpoint` step if there is one (fresh otherwise); anything
   // else is a checkpoint directory that must load.
   std::string resume;
+  // `accelrun --allow-schedule-change`: a resume whose learning-rate schedule differs from the
+  // checkpoint's (another `train.steps`, warmup or schedule) continues with a warning instead
+  // of being refused.
+  bool allow_schedule_change = false;
+  // Rank 0 redraws its progress line in place (the launcher's output is a terminal).
+  bool progress_tty = false;
 };
 
 // What a finished run measured (rank 0's view; losses are means over ranks).
@@ -35,7 +41,11 @@ struct RunSummary {
   // The last evaluation over the held-out rows (train.eval_every); -1 without one.
   double eval_loss = -1;
   double eval_accuracy = -1;  // with class labels
+  // Over the whole run: the first loss of its first launch, and the training time of every
+  // launch up to the checkpoint each resume continued from.
   double wall_seconds = 0;
+  // The step the run resumed from (the checkpoint's); -1 for a fresh start.
+  int64_t resumed_at_step = -1;
   std::string model_path;
   std::string parameter_digest;  // sha256 over every parameter's bytes, in name order
 };

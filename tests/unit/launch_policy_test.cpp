@@ -133,6 +133,67 @@ TEST(LaunchPolicy, SilentWorkerIsSaidToHavePrintedNothing) {
   EXPECT_NE(result.message.find("rank 0 printed nothing"), std::string::npos) << result.message;
 }
 
+TEST(LaunchPolicy, VerdictPointsAtTheErrorInsteadOfRepeatingIt) {
+  FakeSpawner spawner;
+  std::string printed;
+  spawner.Write(0, "accelrun: worker rank 0 of 2 (pid 1) joins 127.0.0.1:1\n");
+  spawner.Write(0, "accelrun: error: rank 0: cannot load the model m.pt: the file does not exist\n",
+                OutputStream::kStderr);
+  spawner.Write(1, "accelrun: error: rank 1: cannot load the model m.pt: the file does not exist\n",
+                OutputStream::kStderr);
+  spawner.End(0, Exited(1));
+  spawner.End(1, Exited(1));
+  LaunchResult result = RunWorkers(Workers(2, &printed), spawner);
+  std::string all = printed + result.message;
+  // Printed once: by rank 0 as it came; rank 1 and the verdict point at it.
+  size_t first = all.find("the file does not exist");
+  ASSERT_NE(first, std::string::npos) << all;
+  EXPECT_EQ(all.find("the file does not exist", first + 1), std::string::npos) << all;
+  EXPECT_NE(printed.find("[rank 1] accelrun: error: rank 1: the same error as rank 0\n"), std::string::npos)
+      << printed;
+  EXPECT_NE(result.message.find("rank 0's error is printed above"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("last 1 line of rank 0 before it:\n  | accelrun: worker rank 0"),
+            std::string::npos)
+      << result.message;
+}
+
+TEST(LaunchPolicy, VerdictNamesTheRankWhoseLineCarriedTheSharedError) {
+  FakeSpawner spawner;
+  std::string printed;
+  // Rank 1's line arrives first; rank 0 is the one the verdict names.
+  spawner.Write(1, "accelrun: error: rank 1: the file does not exist\n", OutputStream::kStderr);
+  spawner.Write(0, "accelrun: error: rank 0: the file does not exist\n", OutputStream::kStderr);
+  spawner.End(0, Exited(1));
+  spawner.End(1, Exited(1));
+  LaunchResult result = RunWorkers(Workers(2, &printed), spawner);
+  EXPECT_NE(printed.find("accelrun: error: rank 0: the same error as rank 1\n"), std::string::npos)
+      << printed;
+  EXPECT_NE(result.message.find("rank 0's error is the one rank 1 printed above"), std::string::npos)
+      << result.message;
+}
+
+TEST(WorkerOutput, RelaysRedrawsAsTheyComeAndEndsThemBeforeOtherLines) {
+  std::string printed;
+  WorkerOutput output(true, 20, [&](OutputStream, std::string_view text) { printed += text; });
+  output.Add(0, OutputStream::kStdout, "\r[#---] 1/4");
+  EXPECT_EQ(printed, "\r[#---] 1/4") << "a redraw is relayed without waiting for a newline";
+  output.Add(0, OutputStream::kStdout, "\r[##--] 2/4");
+  // A line of its own below the bar, then the bar again, then its end.
+  output.Add(0, OutputStream::kStdout, "checkpoint saved\n");
+  output.Add(0, OutputStream::kStdout, "\r[####] 4/4");
+  output.Add(0, OutputStream::kStdout, "\n");
+  EXPECT_EQ(printed, "\r[#---] 1/4\r[##--] 2/4\ncheckpoint saved\n\r[####] 4/4\r[####] 4/4\n");
+  EXPECT_EQ(output.Tail(0), (std::vector<std::string>{"checkpoint saved", "[####] 4/4"}));
+
+  // Another rank's line starts below the bar; a message over the bar replaces it, and a redraw
+  // already overtaken in the same read is not shown.
+  printed.clear();
+  output.Add(0, OutputStream::kStdout, "\r[#---] 1/4");
+  output.Add(1, OutputStream::kStdout, "ready\n");
+  output.Add(0, OutputStream::kStdout, "\r[##--] 2/4\reval   \n");
+  EXPECT_EQ(printed, "\r[#---] 1/4\n[rank 1] ready\n\reval   \n");
+}
+
 TEST(WorkerOutput, PrefixesWholeLinesAcrossChunks) {
   std::vector<std::pair<OutputStream, std::string>> printed;
   WorkerOutput output(true, 20, [&](OutputStream stream, std::string_view text) {

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "llvm/Support/JSON.h"
 #include "runtime/observe/metrics_log.h"
@@ -149,6 +152,48 @@ TEST(MetricsLog, RejectsScalarsNamedLikeTheLinesOwnFields) {
   EXPECT_EQ(ReadFile(path), "");
 }
 
+TEST(MetricsLog, MarkerLinesCarryTheirEventAndText) {
+  std::string path = (testing::ScratchDir("events") / "metrics.jsonl").string();
+  llvm::Expected<MetricsLog> log = MetricsLog::Open(path, false);
+  ASSERT_TRUE(bool(log)) << llvm::toString(log.takeError());
+  ASSERT_FALSE(bool(log->WriteEvent(20, "resume", {{"checkpoint", "runs/j/checkpoints/checkpoint_1"}},
+                                    {{"elapsed_seconds", 12.5}}, 1718000000.5)));
+  EXPECT_EQ(ReadFile(path),
+            "{\"step\":20,\"time\":1718000000.500000,\"event\":\"resume\",\"checkpoint\":"
+            "\"runs/j/checkpoints/checkpoint_1\",\"elapsed_seconds\":12.5}\n");
+  llvm::Error clash = log->WriteEvent(21, "resume", {{"event", "x"}}, {}, 1.0);
+  EXPECT_TRUE(bool(clash));
+  llvm::consumeError(std::move(clash));
+}
+
+TEST(MetricsLog, RunHistoryCoversEveryLaunchUpToTheResumedStep) {
+  std::filesystem::path path = testing::ScratchDir("history") / "metrics.jsonl";
+  // A first launch logged to step 30 and was killed after its checkpoint at 20; the second
+  // resumed at 20 and logged again from 21.
+  WriteFile(path,
+            "{\"step\":1,\"time\":1,\"loss\":2.5}\n"
+            "{\"step\":10,\"time\":2,\"loss\":1.5}\n"
+            "{\"step\":10,\"time\":2,\"event\":\"checkpoint\",\"elapsed_seconds\":4}\n"
+            "{\"step\":20,\"time\":3,\"loss\":1.0}\n"
+            "{\"step\":20,\"time\":3,\"event\":\"checkpoint\",\"elapsed_seconds\":8}\n"
+            "{\"step\":30,\"time\":4,\"loss\":0.75}\n"
+            "not json\n"
+            "{\"step\":20,\"time\":9,\"event\":\"resume\",\"elapsed_seconds\":8}\n"
+            "{\"step\":30,\"time\":10,\"loss\":0.5}\n"
+            "{\"step\":30,\"time\":10,\"event\":\"checkpoint\",\"elapsed_seconds\":11}\n");
+  RunHistory at_30 = ReadRunHistory(path.string(), 30);
+  EXPECT_EQ(at_30.first_loss, 2.5);
+  EXPECT_EQ(at_30.last_loss, 0.5);
+  EXPECT_EQ(at_30.elapsed_seconds, 11);
+  // Resumed from the checkpoint at 20 (the one at 30 did not verify): what led there.
+  RunHistory at_20 = ReadRunHistory(path.string(), 20);
+  EXPECT_EQ(at_20.first_loss, 2.5);
+  EXPECT_EQ(at_20.last_loss, 1.0);
+  EXPECT_EQ(at_20.elapsed_seconds, 8);
+  RunHistory none = ReadRunHistory((path.parent_path() / "absent.jsonl").string(), 20);
+  EXPECT_FALSE(none.first_loss || none.last_loss || none.elapsed_seconds);
+}
+
 TEST(MetricsLog, OpenErrorNamesThePath) {
   std::filesystem::path dir = testing::ScratchDir("is_dir");
   llvm::Expected<MetricsLog> log = MetricsLog::Open(dir.string(), false);
@@ -248,7 +293,8 @@ TEST(Progress, TerminalLineIsRedrawnAtMostTenTimesASecond) {
   ASSERT_EQ(text.back(), '\n');
   std::string last = text.substr(text.rfind('\r') + 1);
   EXPECT_EQ(last,
-            "[####################] 1000/1000 100%  loss 0.250000  lr 0.001  1000.00 it/s  ETA 0:00:00\n");
+            "[####################] 1000/1000 100%  loss 0.250000  lr 0.001  1000.00 it/s  elapsed 0:00:01  "
+            "ETA 0:00:00\n");
 }
 
 TEST(Progress, TerminalLineShowsRateAndEtaAndPadsShorterLines) {
@@ -264,8 +310,11 @@ TEST(Progress, TerminalLineShowsRateAndEtaAndPadsShorterLines) {
   std::string text = Contents(out);
   std::fclose(out);
   EXPECT_EQ(text,
-            "\r[--------------------]   1/200   0%  loss 10.500000  lr 0.01  0.50 it/s  ETA 0:06:38"
-            "\r[#-------------------]  10/200   5%  loss 1.500000  lr 0.01  0.50 it/s  ETA 0:06:20 \n");
+            "\r[--------------------]   1/200   0%  loss 10.500000  lr 0.01  0.50 it/s  elapsed 0:00:02  ETA "
+            "0:06:38"
+            "\r[#-------------------]  10/200   5%  loss 1.500000  lr 0.01  0.50 it/s  elapsed 0:00:20  ETA "
+            "0:06:20 "
+            "\n");
 }
 
 TEST(Progress, FinishDrawsAThrottledLastUpdate) {
@@ -291,13 +340,6 @@ TEST(Progress, NoOutputWithoutUpdates) {
   ASSERT_NE(out, nullptr);
   { ProgressReporter progress(10, 1, 1, true, out); }
   EXPECT_EQ(Contents(out), "");
-  std::fclose(out);
-}
-
-TEST(Progress, TmpfileIsNotATerminal) {
-  std::FILE* out = std::tmpfile();
-  ASSERT_NE(out, nullptr);
-  EXPECT_FALSE(IsTerminal(out));
   std::fclose(out);
 }
 
@@ -379,7 +421,8 @@ TEST(TensorBoardWriter, WritesScalarRecordsOnFlushAndOnDestruction) {
   std::string path;
   size_t header = 0;
   {
-    llvm::Expected<TensorBoardWriter> writer = TensorBoardWriter::Open(dir.string());
+    // An interval longer than the test: only Flush() and the destructor write.
+    llvm::Expected<TensorBoardWriter> writer = TensorBoardWriter::Open(dir.string(), std::chrono::hours(1));
     ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
     path = writer->path();
     header = ReadFile(path).size();
@@ -391,6 +434,45 @@ TEST(TensorBoardWriter, WritesScalarRecordsOnFlushAndOnDestruction) {
   }
   EXPECT_EQ(ReadFile(path).substr(header), FrameRecord(EncodeScalarEvent("loss", 0.5f, 3, 1.0)) +
                                                FrameRecord(EncodeScalarEvent("lr", 0.25f, 4, 2.0)));
+}
+
+TEST(TensorBoardWriter, FlushesOnItsOwnAfterTheInterval) {
+  std::filesystem::path dir = testing::ScratchDir("tb_timer");
+  llvm::Expected<TensorBoardWriter> writer =
+      TensorBoardWriter::Open(dir.string(), std::chrono::milliseconds(50));
+  ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+  size_t header = ReadFile(writer->path()).size();
+  ASSERT_FALSE(bool(writer->AddScalar("loss", 0.5, 3, 1.0)));
+  // A live run shows in TensorBoard without a Flush() or 64 KiB of scalars.
+  std::string expected = FrameRecord(EncodeScalarEvent("loss", 0.5f, 3, 1.0));
+  for (int i = 0; i < 500 && ReadFile(writer->path()).size() < header + expected.size(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(ReadFile(writer->path()).substr(header), expected);
+}
+
+TEST(TensorBoardWriter, StopSignalFlushesThenEndsTheProcessByIt) {
+  for (int stop : {SIGTERM, SIGINT}) {
+    std::filesystem::path dir = testing::ScratchDir(stop == SIGTERM ? "tb_sigterm" : "tb_sigint");
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      llvm::Expected<TensorBoardWriter> writer = TensorBoardWriter::Open(dir.string(), std::chrono::hours(1));
+      if (!writer || writer->AddScalar("loss", 0.25, 7, 2.0)) ::_exit(10);
+      ::kill(::getpid(), stop);
+      ::sleep(20);  // ended by the signal long before
+      ::_exit(11);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << status;
+    EXPECT_EQ(WTERMSIG(status), stop);
+    std::vector<std::filesystem::path> files(std::filesystem::directory_iterator(dir), {});
+    ASSERT_EQ(files.size(), 1u);
+    std::string bytes = ReadFile(files[0]);
+    std::string expected = FrameRecord(EncodeScalarEvent("loss", 0.25f, 7, 2.0));
+    ASSERT_GE(bytes.size(), expected.size());
+    EXPECT_EQ(bytes.substr(bytes.size() - expected.size()), expected) << "the buffered scalar was lost";
+  }
 }
 
 TEST(TensorBoardWriter, TwoWritersInOneDirectoryGetTwoFiles) {

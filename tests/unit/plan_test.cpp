@@ -1,4 +1,5 @@
 #include "compiler/plan/plan.h"
+#include "compiler/plan/plan_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -348,6 +349,71 @@ TEST(PlanSchema, EveryRecordRequiresTheFieldsOfTheTable) {
   const llvm::json::Object* hook = defs->getObject("DDPCommunicationHookType");
   ASSERT_NE(hook, nullptr);
   EXPECT_EQ(hook->getArray("enum")->size(), 3u);
+}
+
+// A plan with an input file of each kind of place: a relative model, a relative and an
+// absolute data file, and the output directories.
+Plan PlanWithPaths() {
+  Plan plan;
+  plan.steps.push_back(BuildModel{TorchScript{"specs/models/m.pt"}});
+  BuildDataloader data;
+  NpyDataset npy;
+  npy.features_file = "specs/data/x.npy";
+  npy.targets_file = "/data/y.npy";
+  data.dataset = npy;
+  plan.steps.push_back(data);
+  TrainLoop loop;
+  loop.logging_dir = "runs/j/logs";
+  plan.steps.push_back(loop);
+  SaveModel save;
+  save.dir = "runs/j";
+  plan.steps.push_back(save);
+  Checkpoint checkpoint;
+  checkpoint.project_dir = "runs/j/project";
+  checkpoint.logging_dir = "/scratch/logs";
+  plan.steps.push_back(checkpoint);
+  plan.hash = ComputeHash(plan);
+  return plan;
+}
+
+TEST(PlanPaths, RebasesInputsToThePlansDirectoryAndRehashes) {
+  Plan plan = PlanWithPaths();
+  std::string before = plan.hash;
+  RebaseInputPaths(plan, "/src/repo", "/src/repo/build/plans");
+  EXPECT_EQ(std::get<TorchScript>(plan.Find<BuildModel>()->model).path, "../../specs/models/m.pt");
+  const auto& npy = std::get<NpyDataset>(plan.Find<BuildDataloader>()->dataset);
+  EXPECT_EQ(npy.features_file, "../../specs/data/x.npy");
+  EXPECT_EQ(npy.targets_file, "/data/y.npy");
+  // Outputs are not inputs.
+  EXPECT_EQ(plan.Find<SaveModel>()->dir, "runs/j");
+  EXPECT_NE(plan.hash, before);
+  EXPECT_EQ(plan.hash, ComputeHash(plan));
+}
+
+TEST(PlanPaths, ResolvesInputsUnderTheBaseAndKeepsTheHash) {
+  Plan plan = PlanWithPaths();
+  std::string before = plan.hash;
+  ResolveInputPaths(plan, "/moved/plans/../job");
+  EXPECT_EQ(std::get<TorchScript>(plan.Find<BuildModel>()->model).path, "/moved/job/specs/models/m.pt");
+  EXPECT_EQ(std::get<NpyDataset>(plan.Find<BuildDataloader>()->dataset).targets_file, "/data/y.npy");
+  EXPECT_EQ(plan.hash, before);
+}
+
+TEST(PlanPaths, OutputDirMovesWhatTheOutputDirectoryHolds) {
+  Plan plan = PlanWithPaths();
+  MoveOutputDir(plan, "elsewhere");
+  EXPECT_EQ(plan.Find<SaveModel>()->dir, "elsewhere");
+  EXPECT_EQ(plan.Find<Checkpoint>()->project_dir, "elsewhere/project");
+  EXPECT_EQ(plan.Find<TrainLoop>()->logging_dir, "elsewhere/logs");
+  // Chosen outside the output directory: stays.
+  EXPECT_EQ(plan.Find<Checkpoint>()->logging_dir, "/scratch/logs");
+  // The output directory itself, and a sibling that only shares a prefix.
+  Plan same = PlanWithPaths();
+  std::get<Checkpoint>(same.steps.back()).project_dir = "runs/j";
+  std::get<Checkpoint>(same.steps.back()).logging_dir = "runs/jj";
+  MoveOutputDir(same, "x");
+  EXPECT_EQ(same.Find<Checkpoint>()->project_dir, "x");
+  EXPECT_EQ(same.Find<Checkpoint>()->logging_dir, "runs/jj");
 }
 
 }  // namespace
