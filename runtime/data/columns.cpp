@@ -102,34 +102,36 @@ llvm::Expected<Dataset> LoadTokenStream(const std::string& path, checkpoint::Dty
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = ReadFile(path);
   if (!buffer) return buffer.takeError();
   std::string_view bytes((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
-  const size_t width = info.file_bits / 8;
-  if (width == 0 || bytes.size() % width != 0) {
-    return Fail(fmt::format(
-        "{}: {} bytes is not a whole number of {} tokens ({} bytes each); was the file written with another "
-        "dtype?",
-        path, bytes.size(), info.name, width));
-  }
-  at::Tensor ids;
+  // One reader per integer type; the table's width checks the file holds whole tokens.
+  at::Tensor (*widen)(std::string_view) = nullptr;
   switch (dtype) {
     case checkpoint::Dtype::kU8:
-      ids = Widen<uint8_t>(bytes);
+      widen = Widen<uint8_t>;
       break;
     case checkpoint::Dtype::kU16:
-      ids = Widen<uint16_t>(bytes);
+      widen = Widen<uint16_t>;
       break;
     case checkpoint::Dtype::kI16:
-      ids = Widen<int16_t>(bytes);
+      widen = Widen<int16_t>;
       break;
     case checkpoint::Dtype::kI32:
-      ids = Widen<int32_t>(bytes);
+      widen = Widen<int32_t>;
       break;
     case checkpoint::Dtype::kI64:
-      ids = Widen<int64_t>(bytes);
+      widen = Widen<int64_t>;
       break;
     default:
       return Fail(fmt::format("{}: token ids of dtype {} cannot be read; write uint16 or int32 ids", path,
                               info.name));
   }
+  const size_t width = info.file_bits / 8;
+  if (bytes.size() % width != 0) {
+    return Fail(fmt::format(
+        "{}: {} bytes is not a whole number of {} tokens ({} bytes each); was the file written with another "
+        "dtype?",
+        path, bytes.size(), info.name, width));
+  }
+  at::Tensor ids = widen(bytes);
   const int64_t tokens = ids.size(0);
   if (tokens < block_size + 1) {
     return Fail(fmt::format(

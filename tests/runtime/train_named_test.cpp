@@ -29,7 +29,7 @@ namespace {
 plan::TorchScript SaveModule(const std::string& name, const std::string& source,
                              std::vector<plan::InputBinding> inputs = {}) {
   torch::jit::Module module("Model");
-  module.register_parameter("w", torch::zeros({3, 1}), /*is_buffer=*/false);
+  module.register_parameter("w", torch::zeros({3, 1}).set_requires_grad(true), /*is_buffer=*/false);
   module.define(source);
   std::string path = (testing::ScratchDir("named") / (name + ".pt")).string();
   module.save(path);
