@@ -8,6 +8,7 @@
 #include <torch/script.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "runtime/data/loader.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/operations.h"
+#include "runtime/train/batch_size_search.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/evaluation.h"
 #include "runtime/train/trainer.h"
@@ -223,6 +225,26 @@ TEST(NamedColumns, EvaluationWeighsEachBatchLossByItsSamples) {
   ASSERT_EQ(result->metrics.size(), 1u);
   EXPECT_EQ(result->metrics[0].first, "error");
   EXPECT_EQ(result->accuracy, -1);
+}
+
+// find_executable_batch_size probes a model on named columns with the first rows of every
+// column, and leaves no gradient behind.
+TEST(NamedColumns, TheBatchSizeSearchProbesNamedColumns) {
+  std::unique_ptr<Trainer> trainer =
+      MakeTrainer(plan::BuildModel{SaveModule("named", kNamedArguments)}, Loop());
+  data::Dataset dataset;
+  dataset.columns = Regression();
+  std::unique_ptr<distributed::Collectives> group = distributed::MakeSingleProcess();
+  Reducer reducer(trainer->NamedParameters(), ReducerOptions{}, *group);
+  ::setenv("ACCEL_INJECT_OOM_ABOVE_BATCH", "8", 1);
+  BatchSizeSearch found = FindExecutableBatchSize(*trainer, reducer, dataset, 16, false, *group);
+  ::unsetenv("ACCEL_INJECT_OOM_ABOVE_BATCH");
+  EXPECT_EQ(found.batch_size, 8);
+  EXPECT_EQ(found.tried, "16, 14, 12, 10, 9");
+  at::Tensor weights = trainer->NamedParameters()[0].second;
+  EXPECT_TRUE(!weights.grad().defined() || weights.grad().abs().sum().item<float>() == 0);
+  // The probe at size 8 ran forward and backward on the columns: gradients existed to clear.
+  EXPECT_GT(trainer->ForwardBackward(dataset.Rows(0, 8).columns), 0);
 }
 
 // The plan's token dtypes are rows of the dtype table, and the worker's loaders read them.
