@@ -231,6 +231,20 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "`init_process_group.backend` names a backend accelrun's process groups do not use (MPI, XCCL, HCCL): "
        "it forms them over Gloo on the CPU and NCCL on GPUs.\nFix: use `GLOO` (or leave it unset), or run "
        "the job under Accelerate."},
+      {"A4030",
+       "A built-in model (`MLP`, `Transformer`) on a dataset of named columns (`SafetensorsColumns`, "
+       "`NpyColumns`, `TokenStream`): the built-in models read one float matrix of features.\nFix: bring a "
+       "TorchScript model whose `forward` takes the columns by name and returns its loss, or read the data "
+       "with `CsvDataset`, `NpyDataset` or `SafetensorsDataset`."},
+      {"A4031",
+       "A loss that does not fit the data: on named columns the model computes its own loss (`train.loss = "
+       "model`), and on a dataset of features and targets the runtime computes it (`mse` or "
+       "`cross_entropy`).\nFix: on named columns drop `train.loss` or set `model`; otherwise choose `mse` or "
+       "`cross_entropy`."},
+      {"A4032",
+       "`model.inputs` on a dataset of features and targets: it says which `forward` input each named column "
+       "feeds, and such a dataset feeds `forward` one tensor of features.\nFix: drop `model.inputs`, or read "
+       "the data as named columns."},
   };
   return table;
 }

@@ -158,8 +158,11 @@ class Lowerer {
     const Value& seed_value = seed;
     plan.steps.push_back(plan::BuildModel{FromSpecUnion<plan::Model>(job["model"], "model")});
     Fields train = job.Record("train");
-    plan.steps.push_back(LowerData(job.Record("data"), accelerator, train, compute, seed_value));
-    plan.steps.push_back(LowerTrain(train, accelerator, mixed_precision));
+    plan::BuildDataloader data = LowerData(job.Record("data"), accelerator, train, compute, seed_value);
+    plan::TrainLoop loop = LowerTrain(train, accelerator, mixed_precision);
+    FitModelToData(job, data.dataset, loop);
+    plan.steps.push_back(std::move(data));
+    plan.steps.push_back(std::move(loop));
     LowerCheckpoint(train, accelerator, plan);
 
     Fields output = job.Record("output");
@@ -242,6 +245,10 @@ class Lowerer {
       out = field.unit == "path" ? SpecRelative(value) : value.text;
     } else if constexpr (std::is_enum_v<T>) {
       out = PlanEnum<T>(value);
+    } else if constexpr (std::is_same_v<T, std::vector<plan::InputBinding>>) {
+      // The spec's `{ column: "input" }`, in the spec's order.
+      out.clear();
+      for (size_t i = 0; i < value.keys.size(); ++i) out.push_back({value.keys[i], value.items[i].text});
     } else {
       static_assert(std::is_same_v<T, std::vector<typename T::value_type>>,
                     "a plan field lowering cannot copy");
@@ -339,6 +346,54 @@ class Lowerer {
       }
     }
     return dataset;
+  }
+
+  // Whether the dataset yields named columns (for a model that computes its own loss) rather
+  // than one features tensor and one targets tensor.
+  static bool NamedColumns(const plan::Dataset& dataset) {
+    return std::visit(plan::Overloaded{[](const plan::SyntheticRegression&) { return false; },
+                                       [](const plan::CsvDataset&) { return false; },
+                                       [](const plan::NpyDataset&) { return false; },
+                                       [](const plan::SafetensorsDataset&) { return false; },
+                                       [](const plan::SafetensorsColumns&) { return true; },
+                                       [](const plan::NpyColumns&) { return true; },
+                                       [](const plan::TokenStream&) { return true; }},
+                      dataset);
+  }
+
+  // Named columns feed a TorchScript model that returns its own loss (`model`, also when the
+  // spec leaves `train.loss` unset); features and targets feed any model, and the runtime's
+  // loss compares its outputs with the targets.
+  void FitModelToData(const Fields& job, const plan::Dataset& dataset, plan::TrainLoop& loop) {
+    const Value& model = job["model"];
+    const Value& loss = job.Record("train")["loss"];
+    const std::string& data_type = job["data"].type_name;
+    if (NamedColumns(dataset)) {
+      if (model.type_name != plan::TorchScript::kTag) {
+        Unsupported(diag::Kind::NativeNamedColumnsModel, model,
+                    fmt::format("`model = {}` on the named columns of `{}`", model.type_name, data_type),
+                    "; built-in models read one float matrix of features: bring a TorchScript model whose "
+                    "`forward` takes the columns by name and returns its loss");
+      }
+      if (SetInSpec(loss) && loss.enum_value != "model") {
+        Unsupported(diag::Kind::NativeModelLoss, loss,
+                    fmt::format("`train.loss = {}` on the named columns of `{}`", loss.enum_value, data_type),
+                    "; a model reading named columns returns its own loss: drop `train.loss` or set `model`");
+      }
+      loop.loss = plan::Loss::model;
+      return;
+    }
+    if (loop.loss == plan::Loss::model) {
+      Unsupported(diag::Kind::NativeModelLoss, loss, fmt::format("`train.loss = model` on `{}`", data_type),
+                  "; a model returns its own loss only from named columns (`SafetensorsColumns`, "
+                  "`NpyColumns`, `TokenStream`): choose `mse` or `cross_entropy`");
+    }
+    const Value* inputs = model.Field("inputs");
+    if (inputs != nullptr && !inputs->keys.empty()) {
+      Unsupported(diag::Kind::NativeModelInputs, *inputs, fmt::format("`model.inputs` on `{}`", data_type),
+                  "; it maps named columns to `forward` inputs, and this dataset feeds `forward` one "
+                  "tensor of features: drop it, or read the data as named columns");
+    }
   }
 
   // The spec's enum member, as the plan's enum of the same JSON strings.

@@ -17,17 +17,16 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/data/array_files.h"
 #include "runtime/support/error.h"
 #include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::data {
-namespace {
 
 // Raw file bytes are copied straight into tensors: both .npy (`<`) and safetensors are
 // little-endian, like every host we run on.
 static_assert(std::endian::native == std::endian::little, "the loaders assume a little-endian host");
 
-// "; did you mean `x`?" for a close name, otherwise "; the <what> are `a`, `b`".
 std::string Suggest(const std::string& name, const std::vector<std::string>& candidates,
                     const std::string& what) {
   const std::string* best = nullptr;
@@ -54,6 +53,8 @@ std::string ShapeText(at::IntArrayRef shape) {
   for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + (shape.size() == 1 ? ",)" : ")");
 }
+
+namespace {
 
 // Checks ranks, dtypes and row counts shared by the binary formats and converts to the
 // Dataset's dtypes. `features_name` / `targets_name` say where each tensor came from.
@@ -102,12 +103,16 @@ at::Tensor TensorFromBytes(std::string_view bytes, at::IntArrayRef shape, at::Sc
   return tensor;
 }
 
+}  // namespace
+
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> ReadFile(const std::string& path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer) return Fail(fmt::format("{}: cannot read: {}", path, buffer.getError().message()));
   return std::move(*buffer);
 }
+
+namespace {
 
 // ---- CSV ----
 
@@ -446,6 +451,8 @@ llvm::Expected<at::ScalarType> NpyType(const std::string& descr, const std::stri
                   path, descr));
 }
 
+}  // namespace
+
 llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = ReadFile(path);
   if (!buffer) return buffer.takeError();
@@ -493,6 +500,8 @@ llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
   return TensorFromBytes(data.substr(0, needed), header->shape, *type);
 }
 
+namespace {
+
 // The safetensors dtypes a dataset can hold, in the order the error lists them; their names
 // and ATen types come from the dtype table (runtime/checkpoint/dtypes.def).
 constexpr checkpoint::Dtype kDatasetDtypes[] = {
@@ -513,6 +522,20 @@ llvm::Expected<at::ScalarType> SafetensorsType(const std::string& dtype, const s
 
 }  // namespace
 
+llvm::Expected<at::Tensor> ReadSafetensorsTensor(const checkpoint::SafetensorsFile& file,
+                                                 const std::string& path, const std::string& key) {
+  auto found = file.tensors().find(key);
+  if (found == file.tensors().end()) {
+    std::vector<std::string> keys;
+    for (const auto& [name, info] : file.tensors()) keys.push_back(name);
+    return Fail(fmt::format("{}: no tensor `{}`{}", path, key, Suggest(key, keys, "tensors")));
+  }
+  llvm::Expected<at::ScalarType> type = SafetensorsType(found->second.dtype, path + ": tensor `" + key + "`");
+  if (!type) return type.takeError();
+  // The reader has checked that the byte range matches dtype × shape.
+  return TensorFromBytes(file.Bytes(key), found->second.shape, *type);
+}
+
 llvm::Expected<Dataset> LoadNpy(const std::string& features_path, const std::string& targets_path,
                                 TargetKind kind) {
   llvm::Expected<at::Tensor> features = ReadNpy(features_path);
@@ -526,22 +549,9 @@ llvm::Expected<Dataset> LoadSafetensors(const std::string& path, const std::stri
                                         const std::string& targets_key, TargetKind kind) {
   llvm::Expected<checkpoint::SafetensorsFile> file = checkpoint::SafetensorsFile::Read(path);
   if (!file) return file.takeError();
-  std::vector<std::string> keys;
-  for (const auto& [name, info] : file->tensors()) keys.push_back(name);
-  auto load = [&](const std::string& key) -> llvm::Expected<at::Tensor> {
-    auto found = file->tensors().find(key);
-    if (found == file->tensors().end()) {
-      return Fail(fmt::format("{}: no tensor `{}`{}", path, key, Suggest(key, keys, "tensors")));
-    }
-    llvm::Expected<at::ScalarType> type =
-        SafetensorsType(found->second.dtype, path + ": tensor `" + key + "`");
-    if (!type) return type.takeError();
-    // The reader has checked that the byte range matches dtype × shape.
-    return TensorFromBytes(file->Bytes(key), found->second.shape, *type);
-  };
-  llvm::Expected<at::Tensor> features = load(features_key);
+  llvm::Expected<at::Tensor> features = ReadSafetensorsTensor(*file, path, features_key);
   if (!features) return features.takeError();
-  llvm::Expected<at::Tensor> targets = load(targets_key);
+  llvm::Expected<at::Tensor> targets = ReadSafetensorsTensor(*file, path, targets_key);
   if (!targets) return targets.takeError();
   return Assemble(*features, *targets, kind, fmt::format("{}: tensor `{}`", path, features_key),
                   fmt::format("{}: tensor `{}`", path, targets_key));
@@ -569,6 +579,16 @@ Dataset GenerateSyntheticRegression(int64_t samples, int64_t features, int64_t o
   dataset.targets = at::matmul(dataset.features, weights);
   if (noise > 0) dataset.targets += noise * at::randn(dataset.targets.sizes(), generator, at::kFloat);
   return dataset;
+}
+
+Dataset Dataset::Rows(int64_t start, int64_t length) const {
+  Dataset rows;
+  if (features.defined()) rows.features = features.narrow(0, start, length).contiguous();
+  if (targets.defined()) rows.targets = targets.narrow(0, start, length).contiguous();
+  for (const Column& column : columns) {
+    rows.columns.push_back({column.name, column.values.narrow(0, start, length).contiguous()});
+  }
+  return rows;
 }
 
 }  // namespace accel::rt::data

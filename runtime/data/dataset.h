@@ -10,17 +10,32 @@
 #include "llvm/Support/Error.h"
 
 // In-memory, map-style datasets: every sample is a row of `features` and the same row of
-// `targets`. Every rank loads the whole dataset; runtime/data/sampler.h decides which rows
-// each rank trains on.
+// `targets`, or (for a model that computes its own loss) the same row of each named column.
+// Every rank loads the whole dataset; runtime/data/sampler.h decides which rows each rank
+// trains on.
 namespace accel::rt::data {
 
-struct Dataset {
-  // float32 [N, F].
-  at::Tensor features;
-  // float32 [N, O] for regression, int64 [N] for class labels.
-  at::Tensor targets;
+// A named column: one row per sample along dimension 0 (a window of token ids, a mask, a label).
+struct Column {
+  std::string name;
+  at::Tensor values;
+};
+using Columns = std::vector<Column>;
 
-  int64_t size() const { return features.defined() ? features.size(0) : 0; }
+struct Dataset {
+  // float32 [N, F]; undefined for a dataset of named columns.
+  at::Tensor features;
+  // float32 [N, O] for regression, int64 [N] for class labels; undefined with named columns.
+  at::Tensor targets;
+  // Named columns of N rows each (runtime/data/columns.h); empty for features and targets.
+  Columns columns;
+
+  int64_t size() const {
+    if (features.defined()) return features.size(0);
+    return columns.empty() ? 0 : columns.front().values.size(0);
+  }
+  // Rows [start, start + length) of every tensor, as contiguous copies.
+  Dataset Rows(int64_t start, int64_t length) const;
 };
 
 enum class TargetKind {

@@ -10,7 +10,31 @@
 namespace accel::rt::data {
 namespace {
 
+llvm::Error ValidateColumns(const Columns& columns) {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const Column& column = columns[i];
+    if (column.values.dim() < 1 || column.values.size(0) != columns.front().values.size(0)) {
+      return Fail(fmt::format("dataset column `{}` has {} rows, column `{}` has {}", column.name,
+                              column.values.dim() < 1 ? 0 : column.values.size(0), columns.front().name,
+                              columns.front().values.size(0)));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (columns[j].name == column.name)
+        return Fail(fmt::format("dataset column `{}` appears twice", column.name));
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error ValidateDataset(const Dataset& dataset) {
+  if (!dataset.columns.empty()) {
+    if (dataset.features.defined() || dataset.targets.defined()) {
+      return Fail("a dataset has either named columns or features and targets, not both");
+    }
+    if (llvm::Error error = ValidateColumns(dataset.columns)) return error;
+    if (dataset.size() == 0) return Fail("the dataset is empty; it needs at least one sample");
+    return llvm::Error::success();
+  }
   if (!dataset.features.defined() || !dataset.targets.defined()) {
     return Fail("the dataset has no features or no targets");
   }
@@ -69,8 +93,13 @@ Batch DataLoader::Next() {
   // A view of the indices, not a copy: index_select copies the rows out.
   at::Tensor index = at::from_blob(indices.data(), {static_cast<int64_t>(indices.size())}, at::kLong);
   Batch batch;
-  batch.features = at::index_select(dataset_.features, 0, index);
-  batch.targets = at::index_select(dataset_.targets, 0, index);
+  if (dataset_.columns.empty()) {
+    batch.features = at::index_select(dataset_.features, 0, index);
+    batch.targets = at::index_select(dataset_.targets, 0, index);
+  }
+  for (const Column& column : dataset_.columns) {
+    batch.columns.push_back({column.name, at::index_select(column.values, 0, index)});
+  }
   batch.epoch = epoch_;
   batch.last_in_epoch = position_ == batches_per_epoch();
   return batch;

@@ -17,10 +17,19 @@ struct Batch {
   at::Tensor features;
   // float32 [B, O] or int64 [B], as in the Dataset.
   at::Tensor targets;
+  // With a dataset of named columns: B rows of each column, in the dataset's order; features
+  // and targets are then undefined.
+  Columns columns;
   int64_t epoch = 0;
   // The last batch of this process in `epoch`: what GradientAccumulationPlugin's
   // sync_with_dataloader (GradientState.end_of_dataloader) keys on.
   bool last_in_epoch = false;
+
+  // The samples in the batch.
+  int64_t size() const {
+    if (features.defined()) return features.size(0);
+    return columns.empty() ? 0 : columns.front().values.size(0);
+  }
 };
 
 // This process's endless stream of batches over an in-memory dataset, epoch after epoch, in
@@ -30,7 +39,8 @@ struct Batch {
 class DataLoader {
  public:
   // `spec.dataset_size` is ignored and taken from `dataset`. Errors: an empty or malformed
-  // dataset (features not 2-D float32, targets of another row count), an invalid spec (see
+  // dataset (features not 2-D float32, targets of another row count, named columns of
+  // different row counts or names), an invalid spec (see
   // ShardBatches), and a spec that gives this process no batch per epoch (e.g. drop_last with
   // fewer samples than one batch), each naming the fix.
   static llvm::Expected<DataLoader> Create(Dataset dataset, ShardSpec spec);

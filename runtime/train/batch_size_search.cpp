@@ -61,7 +61,11 @@ BatchSizeSearch FindExecutableBatchSize(Trainer& trainer, Reducer& reducer, cons
             fmt::format("CUDA out of memory. Tried to allocate a batch of {} (injected)", size));
       }
       reducer.PrepareForBackward(/*sync=*/false);
-      trainer.ForwardBackward(data.features.narrow(0, 0, rows), data.targets.narrow(0, 0, rows));
+      if (data.columns.empty()) {
+        trainer.ForwardBackward(data.features.narrow(0, 0, rows), data.targets.narrow(0, 0, rows));
+      } else {
+        trainer.ForwardBackward(data.Rows(0, rows).columns);
+      }
     } catch (const std::exception& error) {
       if (!memory::LooksLikeOutOfMemory(error)) throw;
       what = error.what();

@@ -2,7 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
+#include "runtime/checkpoint/dtype.h"
+#include "runtime/data/columns.h"
+
 namespace accel::rt::train {
+namespace {
+
+// The dtype table's row of a token file's element type: the plan's enum strings are the
+// table's names.
+checkpoint::Dtype TokenDtype(plan::TokenDtype dtype) {
+  for (const checkpoint::DtypeInfo& info : checkpoint::AllDtypes()) {
+    if (info.name == plan::EnumName(dtype)) return info.dtype;
+  }
+  // plan.def names rows of dtypes.def; tests/runtime/train_named_test.cpp opens a stream of each.
+  std::abort();
+}
+
+}  // namespace
 
 llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, int64_t eval_samples, int rank,
                                             int world_size) {
@@ -21,6 +39,15 @@ llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, i
                                   },
                                   [&](const plan::SafetensorsDataset& d) -> llvm::Expected<data::Dataset> {
                                     return data::LoadSafetensors(d.path, d.features_key, d.targets_key, kind);
+                                  },
+                                  [](const plan::SafetensorsColumns& d) -> llvm::Expected<data::Dataset> {
+                                    return data::LoadSafetensorsColumns(d.path, d.columns);
+                                  },
+                                  [](const plan::NpyColumns& d) -> llvm::Expected<data::Dataset> {
+                                    return data::LoadNpyColumns(d.dir, d.columns);
+                                  },
+                                  [](const plan::TokenStream& d) -> llvm::Expected<data::Dataset> {
+                                    return data::LoadTokenStream(d.path, TokenDtype(d.dtype), d.block_size);
                                   }},
                  spec.dataset);
   if (!dataset) return dataset.takeError();
@@ -33,10 +60,8 @@ llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, i
   }
   data::Dataset held_out;
   if (eval_samples > 0) {
-    held_out.features = dataset->features.narrow(0, rows - eval_samples, eval_samples).contiguous();
-    held_out.targets = dataset->targets.narrow(0, rows - eval_samples, eval_samples).contiguous();
-    dataset->features = dataset->features.narrow(0, 0, rows - eval_samples).contiguous();
-    dataset->targets = dataset->targets.narrow(0, 0, rows - eval_samples).contiguous();
+    held_out = dataset->Rows(rows - eval_samples, eval_samples);
+    *dataset = dataset->Rows(0, rows - eval_samples);
   }
   data::ShardSpec shard;
   shard.batch_size = spec.batch_size;

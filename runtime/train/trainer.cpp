@@ -5,11 +5,18 @@
 #include <ATen/autocast_mode.h>
 #include <torch/script.h>
 #include <torch/torch.h>
-#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
+
+#include "runtime/tensor/scalar_type.h"
+#include "runtime/train/named_inputs.h"
 
 namespace accel::rt::train {
 namespace {
@@ -116,6 +123,12 @@ class Model {
   virtual std::vector<std::pair<std::string, torch::Tensor>> Buffers() const = 0;
   // Training mode (batch norm uses batch statistics) or evaluation mode (running statistics).
   virtual void SetTraining(bool training) = 0;
+  // A batch of named columns, for a model that returns its own loss; CheckColumns throws
+  // std::invalid_argument when they do not bind to forward's inputs.
+  virtual void CheckColumns(const data::Columns& columns) const = 0;
+  virtual torch::jit::IValue ForwardColumns(const data::Columns& columns) = 0;
+  // forward's signature, for errors.
+  virtual std::string Signature() const = 0;
 };
 
 std::vector<std::pair<std::string, torch::Tensor>> Named(
@@ -136,8 +149,17 @@ class NnModel : public Model {
   std::vector<std::pair<std::string, torch::Tensor>> Buffers() const override {
     return Named(net_->named_buffers());
   }
+  // The built-in models read features only; lowering refuses them on named columns (A4030).
+  void CheckColumns(const data::Columns&) const override { RefuseColumns(); }
+  torch::jit::IValue ForwardColumns(const data::Columns&) override { RefuseColumns(); }
+  std::string Signature() const override { return "forward(features: Tensor)"; }
 
  protected:
+  [[noreturn]] static void RefuseColumns() {
+    throw std::invalid_argument(
+        "built-in models read one float tensor of features, not named columns; bring a TorchScript model");
+  }
+
   explicit NnModel(Net net) : net_(std::move(net)) {}
   Net net_;
 };
@@ -206,7 +228,8 @@ class BuiltInTransformer final : public NnModel<TransformerModel> {
 // Python model's state_dict keys.
 class ScriptedModel final : public Model {
  public:
-  explicit ScriptedModel(const std::string& path) {
+  explicit ScriptedModel(const plan::TorchScript& spec) {
+    const std::string& path = spec.path;
     // The save hint is for a file that is there but is not a TorchScript archive.
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
@@ -227,7 +250,13 @@ class ScriptedModel final : public Model {
     if (Parameters().empty()) {
       throw std::invalid_argument("the TorchScript model " + path + " has no trainable parameters");
     }
+    binder_.emplace(module_, spec.inputs);
   }
+  void CheckColumns(const data::Columns& columns) const override { binder_->Check(columns); }
+  torch::jit::IValue ForwardColumns(const data::Columns& columns) override {
+    return binder_->Call(module_, columns);
+  }
+  std::string Signature() const override { return binder_->signature(); }
   torch::Tensor Forward(const torch::Tensor& features) override {
     torch::jit::IValue output = module_.forward({features});
     if (!output.isTensor()) {
@@ -258,7 +287,18 @@ class ScriptedModel final : public Model {
 
  private:
   mutable torch::jit::Module module_;
+  std::optional<InputBinder> binder_;
 };
+
+// The last non-blank line of an error: TorchScript's interpreter puts its Python-style
+// traceback first and the error itself (`RuntimeError: mat1 and mat2 shapes ...`) last.
+std::string LastLine(const std::string& text) {
+  size_t end = text.find_last_not_of(" \n");
+  if (end == std::string::npos) return text;
+  size_t start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
 
 class TorchTrainer final : public Trainer {
  public:
@@ -270,7 +310,7 @@ class TorchTrainer final : public Trainer {
                                            return std::make_unique<BuiltInTransformer>(m);
                                          },
                                          [](const plan::TorchScript& m) -> std::unique_ptr<Model> {
-                                           return std::make_unique<ScriptedModel>(m.path);
+                                           return std::make_unique<ScriptedModel>(m);
                                          }},
                         model.model);
     std::vector<torch::Tensor> parameters;
@@ -324,6 +364,63 @@ class TorchTrainer final : public Trainer {
       result.correct = output.argmax(1).eq(targets).to(torch::kFloat);
     return result;
   }
+  float ForwardBackward(const data::Columns& batch, double loss_scale) override {
+    torch::Tensor loss = ForwardColumns(batch).loss;
+    (loss_scale == 1.0 ? loss : loss * loss_scale).backward();
+    return loss.item<float>();
+  }
+
+  ModelOutputs Evaluate(const data::Columns& batch) override {
+    torch::NoGradGuard no_grad;
+    model_->SetTraining(false);
+    try {
+      ModelOutputs outputs = ForwardColumns(batch);
+      model_->SetTraining(true);
+      return outputs;
+    } catch (...) {
+      model_->SetTraining(true);
+      throw;
+    }
+  }
+
+  void CheckColumns(const data::Columns& sample) override {
+    model_->CheckColumns(sample);
+    try {
+      Evaluate(sample);
+    } catch (const std::invalid_argument&) {
+      throw;
+    } catch (const c10::Error& error) {
+      throw std::invalid_argument(DescribeFailure(sample, error.what_without_backtrace()));
+    } catch (const std::exception& error) {
+      throw std::invalid_argument(DescribeFailure(sample, error.what()));
+    }
+  }
+
+  // Names bind but forward fails on these tensors: a shape or dtype the model does not take.
+  std::string DescribeFailure(const data::Columns& sample, const std::string& what) const {
+    std::vector<std::string> fed;
+    for (const data::Column& column : sample) {
+      std::ostringstream shape;
+      shape << tensor::TorchName(column.values.scalar_type()) << " " << column.values.sizes();
+      fed.push_back("`" + column.name + "` " + shape.str());
+    }
+    return fmt::format(
+        "{} fails on the first {} samples (columns {}): {}; check each column's shape and dtype against the "
+        "input "
+        "it feeds",
+        model_->Signature(), sample.front().values.size(0), fmt::join(fed, ", "), LastLine(what));
+  }
+
+  // The forward pass of named columns, under autocast as Forward's; the model computes the loss
+  // inside the region, as its own forward does under Accelerate's autocast.
+  ModelOutputs ForwardColumns(const data::Columns& batch) {
+    if (loop_.mixed_precision == plan::MixedPrecision::bf16) {
+      CpuAutocast autocast(loop_.autocast.enabled, loop_.autocast.cache_enabled);
+      return ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
+    }
+    return ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
+  }
+
   // The forward pass under bf16 autocast when the loop asks for it; outputs in fp32, as
   // Accelerate's prepared model returns them (convert_outputs_to_fp32), so the loss is computed
   // outside the autocast region, as in a user's loop.

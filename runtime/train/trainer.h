@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "compiler/plan/plan.h"
+#include "runtime/data/dataset.h"
 
 namespace accel::rt::train {
 
@@ -39,6 +40,13 @@ struct Evaluation {
   at::Tensor correct;  // float32 [B] of 0/1 with cross_entropy (argmax == label); else undefined
 };
 
+// What a model that computes its own loss (from named columns) returned for one batch.
+struct ModelOutputs {
+  at::Tensor loss;  // float32, 0-dim; with its autograd graph in training
+  // The other 0-dim tensors of a returned dict, by key (detached float32): the model's metrics.
+  std::vector<std::pair<std::string, at::Tensor>> metrics;
+};
+
 // The model and its optimizer. Hides torch::nn, torch::jit and torch::optim (and their heavy
 // headers) behind a small interface the worker drives.
 class Trainer {
@@ -53,6 +61,20 @@ class Trainer {
   // The forward pass in evaluation mode (batch norm on running statistics), without gradients,
   // under the same autocast as training; the model returns to training mode afterwards.
   virtual Evaluation Evaluate(const at::Tensor& features, const at::Tensor& targets) = 0;
+  // A batch of named columns (a TorchScript model that computes its own loss): forward with
+  // each column bound to its input (plan::TorchScript::inputs), under autocast as above, and
+  // backward of the loss it returned × `loss_scale`. Returns this rank's unscaled loss. Throws
+  // std::invalid_argument for a model that does not take named columns or whose forward does
+  // not return a loss (see CheckColumns).
+  virtual float ForwardBackward(const data::Columns& batch, double loss_scale = 1.0) = 0;
+  // The forward pass of named columns in evaluation mode, without gradients: the loss and
+  // metrics the model returned.
+  virtual ModelOutputs Evaluate(const data::Columns& batch) = 0;
+  // Before the first step: checks that `sample` (a few rows of every column) binds to forward's
+  // inputs and that one evaluation forward on it returns a loss, leaving no trace (evaluation
+  // mode, no gradients). Throws std::invalid_argument naming the column, the input and
+  // forward's signature: a name that does not bind, or what forward raised on these shapes.
+  virtual void CheckColumns(const data::Columns& sample) = 0;
   // Scales the gradients so their global L2 norm is at most `max_norm` (clip_grad_norm_);
   // returns the norm before clipping.
   virtual double ClipGradNorm(double max_norm) = 0;

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -190,6 +191,7 @@ class TrainingRun {
       }
     }
     if (llvm::Error error = ResolveLength()) return error;
+    if (llvm::Error error = CheckColumns()) return error;
     const plan::GradientAccumulationPlugin& ga = loop_.gradient_accumulation;
     accumulation_.emplace(
         GradientAccumulationSpec{ga.num_steps, ga.sync_with_dataloader, ga.sync_each_batch});
@@ -228,6 +230,21 @@ class TrainingRun {
       fmt::print("accelrun: {} epoch{} of {} batches per process: {} optimizer steps\n", epochs,
                  epochs == 1 ? "" : "s", sharder->batches_per_epoch(), loop_.steps);
       std::fflush(stdout);
+    }
+    return llvm::Error::success();
+  }
+
+  // A model on named columns: every input binds and one evaluation forward on the first rows
+  // returns a loss, before the first step, so a name or shape that does not fit is one clear
+  // error (the same on every rank) rather than a failure inside the first collective step.
+  llvm::Error CheckColumns() {
+    const data::Dataset& dataset = loaders_->train.dataset();
+    if (dataset.columns.empty()) return llvm::Error::success();
+    int64_t rows = std::min<int64_t>(dataset.size(), std::max<int64_t>(1, loaders_->train.spec().batch_size));
+    try {
+      trainer_->CheckColumns(dataset.Rows(0, rows).columns);
+    } catch (const std::invalid_argument& error) {
+      return Fail(error.what());
     }
     return llvm::Error::success();
   }
@@ -373,11 +390,12 @@ class TrainingRun {
       BroadcastBuffersIfDue(/*next=*/accumulation_->all_reduce_gradients());
       reducer_->PrepareForBackward(accumulation_->all_reduce_gradients());
       // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
-      loss_total += trainer_->ForwardBackward(
-          batch.features, batch.targets, 1.0 / static_cast<double>(loop_.gradient_accumulation.num_steps));
+      const double scale = 1.0 / static_cast<double>(loop_.gradient_accumulation.num_steps);
+      loss_total += batch.columns.empty() ? trainer_->ForwardBackward(batch.features, batch.targets, scale)
+                                          : trainer_->ForwardBackward(batch.columns, scale);
       if (accumulation_->all_reduce_gradients()) reducer_->Finalize();
-      samples_since_report_ += batch.features.size(0) * context_.world_size;
-      progress_.samples_seen += batch.features.size(0) * context_.world_size;
+      samples_since_report_ += batch.size() * context_.world_size;
+      progress_.samples_seen += batch.size() * context_.world_size;
       // Not stepped with the optimizer: the loop's scheduler.step() after every micro-batch
       // reaches the scheduler itself; the sync micro-batch's comes after the optimizer step.
       if (!loop_.step_scheduler_with_optimizer && !sync) scheduler_->Step();
@@ -428,6 +446,8 @@ class TrainingRun {
     summary_.eval_accuracy = eval->accuracy;
     observe::Scalars scalars{{"eval_loss", eval->loss}};
     if (eval->accuracy >= 0) scalars.emplace_back("eval_accuracy", eval->accuracy);
+    if (eval->perplexity >= 0) scalars.emplace_back("eval_perplexity", eval->perplexity);
+    for (const auto& [name, value] : eval->metrics) scalars.emplace_back("eval_" + name, value);
     if (report_) report_->LogEval(step, scalars);
     return llvm::Error::success();
   }

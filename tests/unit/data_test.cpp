@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/data/columns.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/loader.h"
 #include "runtime/data/sampler.h"
@@ -622,6 +623,127 @@ TEST(DataLoader, ReportsDatasetsThatGiveNoBatch) {
       "round wraps around, or lower batch_size");
   EXPECT_EQ(ErrorOf(DataLoader::Create(Rows(0), Spec(0, 2, 1, 0))),
             "the dataset is empty; it needs at least one sample");
+}
+
+// ---- named columns ----
+
+TEST(LoadTokenStream, CutsWindowsWithTargetsShiftedByOne) {
+  TempDir dir;
+  // 12 uint16 tokens, some above int16's range: 11 / 3 = 3 windows, token 11 only as a target.
+  std::vector<uint16_t> ids = {0, 1, 2, 3, 4, 5, 6, 7, 8, 65535, 40000, 9};
+  std::string path = dir.Write("tokens.bin", Bytes(ids));
+  Dataset dataset = Unwrap(LoadTokenStream(path, checkpoint::Dtype::kU16, 3));
+  ASSERT_EQ(dataset.columns.size(), 2u);
+  EXPECT_EQ(dataset.columns[0].name, "input_ids");
+  EXPECT_EQ(dataset.columns[1].name, "targets");
+  EXPECT_EQ(dataset.size(), 3);
+  EXPECT_EQ(dataset.columns[0].values.sizes(), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(dataset.columns[0].values.scalar_type(), at::kLong);
+  EXPECT_EQ(Longs(dataset.columns[0].values), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(Longs(dataset.columns[1].values), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 65535}));
+  // int32 ids, exactly one window plus its next token.
+  std::vector<int32_t> wide = {70000, 1, 2};
+  std::string int32_path = dir.Write("wide.bin", Bytes(wide));
+  Dataset one = Unwrap(LoadTokenStream(int32_path, checkpoint::Dtype::kI32, 2));
+  EXPECT_EQ(Longs(one.columns[0].values), (std::vector<int64_t>{70000, 1}));
+  EXPECT_EQ(Longs(one.columns[1].values), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(LoadTokenStream, ReportsTornFilesShortFilesAndNegativeIds) {
+  TempDir dir;
+  std::string odd = dir.Write("odd.bin", std::string(5, '\0'));
+  EXPECT_EQ(ErrorOf(LoadTokenStream(odd, checkpoint::Dtype::kU16, 1)),
+            odd +
+                ": 5 bytes is not a whole number of uint16 tokens (2 bytes each); was the file written with "
+                "another dtype?");
+  std::string short_file = dir.Write("short.bin", Bytes(std::vector<uint16_t>{1, 2, 3}));
+  EXPECT_EQ(ErrorOf(LoadTokenStream(short_file, checkpoint::Dtype::kU16, 3)),
+            short_file +
+                ": 3 tokens make no window: one needs block_size 3 tokens and the token after them; "
+                "lower `block_size` or use a longer file");
+  std::string negative = dir.Write("negative.bin", Bytes(std::vector<int32_t>{1, -4, 2}));
+  EXPECT_EQ(ErrorOf(LoadTokenStream(negative, checkpoint::Dtype::kI32, 1)),
+            negative + ": token 1 has the negative id -4; ids index a vocabulary from 0");
+  EXPECT_EQ(ErrorOf(LoadTokenStream(short_file, checkpoint::Dtype::kF32, 1)),
+            short_file + ": token ids of dtype float32 cannot be read; write uint16 or int32 ids");
+}
+
+TEST(LoadNpyColumns, ReadsEveryArrayOfADirectoryKeepingIntegerDtypes) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.Path("cols"));
+  dir.Write("cols/input_ids.npy", Npy("<i4", "(2, 3)", Bytes<int32_t>({1, 2, 3, 4, 5, 6})));
+  dir.Write("cols/mask.npy", Npy("|u1", "(2, 3)", std::string("\x01\x01\x00\x01\x00\x00", 6)));
+  dir.Write("cols/score.npy", Npy("<f8", "(2,)", Bytes<double>({0.5, 1.5})));
+  dir.Write("cols/notes.txt", "not a column");
+  Dataset dataset = Unwrap(LoadNpyColumns(dir.Path("cols"), {}));
+  ASSERT_EQ(dataset.columns.size(), 3u);
+  EXPECT_EQ(dataset.columns[0].name, "input_ids");
+  EXPECT_EQ(dataset.columns[0].values.scalar_type(), at::kInt);
+  EXPECT_EQ(dataset.columns[1].name, "mask");
+  EXPECT_EQ(dataset.columns[1].values.scalar_type(), at::kByte);
+  EXPECT_EQ(dataset.columns[2].name, "score");
+  EXPECT_EQ(Floats(dataset.columns[2].values), (std::vector<float>{0.5, 1.5}));
+  // Named columns come in the order asked for.
+  Dataset chosen = Unwrap(LoadNpyColumns(dir.Path("cols"), {"score", "input_ids"}));
+  ASSERT_EQ(chosen.columns.size(), 2u);
+  EXPECT_EQ(chosen.columns[0].name, "score");
+  EXPECT_EQ(chosen.columns[1].name, "input_ids");
+}
+
+TEST(LoadNpyColumns, ReportsMissingColumnsAndUnequalLengths) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.Path("cols"));
+  dir.Write("cols/input_ids.npy", Npy("<i8", "(2, 2)", Bytes<int64_t>({1, 2, 3, 4})));
+  dir.Write("cols/labels.npy", Npy("<i8", "(3,)", Bytes<int64_t>({0, 1, 0})));
+  EXPECT_EQ(ErrorOf(LoadNpyColumns(dir.Path("cols"), {"input_id"})),
+            dir.Path("cols") + ": no file `input_id.npy` for column `input_id`; did you mean `input_ids`?");
+  EXPECT_EQ(
+      ErrorOf(LoadNpyColumns(dir.Path("cols"), {})),
+      dir.Path("cols") +
+          ": column `labels` has 3 rows (shape (3,)) but column `input_ids` has 2 (shape (2, 2)); every "
+          "column needs one row per sample");
+  EXPECT_EQ(ErrorOf(LoadNpyColumns(dir.Path("none"), {})).rfind(dir.Path("none") + ": cannot list", 0), 0u);
+}
+
+TEST(LoadSafetensorsColumns, ReadsNamedTensorsAsColumns) {
+  TempDir dir;
+  std::string path = dir.Path("columns.safetensors");
+  ASSERT_FALSE(checkpoint::WriteSafetensors(path, {{"input_ids", "I64", {2, 2}, Bytes<int64_t>({5, 6, 7, 8})},
+                                                   {"labels", "I32", {2}, Bytes<int32_t>({1, 0})},
+                                                   {"scalar", "F32", {}, Bytes<float>({1})}}));
+  Dataset dataset = Unwrap(LoadSafetensorsColumns(path, {"labels", "input_ids"}));
+  ASSERT_EQ(dataset.columns.size(), 2u);
+  EXPECT_EQ(dataset.columns[0].values.scalar_type(), at::kInt);
+  EXPECT_EQ(Longs(dataset.columns[1].values), (std::vector<int64_t>{5, 6, 7, 8}));
+  EXPECT_EQ(ErrorOf(LoadSafetensorsColumns(path, {})),
+            path +
+                ": column `scalar` is a single value; a column needs one row per sample along its first "
+                "dimension");
+  EXPECT_EQ(ErrorOf(LoadSafetensorsColumns(path, {"label"})),
+            path + ": no tensor `label`; did you mean `labels`?");
+}
+
+TEST(DataLoader, DealsTheSameRowsOfEveryNamedColumn) {
+  Dataset dataset;
+  dataset.columns.push_back({"ids", at::arange(20, at::kLong).reshape({10, 2})});
+  dataset.columns.push_back({"label", at::arange(10, at::kInt)});
+  ShardSpec spec = Spec(0, 3, 2, 1);
+  spec.shuffle = true;
+  spec.seed = 5;
+  DataLoader loader = Unwrap(DataLoader::Create(dataset, spec));
+  for (int i = 0; i < 4; ++i) {
+    Batch batch = loader.Next();
+    ASSERT_FALSE(batch.features.defined());
+    ASSERT_EQ(batch.columns.size(), 2u);
+    EXPECT_EQ(batch.size(), 3);
+    EXPECT_EQ(batch.columns[1].values.scalar_type(), at::kInt);
+    // Row r of `ids` is [2r, 2r + 1]: both columns were indexed with the same rows.
+    EXPECT_TRUE(at::equal(batch.columns[0].values.select(1, 0), batch.columns[1].values.to(at::kLong) * 2));
+  }
+  Dataset uneven = dataset;
+  uneven.columns[1].values = at::arange(9, at::kInt);
+  EXPECT_EQ(ErrorOf(DataLoader::Create(uneven, Spec(0, 3, 1, 0))),
+            "dataset column `label` has 9 rows, column `ids` has 10");
 }
 
 }  // namespace

@@ -188,7 +188,9 @@ TEST(PlanJson, UnknownVariantOrEnumMemberNamesTheFileAndTheJsonPath) {
             "AdamW"},
            {"\"type\": \"CsvDataset\"", "\"type\": \"Parquet\"",
             "plan.json: unknown Dataset type `Parquet` at steps[3].dataset.type: expected one of "
-            "SyntheticRegression, CsvDataset, NpyDataset, SafetensorsDataset"},
+            "SyntheticRegression, CsvDataset, NpyDataset, SafetensorsDataset, SafetensorsColumns, "
+            "NpyColumns, "
+            "TokenStream"},
            {"\"lr_schedule\": \"cosine\"", "\"lr_schedule\": \"cosin\"",
             "plan.json: unknown LrScheduleType `cosin` at steps[4].lr_schedule: expected one of constant, "
             "constant_with_warmup, linear, cosine"},
