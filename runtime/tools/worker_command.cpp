@@ -9,21 +9,15 @@
 
 #include <fmt/format.h>
 
-#include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
-#include "runtime/launch/topology.h"
 #include "runtime/tools/plan_input.h"
+#include "runtime/train/process_group.h"
 #include "runtime/train/worker.h"
 
 namespace accel::tools {
 namespace {
 
 namespace launch = rt::launch;
-
-int EnvInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value ? std::atoi(value) : fallback;
-}
 
 // Rank 0's list of the self-test's checks, all passed.
 void PrintChecks(const std::vector<rt::distributed::SelfTestCheck>& checks, int world_size) {
@@ -48,13 +42,7 @@ int RunWorkerCommand(const std::string& plan_path, const std::string& output_dir
   }
   std::optional<plan::Plan> plan = LoadPlan(plan_path);
   if (!plan) return launch::kWorkerExitUsage;
-  rt::train::WorkerContext context;
-  context.rank = EnvInt(launch::kEnvRank, 0);
-  context.world_size = EnvInt(launch::kEnvWorldSize, 1);
-  context.local_rank = EnvInt(launch::kEnvLocalRank, 0);
-  if (const char* addr = std::getenv(launch::kEnvMasterAddr)) context.master_addr = addr;
-  context.master_port = EnvInt(launch::kEnvMasterPort, 0);
-  if (const char* id = std::getenv(launch::kEnvLaunchId)) context.launch_id = id;
+  rt::train::WorkerContext context = rt::train::WorkerContextFromEnvironment();
   context.output_dir = output_dir;
   context.resume = resume;
   // One line per rank: a rank that fails before it says anything else still leaves this in the
