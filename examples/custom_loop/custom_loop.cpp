@@ -10,10 +10,15 @@
 int main(int argc, char** argv) {
   try {
     accel::Accelerator accelerator(argc, argv);
-    // The spec's MLP. Built after the Accelerator seeded the generator, in the built-in
-    // executor's layer order, so both start from the same weights.
-    torch::nn::Sequential model(torch::nn::Linear(16, 64), torch::nn::ReLU(), torch::nn::Linear(64, 64),
-                                torch::nn::ReLU(), torch::nn::Linear(64, 1));
+    // The spec's MLP. Built after the Accelerator seeded the generator, one layer after the
+    // other in the built-in executor's order, so both start from the same weights (the layers
+    // as constructor arguments would be initialized in an unspecified order).
+    torch::nn::Sequential model;
+    model->push_back(torch::nn::Linear(16, 64));
+    model->push_back(torch::nn::ReLU());
+    model->push_back(torch::nn::Linear(64, 64));
+    model->push_back(torch::nn::ReLU());
+    model->push_back(torch::nn::Linear(64, 1));
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(accelerator.learning_rate()));
     accelerator.Prepare(*model, optimizer);
 
@@ -22,7 +27,7 @@ int main(int argc, char** argv) {
       torch::Tensor loss = torch::mse_loss(model->forward(batch.features), batch.targets);
       accelerator.Backward(loss);
       if (!accelerator.Step() || accelerator.step() % 10 != 0) continue;
-      // The loss averaged over the processes (every process takes part in the reduction).
+      // The last micro-batch's loss averaged over the processes (every process takes part).
       float mean = accelerator.Reduce(loss.detach().reshape({1})).item<float>();
       if (accelerator.is_main_process())
         std::printf("step %lld loss %.6f\n", (long long)accelerator.step(), mean);

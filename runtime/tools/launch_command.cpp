@@ -249,7 +249,8 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
   // Checked before anything starts: a launcher without its workers names the missing file.
   std::string worker_executable =
-      options.program.empty() ? WorkerExecutable(argv0) : std::filesystem::absolute(options.program).string();
+      options.program.empty() ? WorkerExecutable(argv0)
+                              : std::filesystem::absolute(options.program).lexically_normal().string();
   if (::access(worker_executable.c_str(), X_OK) != 0) {
     fmt::print(stderr, "accelrun: error: cannot start workers: {} is missing or not executable; {}\n",
                worker_executable,
