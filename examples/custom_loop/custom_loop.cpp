@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
       accel::Batch batch = accelerator.NextBatch();
       torch::Tensor loss = torch::mse_loss(model->forward(batch.features), batch.targets);
       accelerator.Backward(loss);
-      if (!accelerator.Step() || accelerator.step() % 10 != 0) continue;
+      if (!accelerator.Step()) continue;  // inside an accumulation cycle
+      if (accelerator.ShouldSaveState()) accelerator.SaveState();
+      if (accelerator.step() % 10 != 0) continue;
       // The last micro-batch's loss averaged over the processes (every process takes part).
       float mean = accelerator.Reduce(loss.detach().reshape({1})).item<float>();
       if (accelerator.is_main_process())

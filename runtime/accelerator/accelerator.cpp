@@ -88,6 +88,8 @@ struct Accelerator::Impl {
   train::SchedulerStepPolicy step_policy;
   train::Progress progress;
   bool last_in_epoch = false;
+  bool epoch_ended = false;     // in the current step's micro-batches
+  bool checkpoint_due = false;  // after the step just taken
 
   // Loss bookkeeping for metrics.json: this rank's mean loss of the first and last step.
   double step_loss_total = 0;
@@ -225,6 +227,7 @@ struct Accelerator::Impl {
   }
 
   bool Step() {
+    checkpoint_due = false;
     if (!accumulation->sync_gradients()) return false;
     if (loop->max_grad_norm > 0) trainer->ClipGradNorm(loop->max_grad_norm);
     trainer->OptimizerStep();
@@ -235,6 +238,11 @@ struct Accelerator::Impl {
     progress.data_epoch = loaders->train.epoch();
     progress.data_position = loaders->train.position();
     progress.scheduler_steps = scheduler->last_step();
+    checkpoint_due =
+        checkpoint != nullptr &&
+        ((checkpoint->checkpoint_every > 0 && progress.step % checkpoint->checkpoint_every == 0) ||
+         (checkpoint->checkpoint_every_epoch && epoch_ended) || progress.step == loop->steps);
+    epoch_ended = false;
     final_loss = step_loss_total / static_cast<double>(std::max<int64_t>(step_micro_batches, 1));
     if (progress.step == first_step) first_loss = final_loss;
     step_loss_total = 0;
@@ -281,6 +289,7 @@ Batch Accelerator::NextBatch() {
     impl_->NeedPrepared("NextBatch()");
     rt::data::Batch batch = impl_->loaders->train.Next();
     impl_->last_in_epoch = batch.last_in_epoch;
+    impl_->epoch_ended = impl_->epoch_ended || batch.last_in_epoch;
     impl_->progress.samples_seen += batch.features.size(0) * world_size();
     return Batch{batch.features, batch.targets, batch.epoch, batch.last_in_epoch};
   });
@@ -339,6 +348,8 @@ at::Tensor Accelerator::PadAcrossProcesses(const at::Tensor& tensor, int64_t dim
 void Accelerator::WaitForEveryone() {
   Boundary(rank(), [&] { impl_->ops->WaitForEveryone(); });
 }
+
+bool Accelerator::ShouldSaveState() const { return impl_->checkpoint_due; }
 
 void Accelerator::SaveState() {
   Boundary(rank(), [&] {

@@ -6,7 +6,9 @@ executor's weights for the same plan within 1e-6.
 
 The plan uses plain SGD, 2 accumulation micro-batches and clipping, so a gradient that is
 scaled wrongly (loss not divided by the accumulation steps, averaged over the wrong ranks,
-reduced before the cycle ends) moves the weights by far more than the tolerance.
+reduced before the cycle ends) moves the weights by far more than the tolerance. Its
+checkpoints (every 20 steps) must match the built-in's, and the custom loop resumed from the
+built-in's step-20 checkpoint must end with the same weights.
 
 Usage: accelerator_example_test.py CMAKE ACCEL_BUILD_DIR ACCELRUN EXAMPLE_DIR WORKDIR
 """
@@ -36,13 +38,21 @@ def build_example(cmake, accel_build, example, workdir):
     return os.path.join(build, "custom_loop")
 
 
-def train(accelrun, spec, out, program=None):
+def train(accelrun, spec, out, program=None, resume=None):
+    """Runs in `out` (the spec's checkpoints go to `out`/runs/custom_loop/checkpoints)."""
+    os.makedirs(out)
     command = [accelrun, spec, "--output-dir", out]
     if program:
         command[1:1] = ["--program", program]
-    run(command, timeout=300)
+    if resume:
+        command += ["--resume", resume]
+    run(command, cwd=out, timeout=300)
     with open(os.path.join(out, "metrics.json")) as f:
         return read_safetensors(os.path.join(out, "model.safetensors")), json.load(f)
+
+
+def checkpoint(out, number):
+    return os.path.join(out, "runs", "custom_loop", "checkpoints", f"checkpoint_{number}")
 
 
 def main():
@@ -52,7 +62,8 @@ def main():
     program = build_example(cmake, accel_build, example, workdir)
     spec = os.path.join(example, "custom_loop.accel")
 
-    builtin, builtin_metrics = train(accelrun, spec, os.path.join(workdir, "builtin"))
+    builtin_out = os.path.join(workdir, "builtin")
+    builtin, builtin_metrics = train(accelrun, spec, builtin_out)
     custom_out = os.path.join(workdir, "custom")
     custom, custom_metrics = train(accelrun, spec, custom_out, program=program)
 
@@ -65,6 +76,21 @@ def main():
     for key in ["first_loss", "final_loss"]:
         assert abs(custom_metrics[key] - builtin_metrics[key]) <= 1e-5, (key, custom_metrics, builtin_metrics)
     assert custom_metrics["final_loss"] < custom_metrics["first_loss"], custom_metrics
+
+    # SaveState: the custom loop's checkpoints (steps 20 and 40) hold the built-in's state.
+    for number in [0, 1]:
+        for name in ["model.safetensors", "optimizer.safetensors"]:
+            a = read_safetensors(os.path.join(checkpoint(builtin_out, number), name))
+            b = read_safetensors(os.path.join(checkpoint(custom_out, number), name))
+            assert max_abs_difference(a, b) <= TOLERANCE, (number, name)
+    # --resume: the custom loop continues the built-in's step-20 checkpoint (weights, RNG, data
+    # position, schedule) and ends where the uninterrupted run ended.
+    resumed, resumed_metrics = train(accelrun, spec, os.path.join(workdir, "resumed"), program=program,
+                                     resume=checkpoint(builtin_out, 0))
+    worst = max_abs_difference(builtin, resumed)
+    print(f"custom loop resumed at step 20 vs built-in executor: max |difference| {worst:.3g}")
+    assert worst <= TOLERANCE, f"the resumed custom loop's weights differ from the built-in's by {worst:.3g}"
+    assert resumed_metrics["steps"] == 40
 
     # A program that is not there is a usage error that names it, before anything starts.
     missing = run([accelrun, "--program", os.path.join(workdir, "nope"), spec, "--output-dir",

@@ -81,6 +81,10 @@ class Accelerator {
                                 bool pad_first = false);
   void WaitForEveryone();
 
+  // Whether the plan asks for a checkpoint after the step Step() just took: every
+  // `train.checkpoint_every` steps, after an epoch with `checkpoint_every_epoch`, and after the
+  // last step, as the built-in executor saves. False when the plan saves no checkpoints.
+  bool ShouldSaveState() const;
   // save_state through the plan's checkpoint store (`train.checkpoint_*`): the model, optimizer,
   // every rank's RNG, data position and schedule, crash-safely. Collective. Throws Error when
   // the plan saves no checkpoints.
