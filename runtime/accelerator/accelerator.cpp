@@ -15,6 +15,7 @@
 #include "runtime/accelerator/module_trainer.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
+#include "runtime/support/progress.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/gradient_accumulation.h"
@@ -166,7 +167,10 @@ struct Accelerator::Impl {
     }
   }
 
+  // Progress lines for the launcher's watchdog (docs/launch.md), as the built-in worker sends
+  // them: a user's loop that goes silent for longer than the plan's timeout is named and stopped.
   void Prepare(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+    rt::progress::Working("preparing the model and the data loaders");
     std::string type = train::OptimizerType(optimizer);
     if (type != PlanOptimizerType(*loop)) {
       Throw(rank(), fmt::format("the plan's optimizer is `{}`, Prepare got `{}`; build the plan's optimizer",
@@ -247,6 +251,7 @@ struct Accelerator::Impl {
     if (progress.step == first_step) first_loss = final_loss;
     step_loss_total = 0;
     step_micro_batches = 0;
+    rt::progress::Working(fmt::format("step {}", progress.step + 1));
     return true;
   }
 
@@ -356,6 +361,7 @@ void Accelerator::SaveState() {
     impl_->NeedPrepared("SaveState()");
     if (impl_->checkpoint == nullptr)
       Throw(rank(), "SaveState() needs a plan that saves checkpoints; set `train.checkpoint_every`");
+    rt::progress::Working("saving a checkpoint");
     Check(rank(), train::SaveCheckpoint(*impl_->store, *impl_->checkpoint, *impl_->init, impl_->dir,
                                         *impl_->trainer, impl_->progress,
                                         train::DataIdentitySeed(*impl_->data), rank(), *impl_->group));
@@ -365,6 +371,7 @@ void Accelerator::SaveState() {
 void Accelerator::SaveModel() {
   Boundary(rank(), [&] {
     impl_->NeedPrepared("SaveModel()");
+    rt::progress::Working("saving the model");
     Impl& s = *impl_;
     // The losses as the built-in executor reports them: means over ranks, in one collective.
     at::Tensor losses = at::tensor({static_cast<float>(s.first_loss), static_cast<float>(s.final_loss)});

@@ -92,6 +92,25 @@ def main():
     assert worst <= TOLERANCE, f"the resumed custom loop's weights differ from the built-in's by {worst:.3g}"
     assert resumed_metrics["steps"] == 40
 
+    # What the loop cannot honour is refused on every rank, saying why, before any step.
+    with open(spec) as f:
+        text = f.read()
+    for name, change, message in [
+        ("bf16", ("seed = 42", "seed = 42\n    mixed_precision = bf16"),
+         "the Accelerator does not apply `train.mixed_precision` to a user's loop"),
+        ("adamw", ("SGD { lr = 0.05 }", "AdamW { lr = 0.05 }"),
+         "the plan's optimizer is `adamw`, Prepare got `sgd`"),
+    ]:
+        assert change[0] in text, change
+        variant = os.path.join(workdir, f"{name}.accel")
+        with open(variant, "w") as f:
+            f.write(text.replace(change[0], change[1], 1))
+        out = os.path.join(workdir, name)
+        os.makedirs(out)
+        refused = run([accelrun, "--program", program, variant, "--output-dir", out], cwd=out, check=False)
+        assert refused.returncode == 1 and message in refused.stderr, (name, refused.stderr)
+        assert not os.path.exists(os.path.join(out, "model.safetensors")), name
+
     # A program that is not there is a usage error that names it, before anything starts.
     missing = run([accelrun, "--program", os.path.join(workdir, "nope"), spec, "--output-dir",
                    os.path.join(workdir, "missing")], check=False)
