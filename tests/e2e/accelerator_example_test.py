@@ -113,7 +113,7 @@ def main():
 
     # A program that is not there is a usage error that names it, before anything starts.
     missing = run([accelrun, "--program", os.path.join(workdir, "nope"), spec, "--output-dir",
-                   os.path.join(workdir, "missing")], check=False)
+                   os.path.join(workdir, "missing")], cwd=workdir, check=False)
     assert missing.returncode == 2 and "nope is missing or not executable" in missing.stderr, missing.stderr
     print("ok")
 
