@@ -108,6 +108,11 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
               "from its newest complete checkpoint, after a wait of 1 s doubling\n"
               "to 30 s; one machine only (under Slurm: `sbatch --requeue`)",
               o.max_restarts, 0, 1000),
+      Text("--program", "<executable>",
+           "run <executable> as each worker instead of accelrun-worker: a\n"
+           "program of your own loop on the Accelerator (docs/accelerator.md);\n"
+           "it gets the same arguments and environment",
+           "an executable", [&o](std::string_view v) { o.program = v; }),
       cli::Option{.names = {"--dry-run"},
                   .help = "print every worker's command and added environment; start nothing",
                   .apply = cli::SetFlag(o.dry_run)},

@@ -287,12 +287,13 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
       CommonEnvironment(*plan, options, topology, env, blas_note, threads);
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
   // Checked before anything starts: a launcher without its workers names the missing file.
-  std::string worker_executable = WorkerExecutable(argv0);
+  std::string worker_executable =
+      options.program.empty() ? WorkerExecutable(argv0)
+                              : std::filesystem::absolute(options.program).lexically_normal().string();
   if (::access(worker_executable.c_str(), X_OK) != 0) {
-    fmt::print(stderr,
-               "accelrun: error: cannot start workers: {} is missing or not executable; install it beside "
-               "accelrun\n",
-               worker_executable);
+    fmt::print(stderr, "accelrun: error: cannot start workers: {} is missing or not executable; {}\n",
+               worker_executable,
+               options.program.empty() ? "install it beside accelrun" : "build it, or check `--program`");
     return kExitUsage;
   }
   // The workers of one attempt: its rendezvous (port, launch id) and what it resumes from.

@@ -33,6 +33,9 @@ struct LaunchCommandOptions {
   // --max-restarts: how many times a failed job is started again, resuming from its newest
   // complete checkpoint; only where this launcher starts every rank.
   std::optional<int> max_restarts;
+  // --program: the executable each rank runs instead of accelrun-worker (a user's own loop on
+  // the Accelerator, docs/accelerator.md); it gets the worker's arguments and environment.
+  std::string program;
   bool help = false;  // -h, --help: print the usage, start nothing
 };
 

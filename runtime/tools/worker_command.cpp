@@ -11,21 +11,15 @@
 #include <fmt/format.h>
 
 #include "compiler/plan/plan_paths.h"
-#include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
-#include "runtime/launch/topology.h"
 #include "runtime/tools/plan_input.h"
+#include "runtime/train/process_group.h"
 #include "runtime/train/worker.h"
 
 namespace accel::tools {
 namespace {
 
 namespace launch = rt::launch;
-
-int EnvInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value ? std::atoi(value) : fallback;
-}
 
 // Rank 0's list of the self-test's checks, all passed.
 void PrintChecks(const std::vector<rt::distributed::SelfTestCheck>& checks, int world_size) {
@@ -52,13 +46,7 @@ int RunWorkerCommand(const WorkerCommandOptions& options) {
   plan::ResolveInputPaths(*plan, options.inputs_dir.empty() ? std::filesystem::current_path()
                                                             : std::filesystem::path(options.inputs_dir));
   if (!options.output_dir.empty()) plan::MoveOutputDir(*plan, options.output_dir);
-  rt::train::WorkerContext context;
-  context.rank = EnvInt(launch::kEnvRank, 0);
-  context.world_size = EnvInt(launch::kEnvWorldSize, 1);
-  context.local_rank = EnvInt(launch::kEnvLocalRank, 0);
-  if (const char* addr = std::getenv(launch::kEnvMasterAddr)) context.master_addr = addr;
-  context.master_port = EnvInt(launch::kEnvMasterPort, 0);
-  if (const char* id = std::getenv(launch::kEnvLaunchId)) context.launch_id = id;
+  rt::train::WorkerContext context = rt::train::WorkerContextFromEnvironment();
   context.output_dir = options.output_dir;
   context.resume = options.resume;
   context.allow_schedule_change = options.allow_schedule_change;

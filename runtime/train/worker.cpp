@@ -22,6 +22,7 @@
 #include "runtime/train/evaluation.h"
 #include "runtime/train/gradient_accumulation.h"
 #include "runtime/train/lr_schedule.h"
+#include "runtime/train/process_group.h"
 #include "runtime/train/reducer.h"
 #include "runtime/train/run_outputs.h"
 #include "runtime/train/run_report.h"
@@ -57,16 +58,6 @@ llvm::Expected<Steps> FindSteps(const plan::Plan& plan) {
     if (found == nullptr) return Fail(fmt::format("the plan has no `{}` step", op));
   }
   return Steps{*init, plan.Find<plan::Seed>(), *model, *data, *loop, *save, plan.Find<plan::Checkpoint>()};
-}
-
-// The default process group of `init`'s backend and timeout, or one process without a backend.
-std::unique_ptr<distributed::Collectives> ConnectGroup(const plan::InitProcessGroup& init,
-                                                       const WorkerContext& context) {
-  if (context.world_size <= 1) return distributed::MakeSingleProcess();
-  return distributed::Connect(std::string(plan::EnumName(init.backend)),
-                              {context.rank, context.world_size, context.master_addr, context.master_port,
-                               std::chrono::milliseconds(init.timeout), context.launch_id},
-                              context.local_rank);
 }
 
 // One rank's run of a plan, as a few phases: Connect, CheckIn, Build, Restore, then per optimizer step
