@@ -37,10 +37,11 @@ struct VerifiedCheckpoint {
   llvm::Expected<SafetensorsFile> Safetensors(const std::string& name) const;
 };
 
-// Maps every file the manifest of `directory` names and checks its size and SHA-256 (several
-// files at once). Fails, naming the directory and the first problem found, when the manifest
-// is missing (an unfinished checkpoint) or invalid, or a file is missing, has another size or
-// another digest.
+// Maps every file the manifest of `directory` names and checks its size and the SHA-256 of
+// every piece the manifest lists (all pieces of all files in parallel, two threads per core,
+// each loading its piece's pages and hashing them). Fails, naming the directory and the first problem found,
+// when the manifest is missing (an unfinished checkpoint) or invalid, or a file is missing, has another size
+// or another digest.
 llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory);
 
 }  // namespace accel::rt::checkpoint

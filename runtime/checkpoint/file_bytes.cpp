@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -58,6 +59,14 @@ std::shared_ptr<const FileBytes> FileBytes::Own(std::string bytes) {
   file->owned_ = std::move(bytes);
   file->view_ = file->owned_;
   return file;
+}
+
+void FileBytes::Populate(size_t offset, size_t size) const {
+  if (mapping_ == nullptr || offset >= mapping_size_) return;
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t begin = offset / page * page;
+  size_t end = std::min(mapping_size_, offset + size);
+  ::madvise(static_cast<char*>(mapping_) + begin, end - begin, MADV_POPULATE_READ);
 }
 
 FileBytes::~FileBytes() {

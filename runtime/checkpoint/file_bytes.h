@@ -34,6 +34,12 @@ class FileBytes {
 
   std::string_view view() const { return view_; }
 
+  // Loads and maps the pages under view().substr(offset, size) in one call
+  // (MADV_POPULATE_READ): a thread about to read that range then takes no page fault per 4 KiB,
+  // and threads loading different ranges keep the disk busy while others compute. Best effort:
+  // a no-op for owned bytes, and where the kernel lacks it the pages fault in on first touch.
+  void Populate(size_t offset, size_t size) const;
+
  private:
   FileBytes() = default;
 
