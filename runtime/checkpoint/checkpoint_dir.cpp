@@ -80,7 +80,8 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
   for (size_t i = 0; i < manifest->files.size(); ++i) {
     const ManifestEntry& entry = manifest->files[i];
     std::string path = (fs::path(directory) / entry.name).string();
-    llvm::Expected<std::shared_ptr<const FileBytes>> bytes = FileBytes::Map(path);
+    llvm::Expected<std::shared_ptr<const FileBytes>> bytes =
+        FileBytes::Map(path, FileBytes::Access::kCopyOnWrite);
     if (!bytes) {
       return Fail(directory, fmt::format("`{}` is missing or unreadable: {}", entry.name,
                                          llvm::toString(bytes.takeError())));
