@@ -105,8 +105,9 @@ BENCHMARK(TorchSave)->Apply(DiskRow)->Name("train_state_save/torch_save+fdatasyn
 void DdReadState(benchmark::State& state) { DdRead(state, WorkDir("train_state"), StateBytes()); }
 BENCHMARK(DdReadState)->Apply(DiskRow)->Name("train_state_load/baseline:dd_cold_read");
 
-// LoadLatest (every file's SHA-256 against the manifest) + RestoreTrainingState (weights copied
-// into the model, optimizer state rebuilt, RNG set), files cold.
+// LoadLatest (the SHA-256 of every 8 MiB piece of every file against the manifest) +
+// RestoreTrainingState (weights copied into the model, optimizer state built on the verified
+// mapping, RNG set), files cold.
 void AccelLoad(benchmark::State& state) {
   fs::path project = WorkDir("train_state") / "accel_load";
   std::vector<at::Tensor> rng{train::CaptureRngState()};
@@ -144,7 +145,8 @@ void AccelLoad(benchmark::State& state) {
 }
 BENCHMARK(AccelLoad)->Apply(DiskRow)->Name("train_state_load/accel_load_state_verified_cold");
 
-// The verification part of AccelLoad alone: LoadLatest maps every file and checks its SHA-256.
+// The verification part of AccelLoad alone: LoadLatest maps every file and checks the SHA-256
+// of every piece.
 void AccelVerify(benchmark::State& state) {
   fs::path project = WorkDir("train_state") / "accel_load";
   for (auto _ : state) {

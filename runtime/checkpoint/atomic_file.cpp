@@ -36,7 +36,7 @@ bool WriteAll(int fd, std::string_view data) {
 }  // namespace
 
 llvm::Error WriteAndSync(const std::string& path, const std::vector<std::string_view>& parts,
-                         Sha256* hasher) {
+                         ChunkedSha256* hasher) {
   // Hashing a chunk and writing it right after reads the bytes from cache the second time.
   constexpr size_t kChunk = size_t{1} << 20;
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -9,13 +9,13 @@
 
 namespace accel::rt::checkpoint {
 
-class Sha256;
+class ChunkedSha256;
 
 // Creates or truncates `path`, writes `parts` back to back, fsyncs and closes it. If `hasher`
 // is set, every byte written is also fed to it (chunk by chunk, while still in cache). Not
 // atomic by itself: use it for files inside a directory that is renamed into place later.
 llvm::Error WriteAndSync(const std::string& path, const std::vector<std::string_view>& parts,
-                         Sha256* hasher = nullptr);
+                         ChunkedSha256* hasher = nullptr);
 
 // Writes `parts` (concatenated) to `path` so that a crash at any moment leaves either the old
 // file or the complete new one: write a temporary file in the same directory, fsync it,

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -39,13 +41,13 @@ llvm::Error WriteCheckpointDirectory(const std::string& directory, const std::ve
   manifest.files.resize(files.size());
   std::vector<std::optional<std::string>> errors(files.size());
   ParallelFor(files.size(), [&](size_t i) {
-    Sha256 hasher;
+    ChunkedSha256 hasher(manifest.chunk_size);
     std::string path = (fs::path(directory) / files[i].name).string();
     if (llvm::Error error = WriteAndSync(path, files[i].parts, &hasher)) {
       errors[i] = llvm::toString(std::move(error));
       return;
     }
-    manifest.files[i] = {files[i].name, files[i].size(), hasher.HexDigest()};
+    manifest.files[i] = {files[i].name, files[i].size(), hasher.HexDigests()};
   });
   for (const std::optional<std::string>& error : errors) {
     if (error) return Fail(directory, *error);
@@ -73,32 +75,65 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
   VerifiedCheckpoint checkpoint;
   checkpoint.path = directory;
   checkpoint.iteration = manifest->iteration;
+  // Map every file (pages load later, piece by piece, on the hashing threads) and check sizes.
   std::vector<std::shared_ptr<const FileBytes>> mapped(manifest->files.size());
-  std::vector<std::optional<std::string>> errors(manifest->files.size());
-  ParallelFor(manifest->files.size(), [&](size_t i) {
+  for (size_t i = 0; i < manifest->files.size(); ++i) {
     const ManifestEntry& entry = manifest->files[i];
     std::string path = (fs::path(directory) / entry.name).string();
-    // Hashing reads every byte: map it all at once.
-    llvm::Expected<std::shared_ptr<const FileBytes>> bytes = FileBytes::Map(path, FileBytes::Access::kWhole);
+    llvm::Expected<std::shared_ptr<const FileBytes>> bytes =
+        FileBytes::Map(path, FileBytes::Access::kCopyOnWrite);
     if (!bytes) {
-      errors[i] =
-          fmt::format("`{}` is missing or unreadable: {}", entry.name, llvm::toString(bytes.takeError()));
-      return;
+      return Fail(directory, fmt::format("`{}` is missing or unreadable: {}", entry.name,
+                                         llvm::toString(bytes.takeError())));
     }
-    std::string_view view = (*bytes)->view();
-    if (view.size() != entry.size) {
-      errors[i] = fmt::format("`{}` has {} bytes, the manifest says {}", entry.name, view.size(), entry.size);
-      return;
-    }
-    std::string digest = Sha256Hex(view);
-    if (digest != entry.sha256) {
-      errors[i] = fmt::format("`{}` has sha256 {}, the manifest says {}", entry.name, digest, entry.sha256);
-      return;
+    if ((*bytes)->view().size() != entry.size) {
+      return Fail(directory, fmt::format("`{}` has {} bytes, the manifest says {}", entry.name,
+                                         (*bytes)->view().size(), entry.size));
     }
     mapped[i] = std::move(*bytes);
-  });
-  for (size_t i = 0; i < errors.size(); ++i) {
-    if (errors[i]) return Fail(directory, *errors[i]);
+  }
+  // Every piece of every file is one task, so a single large file verifies on every core; two
+  // threads per core, so one loads its piece from the disk while the other hashes.
+  struct Piece {
+    size_t file;
+    size_t index;
+    uint64_t offset;
+    uint64_t size;
+  };
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < manifest->files.size(); ++i) {
+    uint64_t size = manifest->files[i].size;
+    uint64_t chunk = manifest->chunk_size == 0 ? std::max<uint64_t>(size, 1) : manifest->chunk_size;
+    for (size_t j = 0; j < manifest->files[i].sha256.size(); ++j) {
+      uint64_t offset = j * chunk;
+      pieces.push_back({i, j, offset, std::min(chunk, size - offset)});
+    }
+  }
+  std::vector<std::optional<std::string>> errors(pieces.size());
+  std::atomic<bool> failed{false};
+  ParallelFor(
+      pieces.size(),
+      [&](size_t k) {
+        if (failed) return;  // the checkpoint is rejected already
+        const Piece& piece = pieces[k];
+        const ManifestEntry& entry = manifest->files[piece.file];
+        mapped[piece.file]->Populate(piece.offset, piece.size);
+        std::string digest = Sha256Hex(mapped[piece.file]->view().substr(piece.offset, piece.size));
+        if (digest == entry.sha256[piece.index]) return;
+        failed = true;
+        errors[k] =
+            entry.sha256.size() == 1
+                ? fmt::format("`{}` has sha256 {}, the manifest says {}", entry.name, digest,
+                              entry.sha256[piece.index])
+                : fmt::format("`{}` has sha256 {} in bytes {}..{} (piece {} of {}), the manifest says {}",
+                              entry.name, digest, piece.offset, piece.offset + piece.size, piece.index + 1,
+                              entry.sha256.size(), entry.sha256[piece.index]);
+      },
+      /*max_threads=*/16, /*threads_per_core=*/2);
+  for (const std::optional<std::string>& error : errors) {
+    if (error) return Fail(directory, *error);
+  }
+  for (size_t i = 0; i < manifest->files.size(); ++i) {
     checkpoint.files.emplace(manifest->files[i].name, std::move(mapped[i]));
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {

@@ -27,7 +27,8 @@ llvm::Error WriteCheckpointDirectory(const std::string& directory, const std::ve
 struct VerifiedCheckpoint {
   std::string path;
   uint64_t iteration = 0;
-  // Every file the manifest names, mapped; the bytes were just checked against their SHA-256.
+  // Every file the manifest names, mapped copy-on-write; the bytes were just checked against
+  // their SHA-256. A range taken with FileBytes::TakePrivate belongs to its taker from then on.
   std::map<std::string, std::shared_ptr<const FileBytes>> files;
   // Problems that did not fail the check (files next to the manifest that it does not name).
   std::vector<std::string> warnings;
@@ -37,10 +38,11 @@ struct VerifiedCheckpoint {
   llvm::Expected<SafetensorsFile> Safetensors(const std::string& name) const;
 };
 
-// Maps every file the manifest of `directory` names and checks its size and SHA-256 (several
-// files at once). Fails, naming the directory and the first problem found, when the manifest
-// is missing (an unfinished checkpoint) or invalid, or a file is missing, has another size or
-// another digest.
+// Maps every file the manifest of `directory` names and checks its size and the SHA-256 of
+// every piece the manifest lists (all pieces of all files in parallel, two threads per core,
+// each loading its piece's pages and hashing them). Fails, naming the directory and the first problem found,
+// when the manifest is missing (an unfinished checkpoint) or invalid, or a file is missing, has another size
+// or another digest.
 llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory);
 
 }  // namespace accel::rt::checkpoint

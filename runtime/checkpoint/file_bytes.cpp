@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -35,8 +36,9 @@ llvm::Expected<std::shared_ptr<const FileBytes>> FileBytes::Map(const std::strin
   std::shared_ptr<FileBytes> bytes(new FileBytes());
   if (info.st_size > 0) {
     size_t size = static_cast<size_t>(info.st_size);
-    int flags = MAP_PRIVATE | (access == Access::kWhole ? MAP_POPULATE : 0);
-    void* mapping = ::mmap(nullptr, size, PROT_READ, flags, fd, 0);
+    // Private either way: a writable private mapping copies a page only when it is written.
+    int protection = PROT_READ | (access == Access::kCopyOnWrite ? PROT_WRITE : 0);
+    void* mapping = ::mmap(nullptr, size, protection, MAP_PRIVATE, fd, 0);
     if (mapping == MAP_FAILED) {
       llvm::Error error = SystemError("cannot map file", path);
       ::close(fd);
@@ -46,6 +48,7 @@ llvm::Expected<std::shared_ptr<const FileBytes>> FileBytes::Map(const std::strin
     ::madvise(mapping, size, MADV_SEQUENTIAL);
     bytes->mapping_ = mapping;
     bytes->mapping_size_ = size;
+    bytes->writable_ = access == Access::kCopyOnWrite;
     bytes->view_ = std::string_view(static_cast<const char*>(mapping), size);
   }
   // The mapping keeps the file's pages; the descriptor is no longer needed.
@@ -58,6 +61,30 @@ std::shared_ptr<const FileBytes> FileBytes::Own(std::string bytes) {
   file->owned_ = std::move(bytes);
   file->view_ = file->owned_;
   return file;
+}
+
+namespace {
+
+// madvise(`advice`) over the pages that hold bytes [offset, offset + size) of `mapping`.
+bool AdvisePages(void* mapping, size_t mapping_size, size_t offset, size_t size, int advice) {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t begin = offset / page * page;
+  size_t end = std::min(mapping_size, offset + size);
+  return ::madvise(static_cast<char*>(mapping) + begin, end - begin, advice) == 0;
+}
+
+}  // namespace
+
+void FileBytes::Populate(size_t offset, size_t size) const {
+  if (mapping_ == nullptr || offset >= mapping_size_) return;
+  AdvisePages(mapping_, mapping_size_, offset, size, MADV_POPULATE_READ);
+}
+
+char* FileBytes::TakePrivate(size_t offset, size_t size) const {
+  if (mapping_ == nullptr || !writable_ || offset > mapping_size_ || size > mapping_size_ - offset)
+    return nullptr;
+  if (size > 0 && !AdvisePages(mapping_, mapping_size_, offset, size, MADV_POPULATE_WRITE)) return nullptr;
+  return static_cast<char*>(mapping_) + offset;
 }
 
 FileBytes::~FileBytes() {

@@ -14,17 +14,16 @@ namespace accel::rt::checkpoint {
 // readers stay valid for as long as any holder keeps the `shared_ptr`.
 class FileBytes {
  public:
-  // How the caller will read the mapping.
+  // What the caller may do with the mapping.
   enum class Access {
-    kLazy,   // pages load when touched: cheap when only some tensors are read
-    kWhole,  // every page is loaded and mapped up front (MAP_POPULATE): the caller reads it
-             // all, and one bulk fault costs far less than one fault per 4 KiB page
+    kRead,         // read it
+    kCopyOnWrite,  // also take ranges private and write them (TakePrivate); the file never changes
   };
-  // Maps `path` read-only. An empty file gives an empty view. Errors name the path and the
+  // Maps `path` (MAP_PRIVATE). An empty file gives an empty view. Errors name the path and the
   // system's reason. The file must not be truncated while mapped (reads past the new end
   // raise SIGBUS); checkpoint files are never modified in place, only replaced by rename.
   static llvm::Expected<std::shared_ptr<const FileBytes>> Map(const std::string& path,
-                                                              Access access = Access::kLazy);
+                                                              Access access = Access::kRead);
   // Takes ownership of `bytes`.
   static std::shared_ptr<const FileBytes> Own(std::string bytes);
 
@@ -34,11 +33,26 @@ class FileBytes {
 
   std::string_view view() const { return view_; }
 
+  // Loads and maps the pages under view().substr(offset, size) in one call
+  // (MADV_POPULATE_READ): a thread about to read that range then takes no page fault per 4 KiB,
+  // and threads loading different ranges keep the disk busy while others compute. Best effort:
+  // a no-op for owned bytes, and where the kernel lacks it the pages fault in on first touch.
+  void Populate(size_t offset, size_t size) const;
+
+  // Makes the pages under view().substr(offset, size) of a kCopyOnWrite mapping this process's
+  // own, in one call (MADV_POPULATE_WRITE: the kernel copies each page from the page cache; no
+  // fresh page is zeroed first), and returns a writable pointer to byte `offset`. Writes through
+  // it show in view() and never reach the file: whoever takes a range owns those bytes. This is
+  // how tensors are built on a verified file without allocating, zeroing and copying. Null for
+  // owned bytes, a kRead mapping, or when the kernel refuses (then copy the bytes instead).
+  char* TakePrivate(size_t offset, size_t size) const;
+
  private:
   FileBytes() = default;
 
   std::string owned_;
   void* mapping_ = nullptr;
+  bool writable_ = false;
   size_t mapping_size_ = 0;
   std::string_view view_;
 };

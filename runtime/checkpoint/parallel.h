@@ -9,13 +9,15 @@
 
 namespace accel::rt::checkpoint {
 
-// Calls `work(i)` for every i in [0, count) on up to `max_threads` threads (at most one per
-// core) and returns when all calls have returned. Checkpoint files are hashed and written
-// one per thread: hashing is CPU-bound and fsync waits on the disk, so files overlap well.
+// Calls `work(i)` for every i in [0, count) on up to `max_threads` threads (at most
+// `threads_per_core` per core) and returns when all calls have returned. Checkpoint files are
+// hashed and written one per thread: hashing is CPU-bound and fsync waits on the disk, so files
+// overlap well. Work that waits on the disk half the time (loading pages, then hashing them)
+// keeps every core busy with two threads per core.
 template <typename Work>
-void ParallelFor(size_t count, Work&& work, size_t max_threads = 8) {
-  size_t threads =
-      std::min({count, max_threads, static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency()))});
+void ParallelFor(size_t count, Work&& work, size_t max_threads = 8, size_t threads_per_core = 1) {
+  size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  size_t threads = std::min({count, max_threads, cores * threads_per_core});
   if (threads <= 1) {
     for (size_t i = 0; i < count; ++i) work(i);
     return;

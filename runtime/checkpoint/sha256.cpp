@@ -74,4 +74,28 @@ std::string Sha256Hex(std::string_view bytes) {
   return hasher.HexDigest();
 }
 
+ChunkedSha256::ChunkedSha256(uint64_t chunk_size)
+    : chunk_size_(chunk_size), piece_(std::make_unique<Sha256>()) {}
+
+void ChunkedSha256::Update(std::string_view bytes) {
+  while (!bytes.empty()) {
+    if (in_piece_ == chunk_size_) {
+      digests_.push_back(piece_->HexDigest());
+      piece_ = std::make_unique<Sha256>();
+      in_piece_ = 0;
+    }
+    std::string_view part = bytes.substr(0, chunk_size_ - in_piece_);
+    piece_->Update(part);
+    in_piece_ += part.size();
+    bytes.remove_prefix(part.size());
+  }
+}
+
+std::vector<std::string> ChunkedSha256::HexDigests() {
+  // The open piece is the last one: a full one stays open until more bytes arrive, so a stream
+  // of exactly k pieces has k digests, and an empty stream has the empty piece's.
+  digests_.push_back(piece_->HexDigest());
+  return std::move(digests_);
+}
+
 }  // namespace accel::rt::checkpoint

@@ -1,9 +1,11 @@
 #ifndef ACCEL_RUNTIME_CHECKPOINT_SHA256_H_
 #define ACCEL_RUNTIME_CHECKPOINT_SHA256_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace accel::rt::checkpoint {
 
@@ -29,6 +31,24 @@ class Sha256 {
 
 // The SHA-256 of `bytes` as 64 lower-case hex digits.
 std::string Sha256Hex(std::string_view bytes);
+
+// The SHA-256 of each `chunk_size`-byte piece of a stream, in order: the last piece may be
+// shorter, and an empty stream has one piece, the empty one (ChunkCount in manifest.h). Pieces
+// are what lets one large file be verified on several cores.
+class ChunkedSha256 {
+ public:
+  explicit ChunkedSha256(uint64_t chunk_size);
+
+  void Update(std::string_view bytes);
+  // One digest per piece (64 lower-case hex digits each). Call once; the object is spent then.
+  std::vector<std::string> HexDigests();
+
+ private:
+  uint64_t chunk_size_;
+  uint64_t in_piece_ = 0;  // bytes of the current piece fed so far
+  std::unique_ptr<Sha256> piece_;
+  std::vector<std::string> digests_;
+};
 
 }  // namespace accel::rt::checkpoint
 

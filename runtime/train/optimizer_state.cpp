@@ -15,12 +15,16 @@ std::string StateKey(const torch::Tensor& parameter) {
   return c10::guts::to_string(parameter.unsafeGetTensorImpl());
 }
 
-// A copy of `source` with the shape and dtype of `like`; throws when the shape differs.
-torch::Tensor CopyLike(const at::Tensor& source, const torch::Tensor& like, const std::string& what) {
+// `source` as state of a parameter shaped like `like`: itself when `owned` (see
+// OptimizerState::tensors_owned) and contiguous, else a contiguous copy; throws when the shape
+// or dtype differs.
+torch::Tensor AdoptLike(const at::Tensor& source, bool owned, const torch::Tensor& like,
+                        const std::string& what) {
   if (source.sizes() != like.sizes() || source.scalar_type() != like.scalar_type()) {
     throw std::invalid_argument("optimizer state `" + what +
                                 "` has another shape or dtype than its parameter");
   }
+  if (owned && source.is_contiguous()) return source.detach();
   return source.detach().clone(at::MemoryFormat::Contiguous);
 }
 
@@ -150,7 +154,7 @@ void ImportOptimizerState(const OptimizerState& in, const std::string& type,
         throw std::invalid_argument("the checkpoint's optimizer state for `" + p.name + "` has no `" + key +
                                     "`");
       }
-      torch::Tensor copy = CopyLike(found->second, parameter, p.name + "." + key);
+      torch::Tensor copy = AdoptLike(found->second, in.tensors_owned, parameter, p.name + "." + key);
       tensors.erase(found);
       return copy;
     };

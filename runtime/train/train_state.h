@@ -82,8 +82,10 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
                                                                 const std::vector<at::Tensor>& rng_states,
                                                                 int64_t data_seed);
 
-// Puts rank `rank`'s state back from a verified checkpoint: the parameters (copied in place),
-// the optimizer's state and hyper-parameters, and this rank's RNG state; returns the progress.
+// Puts rank `rank`'s state back from a verified checkpoint: the parameters (copied in place,
+// on every core), the optimizer's state (built on the checkpoint's copy-on-write mapping of
+// `optimizer.safetensors`, whose state ranges it takes: see FileBytes::TakePrivate) and
+// hyper-parameters, and this rank's RNG state; returns the progress.
 // Fails, naming the file and what was wrong, when a file is missing or invalid, the checkpoint
 // was written by another world size or data seed, or a tensor's name, dtype or shape does not
 // match this model; the parameters may then be partly overwritten (the run must stop).

@@ -32,6 +32,9 @@ struct OptimizerState {
   // Every parameter of the group, in order; a parameter the optimizer has not stepped yet has
   // neither tensors nor counters.
   std::vector<Parameter> parameters;
+  // Whether the tensors are memory of their own that nothing else reads or writes (a load
+  // builds them so): ImportOptimizerState then adopts them instead of copying each one.
+  bool tensors_owned = false;
 };
 
 // Per-sample results of an evaluation batch.

@@ -69,7 +69,11 @@ def main():
         with open(path, "rb") as f:
             data = f.read()
         assert len(data) == listed[name]["size"], f"{name}: size differs from the manifest"
-        assert hashlib.sha256(data).hexdigest() == listed[name]["sha256"], f"{name}: SHA-256 differs"
+        # Manifest version 2: one SHA-256 per `chunk_size` piece (an empty file has the empty one).
+        chunk = manifest["chunk_size"]
+        pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""]
+        digests = [hashlib.sha256(piece).hexdigest() for piece in pieces]
+        assert digests == listed[name]["sha256"], f"{name}: SHA-256 of a piece differs"
         if name.endswith(".safetensors"):
             _, arrays, _ = read_safetensors(path, strict_layout=True)
             tensors[name] = arrays

@@ -82,7 +82,7 @@ TEST(CheckpointStore, SavesNumberedCheckpointsWithAManifestOfEveryFile) {
   ASSERT_EQ(manifest->files.size(), 2u);
   EXPECT_EQ(manifest->files[0].name, "model.bin.raw");
   EXPECT_EQ(manifest->files[0].size, State(1).model.size());
-  EXPECT_EQ(manifest->files[0].sha256, Sha256Hex(State(1).model));
+  EXPECT_EQ(manifest->files[0].sha256, std::vector<std::string>{Sha256Hex(State(1).model)});
 }
 
 TEST(CheckpointStore, Sha256MatchesTheStandardTestVector) {
