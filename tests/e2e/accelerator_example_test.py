@@ -39,7 +39,7 @@ def build_example(cmake, accel_build, example, workdir):
 
 
 def train(accelrun, spec, out, program=None, resume=None):
-    """Runs in `out` (the spec's checkpoints go to `out`/runs/custom_loop/checkpoints)."""
+    """Runs in `out`; `--output-dir` moves the spec's checkpoints with it, to `out`/checkpoints."""
     os.makedirs(out)
     command = [accelrun, spec, "--output-dir", out]
     if program:
@@ -52,7 +52,7 @@ def train(accelrun, spec, out, program=None, resume=None):
 
 
 def checkpoint(out, number):
-    return os.path.join(out, "runs", "custom_loop", "checkpoints", f"checkpoint_{number}")
+    return os.path.join(out, "checkpoints", f"checkpoint_{number}")
 
 
 def main():
