@@ -8,31 +8,17 @@
 #include "compiler/docs/describe.h"
 #include "compiler/docs/docs.h"
 #include "compiler/sema/evaluate.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace accel::docs {
 namespace {
 
 std::string Escape(std::string_view text) {
   std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  llvm::raw_string_ostream stream(out);
+  llvm::printHTMLEscaped(llvm::StringRef(text.data(), text.size()), stream);
+  return stream.str();
 }
 
 // Schema docs mark code with backticks; they become <code> here, everything else is escaped.

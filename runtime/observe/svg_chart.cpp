@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
 namespace accel::rt::observe {
 namespace {
 
@@ -48,29 +51,9 @@ std::vector<double> LogTicks(double low, double high) {
 
 std::string EscapeXml(std::string_view text) {
   std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  llvm::raw_string_ostream stream(out);
+  llvm::printHTMLEscaped(llvm::StringRef(text.data(), text.size()), stream);
+  return stream.str();
 }
 
 std::vector<double> NiceTicks(double low, double high, int target) {
