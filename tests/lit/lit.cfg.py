@@ -25,10 +25,13 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "I
 corpus = os.path.abspath(os.path.join(config.accel_source_dir, "..", "shared", "reference", "accelerate-configs"))
 config.substitutions.append(("%corpus", corpus))
 config.substitutions.append(("%python", sys.executable))
-# A sanitizer build's accelc loads the sanitizer runtimes, and they load libstdc++ and libgcc.
+# A sanitizer build's accelc links libstdc++ and libgcc as it likes: GCC loads the shared
+# sanitizer runtimes (seen by ldd), clang links them in (seen by their symbols in the binary).
 if os.path.exists(accelc) and shutil.which("ldd"):
     linked = subprocess.run(["ldd", accelc], capture_output=True, text=True).stdout
-    if "libasan" in linked or "libubsan" in linked:
+    with open(accelc, "rb") as binary:
+        linked_in = binary.read()
+    if "libasan" in linked or "libubsan" in linked or b"__asan_init" in linked_in or b"__ubsan_handle" in linked_in:
         config.available_features.add("sanitizer-runtime")
 # The Neovim end-to-end test of `accelc lsp` needs nvim (scripts/setup.sh installs it).
 if shutil.which("nvim"):
