@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "compiler/cli/arguments.h"
-#include "compiler/plan/plan_paths.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "runtime/accelerator/module_trainer.h"
 #include "runtime/distributed/operations.h"
@@ -26,6 +25,7 @@
 #include "runtime/train/reducer.h"
 #include "runtime/train/run_outputs.h"
 #include "runtime/train/train_state.h"
+#include "runtime/train/worker_arguments.h"
 
 namespace accel {
 namespace {
@@ -104,26 +104,10 @@ struct Accelerator::Impl {
   int rank() const { return context.rank; }
 
   void Load(int argc, char** argv) {
-    std::string plan_path;
-    std::string inputs_dir;
-    std::vector<cli::Option> table = {
-        {.names = {"--output-dir"},
-         .value_name = "<dir>",
-         .apply = cli::StoreText(context.output_dir),
-         .needs = "a directory"},
-        {.names = {"--resume"},
-         .value_name = "auto|<dir>",
-         .apply = cli::StoreText(context.resume),
-         .needs = "auto or a directory"},
-        // The rest of what accelrun passes every worker (runtime/tools/worker_main.cpp): where the
-        // plan's relative inputs are, and the resume and terminal choices of the launch.
-        {.names = {"--inputs-dir"},
-         .value_name = "<dir>",
-         .apply = cli::StoreText(inputs_dir),
-         .needs = "a directory"},
-        {.names = {"--allow-schedule-change"}, .apply = cli::SetFlag(context.allow_schedule_change)},
-        {.names = {"--progress-tty"}, .apply = cli::SetFlag(context.progress_tty)},
-    };
+    train::WorkerArguments arguments;
+    arguments.context = context;  // the rank, from the environment, for the messages
+    std::string& plan_path = arguments.plan;
+    std::vector<cli::Option> table = train::WorkerArgumentOptions(arguments);
     std::string error = cli::Parse(std::vector<std::string>(argv + 1, argv + argc), table,
                                    [&plan_path](const std::string& arg) -> std::string {
                                      if (!plan_path.empty())
@@ -137,9 +121,8 @@ struct Accelerator::Impl {
     if (auto buffer = llvm::MemoryBuffer::getFile(plan_path)) text = (*buffer)->getBuffer().str();
     if (!text) Throw(rank(), fmt::format("cannot read the plan `{}`", plan_path));
     plan = Check(rank(), plan::FromJson(*text, plan_path));
-    plan::ResolveInputPaths(
-        plan, inputs_dir.empty() ? std::filesystem::current_path() : std::filesystem::path(inputs_dir));
-    if (!context.output_dir.empty()) plan::MoveOutputDir(plan, context.output_dir);
+    context = arguments.context;
+    train::PlacePlan(plan, arguments);
     init = plan.Find<plan::InitProcessGroup>();
     data = plan.Find<plan::BuildDataloader>();
     loop = plan.Find<plan::TrainLoop>();

@@ -10,10 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/plan/plan_paths.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/tools/plan_input.h"
-#include "runtime/train/process_group.h"
 #include "runtime/train/worker.h"
 
 namespace accel::tools {
@@ -41,16 +39,10 @@ int RunWorkerCommand(const WorkerCommandOptions& options) {
     fmt::print(stderr, "accelrun: error: the launcher is gone; stopping\n");
     return launch::kWorkerExitFailed;
   }
-  std::optional<plan::Plan> plan = LoadPlan(options.plan);
+  std::optional<plan::Plan> plan = LoadPlan(options.worker.plan);
   if (!plan) return launch::kWorkerExitUsage;
-  plan::ResolveInputPaths(*plan, options.inputs_dir.empty() ? std::filesystem::current_path()
-                                                            : std::filesystem::path(options.inputs_dir));
-  if (!options.output_dir.empty()) plan::MoveOutputDir(*plan, options.output_dir);
-  rt::train::WorkerContext context = rt::train::WorkerContextFromEnvironment();
-  context.output_dir = options.output_dir;
-  context.resume = options.resume;
-  context.allow_schedule_change = options.allow_schedule_change;
-  context.progress_tty = options.progress_tty;
+  rt::train::PlacePlan(*plan, options.worker);
+  const rt::train::WorkerContext& context = options.worker.context;
   // One line per rank: a rank that fails before it says anything else still leaves this in the
   // launcher's failure report.
   fmt::print("accelrun: worker rank {} of {} (pid {}) joins {}:{}\n", context.rank, context.world_size,

@@ -14,6 +14,7 @@
 #include "runtime/launch/launcher.h"
 #include "runtime/tools/torch_facts.h"
 #include "runtime/tools/worker_command.h"
+#include "runtime/train/process_group.h"
 
 namespace {
 
@@ -26,32 +27,19 @@ struct WorkerOptions {
 
 int main(int argc, char** argv) {
   WorkerOptions o;
-  std::vector<accel::cli::Option> table = {
-      {.names = {"--output-dir"},
-       .value_name = "<dir>",
-       .apply = accel::cli::StoreText(o.command.output_dir),
-       .needs = "a directory"},
-      {.names = {"--inputs-dir"},
-       .value_name = "<dir>",
-       .apply = accel::cli::StoreText(o.command.inputs_dir),
-       .needs = "a directory"},
-      {.names = {"--resume"},
-       .value_name = "auto|<dir>",
-       .apply = accel::cli::StoreText(o.command.resume),
-       .needs = "auto or a directory"},
-      {.names = {"--allow-schedule-change"}, .apply = accel::cli::SetFlag(o.command.allow_schedule_change)},
-      {.names = {"--progress-tty"}, .apply = accel::cli::SetFlag(o.command.progress_tty)},
-      {.names = {"--self-test"}, .apply = accel::cli::SetFlag(o.command.self_test)},
-      {.names = {"--facts"}, .apply = accel::cli::SetFlag(o.facts)},
-  };
+  // Where this rank sits comes from the launcher's environment; the options add the rest.
+  o.command.worker.context = accel::rt::train::WorkerContextFromEnvironment();
+  std::vector<accel::cli::Option> table = accel::rt::train::WorkerArgumentOptions(o.command.worker);
+  table.push_back({.names = {"--self-test"}, .apply = accel::cli::SetFlag(o.command.self_test)});
+  table.push_back({.names = {"--facts"}, .apply = accel::cli::SetFlag(o.facts)});
   std::string error = accel::cli::Parse(std::vector<std::string>(argv + 1, argv + argc), table,
                                         [&o](const std::string& arg) -> std::string {
-                                          if (!o.command.plan.empty())
+                                          if (!o.command.worker.plan.empty())
                                             return fmt::format("unexpected argument `{}`", arg);
-                                          o.command.plan = arg;
+                                          o.command.worker.plan = arg;
                                           return "";
                                         });
-  if (error.empty() && !o.facts && o.command.plan.empty()) error = "missing the plan to run";
+  if (error.empty() && !o.facts && o.command.worker.plan.empty()) error = "missing the plan to run";
   if (!error.empty()) {
     fmt::print(
         stderr,
