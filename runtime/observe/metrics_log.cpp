@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/plan/plan.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -175,6 +176,8 @@ RunHistory ReadRunHistory(const std::string& path, int64_t step) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
+    // Skipped like any unreadable line: parsing it would exhaust the parser's stack.
+    if (plan::JsonNestsDeeperThan(line, plan::kMaxJsonDepth)) continue;
     llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(line);
     if (!parsed) {
       llvm::consumeError(parsed.takeError());

@@ -194,6 +194,17 @@ TEST(MetricsLog, RunHistoryCoversEveryLaunchUpToTheResumedStep) {
   EXPECT_FALSE(none.first_loss || none.last_loss || none.elapsed_seconds);
 }
 
+// A line nested deeper than any record (a corrupted or hostile file) is skipped like any
+// unreadable line instead of exhausting the JSON parser's stack on resume.
+TEST(MetricsLog, RunHistorySkipsALineNestedTooDeep) {
+  std::filesystem::path path = testing::ScratchDir("deep_history") / "metrics.jsonl";
+  WriteFile(path, "{\"step\":1,\"time\":1,\"loss\":2.5}\n" + std::string(200000, '[') + "\n" +
+                      "{\"step\":2,\"time\":2,\"loss\":1.5}\n");
+  RunHistory history = ReadRunHistory(path.string(), 2);
+  EXPECT_EQ(history.first_loss, 2.5);
+  EXPECT_EQ(history.last_loss, 1.5);
+}
+
 TEST(MetricsLog, OpenErrorNamesThePath) {
   std::filesystem::path dir = testing::ScratchDir("is_dir");
   llvm::Expected<MetricsLog> log = MetricsLog::Open(dir.string(), false);
