@@ -2,11 +2,39 @@
 
 #include <ATen/ATen.h>
 
+#include <stdexcept>
+
 namespace accel::rt::distributed {
 
 std::unique_ptr<PendingWork> Collectives::AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) {
   AllReduce(tensors, op);
   return std::make_unique<CompletedWork>();
+}
+
+void Collectives::ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) {
+  const int64_t chunk = output.numel();
+  if (input.numel() != chunk * world_size()) {
+    throw std::invalid_argument("ReduceScatter: the input must hold world_size chunks of the output's size");
+  }
+  std::vector<at::Tensor> whole{input.clone()};
+  AllReduce(whole, op);
+  output.view({-1}).copy_(whole[0].view({-1}).narrow(0, chunk * rank(), chunk));
+}
+
+std::unique_ptr<PendingWork> Collectives::ReduceScatterAsync(const at::Tensor& input, at::Tensor& output,
+                                                             ReduceOp op) {
+  ReduceScatter(input, output, op);
+  return std::make_unique<CompletedWork>();
+}
+
+std::unique_ptr<PendingWork> Collectives::AllGatherAsync(const at::Tensor& input, at::Tensor& output) {
+  AllGather(input, output);
+  return std::make_unique<CompletedWork>();
+}
+
+std::unique_ptr<Collectives> Collectives::NewGroup(const std::vector<int>& ranks) {
+  if (world_size() == 1 && ranks == std::vector<int>{0}) return MakeSingleProcess();
+  throw std::logic_error("this process group cannot form subgroups");
 }
 
 namespace {

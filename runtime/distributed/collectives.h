@@ -70,6 +70,25 @@ class Collectives {
   virtual void AllGather(const at::Tensor& input, at::Tensor& output) = 0;
   // Returns once every rank has called it.
   virtual void Barrier() = 0;
+
+  // Sharded data parallelism (train/sharded_engine.h). `input` holds world_size() chunks of
+  // output.numel() elements each, end to end; `output` receives chunk rank() reduced with `op`
+  // over every rank. The default all-reduces a copy of `input` and keeps this rank's chunk
+  // (correct, but it moves twice the data); a back end overrides it with a real reduce-scatter.
+  virtual void ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op);
+  // ReduceScatter, started and returned before it finishes, as AllReduceAsync. `input` and
+  // `output` must stay alive and untouched until Wait returns.
+  virtual std::unique_ptr<PendingWork> ReduceScatterAsync(const at::Tensor& input, at::Tensor& output,
+                                                          ReduceOp op);
+  // AllGather, started and returned before it finishes.
+  virtual std::unique_ptr<PendingWork> AllGatherAsync(const at::Tensor& input, at::Tensor& output);
+  // A group of the ranks `ranks` (ranks of this group, ascending, containing rank()), for
+  // hybrid sharding: shard within a machine, replicate across machines. Collective over this
+  // group: every rank calls it, in the same order, with the list of its own new group; ranks in
+  // the same new group pass the same list. The new group's rank() is this rank's position in
+  // `ranks`. It keeps this group's timeout and must not outlive it. The default serves a world
+  // of one (`ranks` == {0}) and throws std::logic_error otherwise.
+  virtual std::unique_ptr<Collectives> NewGroup(const std::vector<int>& ranks);
 };
 
 // A world of one process without a backend (distributed type NO): every operation is the
