@@ -7,14 +7,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ACCEL_BUILD_DIR:-$root/build}"
 repetitions="${ACCEL_BENCH_REPETITIONS:-9}"
 "$root/scripts/build.sh" --target bench_compiler bench_format bench_lsp bench_checkpoint bench_checkpoint_store bench_train_state bench_memory \
-  bench_dist_ops bench_train_step accelc accelrun >/dev/null
+  bench_dist_ops bench_collectives bench_train_step accelc accelrun >/dev/null
 # Measure as accelrun runs its workers: with huge-page malloc (fresh 4 KiB pages cost ~14 µs
 # each here). ACCEL_NO_HUGEPAGES=1 measures plain malloc.
 if [[ -z "${ACCEL_NO_HUGEPAGES:-}" ]]; then export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1"; fi
 out="$(mktemp -d)"
 for bench in "$build"/bin/bench_*; do
-  # bench_dist_ops runs two ranks itself and prints its own table (below).
-  [[ "$(basename "$bench")" == bench_dist_ops || "$(basename "$bench")" == bench_train_step ]] && continue
+  # The multi-rank benchmarks and the step benchmark print their own tables (below).
+  case "$(basename "$bench")" in bench_dist_ops | bench_collectives | bench_train_step) continue ;; esac
   "$bench" --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=true \
     --benchmark_format=json --benchmark_out="$out/$(basename "$bench").json" >/dev/null
 done
@@ -38,6 +38,8 @@ PY
 rm -rf "$out"
 # Data operations against Accelerate's per-tensor c10d calls, 2 ranks over Gloo.
 "$build/bin/bench_dist_ops"
+# Reduce-scatter against an all-reduce of the same input, 2 and 4 ranks over Gloo.
+"$build/bin/bench_collectives"
 # The executor's step against a hand-written LibTorch loop, then 2-rank scaling beside DDP.
 "$build/bin/bench_train_step" "$repetitions"
 /usr/bin/python3 "$root/bench/train_scaling.py" "$build/bin/accelrun" "$repetitions"

@@ -202,47 +202,44 @@ std::string DescriptorHint() {
 }
 
 C10dCollectives::C10dCollectives(const RendezvousOptions& options, c10::intrusive_ptr<c10d::Store> store,
-                                 c10::intrusive_ptr<GroupBase> group, c10::Device device)
-    : options_(options), store_(std::move(store)), group_(std::move(group)), device_(device) {}
+                                 c10::intrusive_ptr<GroupBase> group, c10::Device device,
+                                 GroupFactory subgroups, std::vector<int> world_ranks)
+    : scope_{options, world_ranks.empty()
+                          ? std::string()
+                          : fmt::format(" in the group of world ranks {}", fmt::join(world_ranks, ", "))},
+      store_(std::move(store)),
+      group_(std::move(group)),
+      device_(device),
+      subgroups_(std::move(subgroups)),
+      world_ranks_(std::move(world_ranks)) {}
 
-namespace {
-
-CollectiveError Failure(const char* what, const RendezvousOptions& options, const std::exception& error) {
-  return CollectiveError(fmt::format("{} failed on rank {} of {} (timeout {} ms): {}", what, options.rank,
-                                     options.world_size, options.timeout.count(), FirstLine(error.what())));
+CollectiveError Failure(const char* what, const GroupScope& scope, const std::exception& error) {
+  return CollectiveError(fmt::format("{} failed on rank {} of {}{} (timeout {} ms): {}", what,
+                                     scope.options.rank, scope.options.world_size, scope.label,
+                                     scope.options.timeout.count(), FirstLine(error.what())));
 }
 
-// Started c10d all-reduces; Wait fails with the same CollectiveError as the synchronous path.
-// It keeps a copy of the group's settings, not the group, for its message.
-class C10dWork final : public PendingWork {
- public:
-  C10dWork(std::vector<c10::intrusive_ptr<c10d::Work>> works, const RendezvousOptions& options)
-      : works_(std::move(works)), options_(options) {}
+C10dWork::C10dWork(const char* what, std::vector<c10::intrusive_ptr<c10d::Work>> works, GroupScope scope,
+                   std::function<void()> finish)
+    : what_(what), works_(std::move(works)), scope_(std::move(scope)), finish_(std::move(finish)) {}
 
-  void Wait() override {
-    progress::Waiting("all_reduce");
-    try {
-      for (auto& work : works_) work->wait(options_.timeout);
-    } catch (const std::exception& error) {
-      throw Failure("all_reduce", options_, error);
-    }
-    progress::Resumed();
+void C10dWork::Wait() {
+  progress::Waiting(what_);
+  try {
+    for (auto& work : works_) work->wait(scope_.options.timeout);
+    if (finish_) finish_();
+  } catch (const std::exception& error) {
+    throw Failure(what_, scope_, error);
   }
+  progress::Resumed();
+}
 
- private:
-  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
-  RendezvousOptions options_;
-};
-
-}  // namespace
-
-template <typename F>
-void C10dCollectives::Guard(const char* what, F&& body) {
+void C10dCollectives::Guard(const char* what, const std::function<void()>& body) {
   progress::Waiting(what);
   try {
     body();
   } catch (const std::exception& error) {
-    throw Failure(what, options_, error);
+    throw Failure(what, scope_, error);
   }
   progress::Resumed();
 }
@@ -258,7 +255,7 @@ std::unique_ptr<PendingWork> C10dCollectives::AllReduceAsync(std::vector<at::Ten
       pending.push_back(group_->allreduce(one, reduce));
     }
   });
-  return std::make_unique<C10dWork>(std::move(pending), options_);
+  return std::make_unique<C10dWork>("all_reduce", std::move(pending), scope_);
 }
 
 void C10dCollectives::AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
@@ -274,11 +271,12 @@ void C10dCollectives::Broadcast(std::vector<at::Tensor>& tensors, int root) {
       std::vector<at::Tensor> one{tensor};
       pending.push_back(group_->broadcast(one, broadcast));
     }
-    for (auto& work : pending) work->wait(options_.timeout);
+    for (auto& work : pending) work->wait(scope_.options.timeout);
   });
 }
 
-void C10dCollectives::AllGather(const at::Tensor& input, at::Tensor& output) {
+std::unique_ptr<PendingWork> C10dCollectives::AllGatherAsync(const at::Tensor& input, at::Tensor& output) {
+  c10::intrusive_ptr<c10d::Work> work;
   Guard("all_gather", [&] {
     // Gloo in LibTorch 1.13 has no `_allgather_base`: it gathers into one slot per rank, which
     // are views into `output`, so the result still lands in one flat buffer.
@@ -286,13 +284,18 @@ void C10dCollectives::AllGather(const at::Tensor& input, at::Tensor& output) {
     at::Tensor flat = output.view({-1});
     int64_t count = inputs[0].numel();
     std::vector<std::vector<at::Tensor>> outputs(1);
-    for (int r = 0; r < options_.world_size; ++r) outputs[0].push_back(flat.narrow(0, r * count, count));
-    group_->allgather(outputs, inputs)->wait(options_.timeout);
+    for (int r = 0; r < world_size(); ++r) outputs[0].push_back(flat.narrow(0, r * count, count));
+    work = group_->allgather(outputs, inputs);
   });
+  return std::make_unique<C10dWork>("all_gather", std::vector{work}, scope_);
+}
+
+void C10dCollectives::AllGather(const at::Tensor& input, at::Tensor& output) {
+  AllGatherAsync(input, output)->Wait();
 }
 
 void C10dCollectives::Barrier() {
-  Guard("barrier", [&] { group_->barrier()->wait(options_.timeout); });
+  Guard("barrier", [&] { group_->barrier()->wait(scope_.options.timeout); });
 }
 
 }  // namespace accel::rt::distributed::internal

@@ -9,8 +9,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/distributed/collectives.h"
 
@@ -44,13 +46,46 @@ std::string GetStoreText(c10d::Store& store, const std::string& key);
 // (nearly) out of descriptors, the usual cause of a socket that cannot be opened; else "".
 std::string DescriptorHint();
 
+// Builds a process group of `size` ranks over `store` with the back end's settings (its network
+// device, the timeout): how a C10dCollectives forms its subgroups (NewGroup).
+using GroupFactory =
+    std::function<c10::intrusive_ptr<GroupBase>(c10::intrusive_ptr<c10d::Store> store, int rank, int size)>;
+
+// Which group a message speaks of: "" for the world, else " in the group of world ranks 2, 3".
+struct GroupScope {
+  RendezvousOptions options;  // rank and world_size within the group; the world's timeout
+  std::string label;
+};
+
+// "reduce_scatter failed on rank 1 of 2 in the group of world ranks 2, 3 (timeout 2000 ms): ..."
+CollectiveError Failure(const char* what, const GroupScope& scope, const std::exception& error);
+
+// Started c10d operations. Wait waits for each within the group's timeout, then runs `finish`,
+// the local part of the collective (a reduce-scatter's sum), and fails with the same
+// CollectiveError as the synchronous path. It keeps the group's settings, not the group.
+class C10dWork final : public PendingWork {
+ public:
+  C10dWork(const char* what, std::vector<c10::intrusive_ptr<c10d::Work>> works, GroupScope scope,
+           std::function<void()> finish = {});
+  void Wait() override;
+
+ private:
+  const char* what_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+  GroupScope scope_;
+  std::function<void()> finish_;
+};
+
 class C10dCollectives final : public Collectives {
  public:
+  // `subgroups` builds the process groups of NewGroup (none: NewGroup is refused);
+  // `world_ranks` are the world's ranks of this group's members (empty: this is the world).
   C10dCollectives(const RendezvousOptions& options, c10::intrusive_ptr<c10d::Store> store,
-                  c10::intrusive_ptr<GroupBase> group, c10::Device device);
+                  c10::intrusive_ptr<GroupBase> group, c10::Device device, GroupFactory subgroups = {},
+                  std::vector<int> world_ranks = {});
 
-  int rank() const override { return options_.rank; }
-  int world_size() const override { return options_.world_size; }
+  int rank() const override { return scope_.options.rank; }
+  int world_size() const override { return scope_.options.world_size; }
   c10::Device device() const override { return device_; }
   void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override;
   // One c10d operation per tensor, started on the group's worker threads; Wait waits for each
@@ -60,14 +95,33 @@ class C10dCollectives final : public Collectives {
   void AllGather(const at::Tensor& input, at::Tensor& output) override;
   void Barrier() override;
 
- private:
-  template <typename F>
-  void Guard(const char* what, F&& body);
+  // The collectives of sharded data parallelism (c10d_sharded.cpp).
+  // A reduce-scatter with a ring's volume: one all-to-all sends chunk r of the input to rank r
+  // ((N-1)/N of the input leaves each rank, as in a ring reduce-scatter, half an all-reduce's),
+  // and the N chunks received are reduced locally, float16 and bfloat16 in float32 and
+  // rounded once at the end. (Gloo in LibTorch 1.13 has no reduce_scatter of its own.)
+  void ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) override;
+  // The all-to-all runs on the group's threads; Wait waits for it and reduces the chunks.
+  std::unique_ptr<PendingWork> ReduceScatterAsync(const at::Tensor& input, at::Tensor& output,
+                                                  ReduceOp op) override;
+  std::unique_ptr<PendingWork> AllGatherAsync(const at::Tensor& input, at::Tensor& output) override;
+  // A process group of the back end over a PrefixStore of this group's store, its keys under
+  // the call's sequence number and `ranks`, so every NewGroup call of a job rendezvouses apart.
+  // It holds the store (and the network device) itself: it stays usable whichever is destroyed
+  // first. Failing to form it within the timeout is a CollectiveError (`new_group`).
+  std::unique_ptr<Collectives> NewGroup(const std::vector<int>& ranks) override;
 
-  RendezvousOptions options_;
+ private:
+  // Runs `body`, turning any exception into this group's CollectiveError for `what`.
+  void Guard(const char* what, const std::function<void()>& body);
+
+  GroupScope scope_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<GroupBase> group_;
   c10::Device device_;
+  GroupFactory subgroups_;
+  std::vector<int> world_ranks_;
+  int groups_formed_ = 0;  // NewGroup calls so far: the first part of each subgroup's prefix
 };
 
 }  // namespace accel::rt::distributed::internal

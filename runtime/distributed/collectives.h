@@ -74,7 +74,9 @@ class Collectives {
   // Sharded data parallelism (train/sharded_engine.h). `input` holds world_size() chunks of
   // output.numel() elements each, end to end; `output` receives chunk rank() reduced with `op`
   // over every rank. The default all-reduces a copy of `input` and keeps this rank's chunk
-  // (correct, but it moves twice the data); a back end overrides it with a real reduce-scatter.
+  // (correct, but it moves twice the data); a back end overrides it with a real reduce-scatter
+  // (the c10d group: an all-to-all and a local reduction, float16 reduced in float32). Throws
+  // std::invalid_argument, before anything is sent, when the sizes or dtypes do not fit.
   virtual void ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op);
   // ReduceScatter, started and returned before it finishes, as AllReduceAsync. `input` and
   // `output` must stay alive and untouched until Wait returns.
@@ -86,8 +88,9 @@ class Collectives {
   // hybrid sharding: shard within a machine, replicate across machines. Collective over this
   // group: every rank calls it, in the same order, with the list of its own new group; ranks in
   // the same new group pass the same list. The new group's rank() is this rank's position in
-  // `ranks`. It keeps this group's timeout and must not outlive it. The default serves a world
-  // of one (`ranks` == {0}) and throws std::logic_error otherwise.
+  // `ranks`. It keeps this group's timeout and must not outlive it (the c10d group's subgroups
+  // hold what they need and may). The default serves a world of one (`ranks` == {0}) and throws
+  // std::logic_error otherwise. A back end throws std::invalid_argument for a bad `ranks`.
   virtual std::unique_ptr<Collectives> NewGroup(const std::vector<int>& ranks);
 };
 

@@ -56,12 +56,18 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
     // the rendezvous makes it the peers' problem too.
     std::shared_ptr<::gloo::transport::Device> device = LocalDevice(options);
     c10::intrusive_ptr<c10d::Store> store = internal::Rendezvous(options);
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    gloo_options->devices.push_back(device);
-    auto group =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
+    // The world and every subgroup (NewGroup) share the device and the timeout.
+    internal::GroupFactory groups = [device, timeout = options.timeout](c10::intrusive_ptr<c10d::Store> store,
+                                                                        int rank, int size) {
+      auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+      gloo_options->devices.push_back(device);
+      return c10::intrusive_ptr<internal::GroupBase>(
+          c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, gloo_options));
+    };
+    auto group = groups(store, options.rank, options.world_size);
     progress::Resumed();  // the rendezvous and the group's connections are done
-    return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCPU));
+    return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCPU),
+                                                       std::move(groups));
   } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Failure scenarios on real processes over Gloo: a rank killed mid-collective, a rank that
-never joins, a straggler past the timeout. Every surviving rank must end within timeout + 5 s
-with an error that names the cause; nothing may hang.
+"""Failure scenarios on real processes over Gloo: a rank killed mid-collective (an all-gather, a
+reduce-scatter), a rank that never joins, a straggler past the timeout. Every surviving rank
+must end within timeout + 5 s with an error that names the cause; nothing may hang.
 
 With --loaded, every scenario runs beside 2 busy processes per CPU (stopped by pid at the end):
 the same bounds must hold on a machine that other work keeps busy.
@@ -117,6 +117,16 @@ def scenarios(worker, world, loaded):
     results = run(worker, world, ["--faults", f"all_reduce:2:delay={TIMEOUT_MS + 1000}ms", "--fault-rank", "1"])
     failures += check("straggler", results, {1: (3,)},
                       {r: ("all_reduce failed on rank", "timeout 2000 ms") for r in others})
+
+    # Rank 1 dies by SIGKILL inside its third reduce-scatter (an all-to-all and a local sum).
+    results = run(worker, world, ["--sharded", "1", "--faults", "reduce_scatter:3:kill", "--fault-rank", "1"])
+    failures += check("killed in reduce_scatter", results, expect,
+                      {r: ("reduce_scatter failed on rank", "timeout 2000 ms") for r in others})
+
+    # Reduce-scatters without faults complete with the right chunks (the worker checks them).
+    results = run(worker, world, ["--sharded", "1"])
+    failures += check("healthy reduce_scatter", results, {r: (0,) for r in range(world)},
+                      {r: ("done",) for r in range(world)})
 
     # And without faults everything completes.
     results = run(worker, world, [])

@@ -3,7 +3,10 @@
 // operations in a loop, and injects the faults given for its rank.
 //
 //   dist_failure_worker --timeout-ms N [--faults SPEC --fault-rank R] [--never-join-rank R]
-//                       [--iterations K]
+//                       [--iterations K] [--sharded 1]
+//
+// With --sharded, each iteration is one reduce-scatter instead (synchronous and asynchronous in
+// turn), its result checked: a rank that dies then dies inside a reduce-scatter.
 //
 // Exit: 0 done, 3 a collective failed (a peer's fault: the launcher's peer-failure code),
 // 1 any other error. The last stderr line says what happened.
@@ -12,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -30,6 +34,25 @@ int EnvInt(const char* name) {
   return value ? std::atoi(value) : 0;
 }
 
+// Rank r contributes 1000 r + i at element i: chunk c of the sum holds
+// world (c × 16 + j) + 1000 × world (world - 1) / 2 at element j.
+void ReduceScatterAndCheck(distributed::Collectives& group, int iteration) {
+  const int world = group.world_size();
+  const int rank = group.rank();
+  constexpr int kChunk = 16;
+  at::Tensor input = at::arange(world * kChunk, at::kFloat) + 1000.0f * rank;
+  at::Tensor output = at::empty({kChunk}, at::kFloat);
+  if (iteration % 2 == 0)
+    group.ReduceScatter(input, output, distributed::ReduceOp::kSum);
+  else
+    group.ReduceScatterAsync(input, output, distributed::ReduceOp::kSum)->Wait();
+  at::Tensor expected =
+      (at::arange(kChunk, at::kFloat) + rank * kChunk) * world + 500.0f * world * (world - 1);
+  if (!at::equal(output, expected))
+    throw std::runtime_error(
+        fmt::format("reduce_scatter {} on rank {} returned a wrong chunk", iteration, rank));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,6 +60,7 @@ int main(int argc, char** argv) {
   int fault_rank = -1;
   int never_join_rank = -1;
   int iterations = 20;
+  bool sharded = false;
   std::string faults;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -51,6 +75,8 @@ int main(int argc, char** argv) {
       never_join_rank = std::stoi(value);
     else if (flag == "--iterations")
       iterations = std::stoi(value);
+    else if (flag == "--sharded")
+      sharded = value == "1";
   }
   int rank = EnvInt("RANK");
   int world = EnvInt("WORLD_SIZE");
@@ -79,7 +105,8 @@ int main(int argc, char** argv) {
                                                                         ? distributed::ParseFaults(faults)
                                                                         : std::vector<distributed::Fault>{});
     distributed::DataOps ops(faulty);
-    for (int i = 0; i < iterations; ++i) {
+    for (int i = 0; i < iterations && sharded; ++i) ReduceScatterAndCheck(faulty, i);
+    for (int i = 0; i < iterations && !sharded; ++i) {
       distributed::Value batch =
           distributed::Value::Dict({{"x", distributed::Value::Tensor(at::full({64, 8}, float(rank)))},
                                     {"y", distributed::Value::Tensor(at::full({64}, int64_t(i)))}});

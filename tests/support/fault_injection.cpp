@@ -64,6 +64,26 @@ void FaultInjectingCollectives::Barrier() {
   if (Before("barrier")) inner_->Barrier();
 }
 
+void FaultInjectingCollectives::ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) {
+  if (Before("reduce_scatter")) inner_->ReduceScatter(input, output, op);
+}
+
+std::unique_ptr<PendingWork> FaultInjectingCollectives::ReduceScatterAsync(const at::Tensor& input,
+                                                                           at::Tensor& output, ReduceOp op) {
+  if (!Before("reduce_scatter")) return std::make_unique<CompletedWork>();
+  return inner_->ReduceScatterAsync(input, output, op);
+}
+
+std::unique_ptr<PendingWork> FaultInjectingCollectives::AllGatherAsync(const at::Tensor& input,
+                                                                       at::Tensor& output) {
+  if (!Before("all_gather")) return std::make_unique<CompletedWork>();
+  return inner_->AllGatherAsync(input, output);
+}
+
+std::unique_ptr<Collectives> FaultInjectingCollectives::NewGroup(const std::vector<int>& ranks) {
+  return inner_->NewGroup(ranks);
+}
+
 std::vector<Fault> ParseFaults(const std::string& text) {
   std::vector<Fault> faults;
   size_t start = 0;
@@ -79,7 +99,8 @@ std::vector<Fault> ParseFaults(const std::string& text) {
     Fault fault;
     fault.primitive = item.substr(0, first);
     if (fault.primitive != "*" && fault.primitive != "all_reduce" && fault.primitive != "broadcast" &&
-        fault.primitive != "all_gather" && fault.primitive != "barrier") {
+        fault.primitive != "all_gather" && fault.primitive != "reduce_scatter" &&
+        fault.primitive != "barrier") {
       throw std::invalid_argument(fmt::format("fault `{}`: unknown primitive `{}`", item, fault.primitive));
     }
     std::string call = item.substr(first + 1, second - first - 1);

@@ -19,7 +19,7 @@ struct Fault {
     kSkip,   // return without calling (a rank that silently misses a collective: peers time out)
     kKill,   // SIGKILL this process before calling (a rank dying mid-job)
   };
-  // `all_reduce`, `broadcast`, `all_gather`, `barrier`, or `*` for any.
+  // `all_reduce`, `broadcast`, `all_gather`, `reduce_scatter`, `barrier`, or `*` for any.
   std::string primitive = "*";
   // The 1-based call of that primitive (counted per name; `*` counts every call).
   int call = 1;
@@ -44,6 +44,13 @@ class FaultInjectingCollectives final : public Collectives {
   void Broadcast(std::vector<at::Tensor>& tensors, int root) override;
   void AllGather(const at::Tensor& input, at::Tensor& output) override;
   void Barrier() override;
+  // Count as `reduce_scatter` and `all_gather` calls, as AllReduceAsync counts.
+  void ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) override;
+  std::unique_ptr<PendingWork> ReduceScatterAsync(const at::Tensor& input, at::Tensor& output,
+                                                  ReduceOp op) override;
+  std::unique_ptr<PendingWork> AllGatherAsync(const at::Tensor& input, at::Tensor& output) override;
+  // The wrapped group's subgroup, without faults of its own.
+  std::unique_ptr<Collectives> NewGroup(const std::vector<int>& ranks) override;
 
   // Calls seen so far, by primitive name.
   int calls(const std::string& primitive) const;

@@ -1,0 +1,37 @@
+#ifndef ACCEL_TESTS_SUPPORT_GLOO_RANKS_H_
+#define ACCEL_TESTS_SUPPORT_GLOO_RANKS_H_
+
+// Multi-rank tests in one process: each rank a thread, joined in a Gloo group on loopback.
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "runtime/distributed/collectives.h"
+#include "runtime/launch/launcher.h"
+
+namespace accel::rt::distributed {
+
+inline RendezvousOptions LoopbackOptions(int rank, int world, int port, int timeout_ms) {
+  return {rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)};
+}
+
+// Runs `body(rank, collectives)` on `world` threads joined into one group; rethrows the first
+// rank's failure.
+template <typename Body>
+void RunGlooRanks(int world, Body body, int timeout_ms = 10000) {
+  int port = launch::PickFreePort();
+  std::vector<std::future<void>> ranks;
+  for (int rank = 0; rank < world; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [=] {
+      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, world, port, timeout_ms));
+      body(rank, group);
+    }));
+  }
+  for (auto& rank : ranks) rank.get();
+}
+
+}  // namespace accel::rt::distributed
+
+#endif  // ACCEL_TESTS_SUPPORT_GLOO_RANKS_H_
