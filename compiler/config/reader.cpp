@@ -12,6 +12,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include "compiler/config/json_tree.h"
 #include "compiler/config/simple_yaml.h"
 #include "compiler/scalars/bool_words.h"
 #include "compiler/scalars/number_words.h"
@@ -45,10 +46,12 @@ class Reader {
     config.root_record = "ClusterConfig";
     // yaml-cpp's scanner costs more than all the rest of checking a config, and most configs
     // are in the block style `accelerate config` writes, which the simple reader takes.
-    if (parser_ == YamlParser::kSimpleFirst && !json_) {
+    if (parser_ == YamlParser::kOwnReaders && !json_) {
       if (std::optional<SimpleNode> root = ParseSimpleYaml(source_.text()))
         return ReadRoot(*root, std::move(config));
     }
+    // yaml-cpp's node tree costs ~380 bytes a value: 77 MB for a file of 100,000 keys.
+    if (parser_ == YamlParser::kOwnReaders && json_) return ReadJson(std::move(config));
     YAML::Node root;
     try {
       root = YAML::Load(source_.text());
@@ -65,7 +68,23 @@ class Reader {
   }
 
  private:
-  // The rest of Read, for a yaml-cpp node or a SimpleNode: they answer alike.
+  ConfigFile ReadJson(ConfigFile config) {
+    JsonDocument document = ParseJson(source_.text(), {kMaxNesting, kMaxValues});
+    if (document.error) {
+      YAML::Mark mark;
+      mark.pos = static_cast<int>(document.error->offset);
+      if (document.error->kind == JsonError::Kind::kTooDeep) {
+        diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(mark), kMaxNesting);
+      } else {
+        diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(mark),
+                          "invalid JSON: " + document.error->message);
+      }
+      return config;
+    }
+    return ReadRoot(JsonNode(document, source_.text(), 0), std::move(config));
+  }
+
+  // The rest of Read, for a yaml-cpp node, a SimpleNode or a JsonNode: they answer alike.
   template <typename Node>
   ConfigFile ReadRoot(const Node& root, ConfigFile config) {
     if (!root.IsMap()) {
@@ -105,6 +124,7 @@ class Reader {
 
   static bool HasKey(const YAML::Node& map, const char* key) { return static_cast<bool>(map[key]); }
   static bool HasKey(const SimpleNode& map, const char* key) { return map.Find(key) != nullptr; }
+  static bool HasKey(const JsonNode& map, const char* key) { return map.Find(key).has_value(); }
   // The text of `map[key]` when it is a scalar.
   static std::optional<std::string> ScalarAt(const YAML::Node& map, const char* key) {
     const YAML::Node value = map[key];
@@ -112,6 +132,10 @@ class Reader {
   }
   static std::optional<std::string> ScalarAt(const SimpleNode& map, const char* key) {
     const SimpleNode* value = map.Find(key);
+    return value && value->IsScalar() ? std::optional<std::string>(value->Scalar()) : std::nullopt;
+  }
+  static std::optional<std::string> ScalarAt(const JsonNode& map, const char* key) {
+    std::optional<JsonNode> value = map.Find(key);
     return value && value->IsScalar() ? std::optional<std::string>(value->Scalar()) : std::nullopt;
   }
   // Calls `visit(key, value)` for each entry of a mapping, in order.
@@ -129,6 +153,10 @@ class Reader {
   static void ForEachEntry(const SimpleNode& map, Visit visit) {
     for (const SimpleNode::Entry& entry : map.entries()) visit(entry.first, entry.second);
   }
+  template <typename Visit>
+  static void ForEachEntry(const JsonNode& map, Visit visit) {
+    map.ForEachEntry(visit);
+  }
   // Calls `visit(item)` for each item of a sequence, in order.
   template <typename Visit>
   static void ForEachItem(const YAML::Node& sequence, Visit visit) {
@@ -140,6 +168,10 @@ class Reader {
   // The simple reader's only sequence is `[]`.
   template <typename Visit>
   static void ForEachItem(const SimpleNode&, Visit) {}
+  template <typename Visit>
+  static void ForEachItem(const JsonNode& sequence, Visit visit) {
+    sequence.ForEachItem(visit);
+  }
 
   // A `.json` file without Accelerate's top-level keys is a DeepSpeed config.
   template <typename Node>
@@ -172,7 +204,7 @@ class Reader {
         return;
       }
       ast::Statement statement;
-      ast::Name name{key.Scalar(), ScalarSpan(key)};
+      ast::Name name{std::string(key.Scalar()), ScalarSpan(key)};
       statement.value = Expression(value, depth, name.span);
       statement.span = source::Span::Join(name.span, statement.value->span);
       auto [it_index, inserted] = index.emplace(name.text, statements.size());
@@ -255,19 +287,19 @@ class Reader {
   static constexpr std::string_view kYamlTagPrefix = "tag:yaml.org,2002:";
 
   // A tag as the file wrote it: `!!python/object:os.system`, not its resolved URI.
-  static std::string Shorthand(const std::string& tag) {
-    if (tag.compare(0, kYamlTagPrefix.size(), kYamlTagPrefix) == 0)
-      return "!!" + tag.substr(kYamlTagPrefix.size());
-    return tag;
+  static std::string Shorthand(std::string_view tag) {
+    if (tag.substr(0, kYamlTagPrefix.size()) == kYamlTagPrefix)
+      return "!!" + std::string(tag.substr(kYamlTagPrefix.size()));
+    return std::string(tag);
   }
 
   // Whether yaml.safe_load constructs a node with this tag: untagged (`?` plain, `!` quoted) or
   // one of SafeConstructor's YAML 1.1 types. Anything else (`!!python/object:...`, a local
   // `!tag`) makes it raise ConstructorError.
-  static bool SafeTag(const std::string& tag) {
+  static bool SafeTag(std::string_view tag) {
     if (tag.empty() || tag == "?" || tag == "!") return true;
-    if (tag.compare(0, kYamlTagPrefix.size(), kYamlTagPrefix) != 0) return false;
-    std::string_view type = std::string_view(tag).substr(kYamlTagPrefix.size());
+    if (tag.substr(0, kYamlTagPrefix.size()) != kYamlTagPrefix) return false;
+    std::string_view type = tag.substr(kYamlTagPrefix.size());
     for (std::string_view safe : {"null", "bool", "int", "float", "binary", "timestamp", "omap", "pairs",
                                   "set", "str", "seq", "map"}) {
       if (type == safe) return true;
@@ -279,10 +311,10 @@ class Reader {
   // safe_load otherwise. Quoted scalars are always strings.
   template <typename Node>
   void Scalar(const Node& node, ast::Expr& expr) {
-    const std::string& text = node.Scalar();
-    expr.text = text;
+    expr.text = node.Scalar();
+    const std::string& text = expr.text;
     expr.kind = ast::ExprKind::String;
-    const std::string& tag = node.Tag();
+    std::string_view tag = node.Tag();
     if (tag == "!" || tag == "tag:yaml.org,2002:str") return;
     if (json_) {
       if (text == "true" || text == "false") {
@@ -290,6 +322,9 @@ class Reader {
         expr.bool_value = text == "true";
       } else if (scalars::IsJsonNumber(text)) {
         Number(text, text.find_first_of(".eE") == std::string::npos, expr);
+      } else if (text == "NaN" || text == "Infinity" || text == "-Infinity") {
+        // Not RFC 8259, but Python's json.load reads them as floats, and so does DeepSpeed.
+        Number(text, false, expr);
       }
       return;
     }

@@ -28,18 +28,22 @@ struct ConfigFile {
 // True for the file names `accelc check` reads as config files rather than `.accel` specs.
 bool IsConfigFileName(const std::string& path);
 
-// Which YAML reader ReadConfigFile uses. Both give a file the same tree and diagnostics.
+// Which reader ReadConfigFile uses. They give a file the same tree and diagnostics, except
+// that the JSON reader refuses what Python's json.load refuses, with its own messages.
 enum class YamlParser {
-  kSimpleFirst,  // the simple reader (simple_yaml.h) where it takes the file, else yaml-cpp
-  kYamlCpp,      // yaml-cpp only: what the tests compare the simple reader with
+  // JSON: our reader (json_tree.h). YAML: the simple reader (simple_yaml.h) where it takes the
+  // file, else yaml-cpp.
+  kOwnReaders,
+  kYamlCpp,  // yaml-cpp only, for JSON too: what the tests compare our readers with
 };
 
-// Parses `source` as YAML (or JSON, when the name ends in `.json`, with JSON's number rules).
+// Parses `source` as YAML, or as JSON when the name ends in `.json`: as Python's json.load
+// reads it (RFC 8259 and `NaN`, `Infinity`, `-Infinity`), with JSON's number rules.
 // Plain YAML scalars resolve as PyYAML's safe loader does (YAML 1.1: `yes`/`off` are bools,
 // `1e5` without a dot is a string), because that is what Accelerate sees. Syntax errors are
-// reported as A1001 with the YAML parser's location.
+// reported as A1001 with the parser's location; JSON nested deeper than 256 levels is A1006.
 ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
-                          YamlParser parser = YamlParser::kSimpleFirst);
+                          YamlParser parser = YamlParser::kOwnReaders);
 
 }  // namespace accel::config
 

@@ -151,7 +151,7 @@ class SimpleYamlParser {
     if (plain.find_first_of("[]{}") != std::string_view::npos) return false;
     if (IsNullWord(plain)) {
       value.type_ = YAML::NodeType::Null;
-      value.tag_.clear();
+      value.tag_ = {};
       return true;
     }
     value.scalar_ = plain;

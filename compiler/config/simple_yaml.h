@@ -30,8 +30,8 @@ class SimpleNode {
   YAML::Mark Mark() const;
   // `!` for a quoted scalar, `?` for any other node, as yaml-cpp tags untagged nodes; empty for
   // a null.
-  const std::string& Tag() const { return tag_; }
-  const std::string& Scalar() const { return scalar_; }
+  std::string_view Tag() const { return tag_; }
+  std::string_view Scalar() const { return scalar_; }
   // A mapping's keys and values, in the file's order.
   const std::vector<Entry>& entries() const { return entries_; }
   // The value of `key` in a mapping, or null when it has none.
@@ -41,8 +41,9 @@ class SimpleNode {
   friend class SimpleYamlParser;
   YAML::NodeType::value type_ = YAML::NodeType::Null;
   int pos_ = 0;
-  std::string tag_;
-  std::string scalar_;
+  std::string_view tag_;
+  // Points into the parsed text: the subset has no escapes to resolve.
+  std::string_view scalar_;
   std::vector<Entry> entries_;
 };
 
@@ -50,7 +51,8 @@ class SimpleNode {
 // indented mapping (spaces only), every key a plain word, every value a plain scalar, a
 // quoted one without escapes, `{}` or `[]`, and no key repeats in a mapping. Empty for any
 // other text, valid YAML or not: the caller then reads it with yaml-cpp, which also gives the
-// syntax errors their messages. Both readers give such a file the same tree.
+// syntax errors their messages. Both readers give such a file the same tree. The tree points
+// into `text`, which must outlive it.
 std::optional<SimpleNode> ParseSimpleYaml(std::string_view text);
 
 }  // namespace accel::config

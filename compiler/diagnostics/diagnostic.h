@@ -100,14 +100,16 @@ class DiagnosticEngine {
 
   // Orders the diagnostics as a reader scans: those without a file first, then by file name
   // and position. Stable, so notes-free diagnostics at one position keep their emit order.
+  // Needs no second copy of the diagnostics: an order of indices, then moves in place.
   void SortByLocation();
 
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
   // Moves every diagnostic out and leaves the engine empty, counts included: a caller that
   // filters 100,000 diagnostics holds one copy of them, not two.
   std::vector<Diagnostic> TakeAll();
-  // Room for `count` diagnostics, so that adding them does not copy the vector as it grows.
-  void Reserve(size_t count) { diagnostics_.reserve(count); }
+  // Records each of `diagnostics`, after those already recorded; into an empty engine the vector
+  // itself moves, without a copy.
+  void AddAll(std::vector<Diagnostic> diagnostics);
   int error_count() const { return error_count_; }
   int warning_count() const { return warning_count_; }
   bool has_errors() const { return error_count_ > 0; }

@@ -89,16 +89,16 @@ diag::DiagnosticEngine Filter(const source::SourceFile* source, diag::Diagnostic
   std::vector<diag::Diagnostic> all = produced.TakeAll();
   for (const diag::Diagnostic& d : notices.diagnostics()) all.push_back(d);
 
-  diag::DiagnosticEngine kept;
-  kept.Reserve(all.size());
-  auto keep = [&](diag::Diagnostic d) {
+  auto promote = [&](diag::Diagnostic& d) {
     if (options.werror && d.severity == diag::Severity::Warning) {
       d.severity = diag::Severity::Error;
       d.message += " [-Werror]";
     }
-    kept.Add(std::move(d));
   };
   *suppressed = 0;
+  // The kept ones move to the front of `all`: a second vector would hold another copy of a file's
+  // 100,000 diagnostics.
+  size_t kept_count = 0;
   for (diag::Diagnostic& d : all) {
     if (!IsSyntaxError(d)) {
       bool dropped = false;
@@ -120,15 +120,23 @@ diag::DiagnosticEngine Filter(const source::SourceFile* source, diag::Diagnostic
         continue;
       }
     }
-    keep(std::move(d));
+    promote(d);
+    if (&all[kept_count] != &d) all[kept_count] = std::move(d);
+    ++kept_count;
   }
+  all.erase(all.begin() + static_cast<std::ptrdiff_t>(kept_count), all.end());
   diag::DiagnosticEngine unused;
   for (const Suppression& s : suppressions) {
     if (s.used) continue;
     unused.Emit(diag::Kind::UnusedSuppression, source, s.span, fmt::format("{}", fmt::join(s.codes, ", ")),
                 s.line == 0 ? " in this file" : " on its line");
   }
-  for (const diag::Diagnostic& d : unused.diagnostics()) keep(d);
+  for (diag::Diagnostic d : unused.diagnostics()) {
+    promote(d);
+    all.push_back(std::move(d));
+  }
+  diag::DiagnosticEngine kept;
+  kept.AddAll(std::move(all));
   kept.SortByLocation();
   return kept;
 }

@@ -360,12 +360,20 @@ class Checker {
     return "";
   }
 
+  // The names a key of `record` may have here, built once per record: a file of many unknown
+  // keys asks for them at every key.
+  const std::vector<std::string>& NamesOf(const RecordSchema& record) {
+    auto [it, inserted] = names_.try_emplace(&record);
+    if (inserted) it->second = options_.file_keys ? record.FileKeys() : record.FieldNames();
+    return it->second;
+  }
+
   // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
   // name, if any.
   std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
                                  const source::SourceFile* file, const std::string& prefix,
                                  bool ignored = false) {
-    std::vector<std::string> names = options_.file_keys ? record.FileKeys() : record.FieldNames();
+    const std::vector<std::string>& names = NamesOf(record);
     // A Trainer name is a surer sign than a near spelling: `max_steps` means `steps`, even
     // where another field is a few edits away.
     // A name that is also the field's own name in another top-level block (`seed` in `compute`)
@@ -397,9 +405,9 @@ class Checker {
     if (guess.empty()) {
       std::vector<std::string> suffixed;
       for (const std::string& candidate : names) {
-        if (candidate.size() > name.text.size() &&
-            candidate.compare(candidate.size() - name.text.size() - 1, std::string::npos, "_" + name.text) ==
-                0) {
+        size_t stem = candidate.size() - name.text.size();
+        if (candidate.size() > name.text.size() && candidate[stem - 1] == '_' &&
+            candidate.compare(stem, std::string::npos, name.text) == 0) {
           suffixed.push_back(candidate);
         }
       }
@@ -1122,6 +1130,7 @@ class Checker {
   std::map<std::pair<const source::SourceFile*, std::string>, LetBinding> lets_;
   std::set<const ast::LetDecl*> active_lets_;         // lets being expanded, to catch cycles
   std::map<const ast::LetDecl*, bool> checked_lets_;  // typed lets already checked, and whether they fit
+  std::map<const RecordSchema*, std::vector<std::string>> names_;  // NamesOf
 };
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/ast/ast.h"
+#include "compiler/config/json_tree.h"
 #include "compiler/config/reader.h"
 #include "compiler/config/simple_yaml.h"
 #include "compiler/diagnostics/render.h"
@@ -56,7 +58,7 @@ std::string ReadAll(const source::SourceFile& source, YamlParser parser) {
 bool TakenAlike(const std::string& name, const std::string& text) {
   source::SourceFile source(name, text);
   bool taken = ParseSimpleYaml(text).has_value();
-  EXPECT_EQ(ReadAll(source, YamlParser::kSimpleFirst), ReadAll(source, YamlParser::kYamlCpp)) << name;
+  EXPECT_EQ(ReadAll(source, YamlParser::kOwnReaders), ReadAll(source, YamlParser::kYamlCpp)) << name;
   return taken;
 }
 
@@ -140,6 +142,146 @@ TEST(SimpleYaml, DeclinesWhatItDoesNotModel) {
       " a: 1\n",                 // an indented first key
   };
   for (const char* text : cases) EXPECT_FALSE(TakenAlike("case.yaml", text)) << text;
+}
+
+// Every JSON file the tests hold and the published corpus: our reader must read each as
+// yaml-cpp did, every span and diagnostic the same.
+TEST(JsonReader, ReadsEveryJsonFileOfTheTestsAsYamlCppDoes) {
+  namespace fs = std::filesystem;
+  const fs::path root = ACCEL_SOURCE_DIR;
+  int files = 0;
+  for (const fs::path& dir :
+       {root / "tests", root / "specs", root / ".." / "shared" / "reference" / "accelerate-configs"}) {
+    if (!fs::exists(dir)) continue;
+    for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
+      if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      source::SourceFile source(entry.path().string(), text.str());
+      EXPECT_EQ(ReadAll(source, YamlParser::kOwnReaders), ReadAll(source, YamlParser::kYamlCpp))
+          << entry.path();
+      ++files;
+    }
+  }
+  EXPECT_GT(files, 80);
+}
+
+// Each case is valid JSON that json.load reads; both readers must give the same tree, spans
+// and diagnostics.
+TEST(JsonReader, AnswersAsYamlCppOnEveryConstruct) {
+  const char* const cases[] = {
+      "{}",
+      "{\"train_batch_size\": 8}\n",
+      "{\"a\": {}, \"b\": [], \"c\": [[], {}], \"d\": [1, [2, [3]], {\"e\": null}]}",
+      "{\"i\": 0, \"j\": -0, \"k\": 12, \"l\": -3, \"m\": 1.5, \"n\": 1.5e+3, \"o\": 1E5, \"p\": 5e8, \"q\": "
+      "2.0,"
+      " \"r\": -1e-3}",
+      "{\"big\": 123456789012345678901234567890, \"huge\": 1e999}",
+      "{\"t\": true, \"f\": false, \"n\": null, \"s\": \"true\", \"z\": \"0\"}",
+      // Not a surrogate pair: yaml-cpp refuses those (JsonTree.ResolvesEscapesIntoDecodedTextOnly).
+      "{\"esc\": \"a\\\"b\\\\c\\/d\\n\\t\\u00e9\", \"after\": 1}",
+      "{\"caf\xc3\xa9\": \"\xe2\x82\xac\", \"next\": \"x\"}",
+      "{\"text\": \"a # b: c, d\", \"colon\": \"x: y\"}",
+      "{\r\n  \"crlf\": 1,\r\n  \"tab\":\t2\r\n}\r\n",
+      "\n\n   {\"late\":\n\n    1\n  }\n\n",
+      "{\"dup\": 1, \"dup\": 2}",
+      "{\"zero_optimization\": {\"stage\": 3, \"stage\": 2}}",
+      "{\"distributed_type\": \"MULTI_GPU\", \"num_processes\": null, \"fsdp_config\": {\"a\": null}}",
+      "{\"compute_environment\": \"AMAZON_SAGEMAKER\", \"num_machines\": 2}",
+      "{\"job\": \"quick\", \"train\": {\"steps\": 10}}",
+      "{\"empty\": \"\", \"spaces\": \"  x  \"}",
+      "[1, 2]",
+      "\"just a string\"",
+      "3",
+      "null",
+      "",
+      "  \n ",
+      "{\"lr\": NaN, \"up\": Infinity, \"down\": -Infinity}",
+  };
+  for (const char* text : cases) {
+    source::SourceFile source("case.json", text);
+    EXPECT_EQ(ReadAll(source, YamlParser::kOwnReaders), ReadAll(source, YamlParser::kYamlCpp)) << text;
+  }
+}
+
+// Python's json.load reads NaN and the infinities as floats; so does the reader.
+TEST(JsonReader, ReadsPythonsNonFiniteNumbersAsFloats) {
+  source::SourceFile source("case.json", "{\"a\": NaN, \"b\": Infinity, \"c\": -Infinity, \"d\": \"NaN\"}");
+  diag::DiagnosticEngine diagnostics;
+  ConfigFile config = ReadConfigFile(source, diagnostics);
+  ASSERT_EQ(config.file.jobs.size(), 1u);
+  const std::vector<ast::Statement>& statements = config.file.jobs[0].body.statements;
+  ASSERT_EQ(statements.size(), 4u);
+  EXPECT_EQ(statements[0].value->kind, ast::ExprKind::Float);
+  EXPECT_TRUE(std::isnan(statements[0].value->float_value));
+  EXPECT_EQ(statements[1].value->kind, ast::ExprKind::Float);
+  EXPECT_GT(statements[1].value->float_value, 0);
+  EXPECT_TRUE(std::isinf(statements[1].value->float_value));
+  EXPECT_LT(statements[2].value->float_value, 0);
+  EXPECT_TRUE(std::isinf(statements[2].value->float_value));
+  EXPECT_EQ(statements[3].value->kind, ast::ExprKind::String);
+  EXPECT_TRUE(diagnostics.diagnostics().empty());
+}
+
+std::vector<JsonValue::Kind> Kinds(const JsonDocument& document) {
+  std::vector<JsonValue::Kind> kinds;
+  for (const JsonValue& value : document.values) kinds.push_back(value.kind);
+  return kinds;
+}
+
+// Past the budget the rest is checked for syntax but not kept: one value more than the budget
+// is, so that the reader can say there are more.
+TEST(JsonTree, KeepsOneValuePastTheBudgetAndChecksTheRest) {
+  using K = JsonValue::Kind;
+  JsonDocument document = ParseJson("{\"a\": [1, 2], \"b\": 3, \"c\": {\"d\": 4}}", {256, 2});
+  ASSERT_FALSE(document.error);
+  // The root, `a` and its list, 1, 2 (the third value, one past the budget of 2); nothing of
+  // `b` or `c`, keys included.
+  EXPECT_EQ(Kinds(document), (std::vector<K>{K::kObject, K::kString, K::kArray, K::kLiteral, K::kLiteral}));
+  EXPECT_EQ(document.values[0].next, 5u);
+  EXPECT_EQ(document.values[2].next, 5u);
+
+  JsonDocument all = ParseJson("{\"a\": [1, 2], \"b\": 3, \"c\": {\"d\": 4}}", {256, 6});
+  EXPECT_EQ(all.values.size(), 11u);
+  // A syntax error after the budget is still found.
+  JsonDocument broken = ParseJson("[1, 2, 3, 4, 5, }", {256, 2});
+  ASSERT_TRUE(broken.error);
+  EXPECT_EQ(broken.error->offset, 16u);
+  EXPECT_TRUE(broken.values.empty());
+}
+
+TEST(JsonTree, RefusesTheFirstValueDeeperThanTheLimit) {
+  // Depth 2 allowed: the root's values are at depth 1, theirs at 2.
+  EXPECT_FALSE(ParseJson("{\"a\": {\"b\": 1}}", {2, 100}).error);
+  EXPECT_FALSE(ParseJson("[[1]]", {2, 100}).error);
+  JsonDocument deep = ParseJson("[[[1]]]", {2, 100});
+  ASSERT_TRUE(deep.error);
+  EXPECT_EQ(deep.error->kind, JsonError::Kind::kTooDeep);
+  EXPECT_EQ(deep.error->offset, 3u);  // the `1`, at depth 3
+  // Far deeper than the stack could recurse: still the same error, at the first value too deep.
+  std::string hostile = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  JsonDocument very_deep = ParseJson(hostile, {256, 100'000});
+  ASSERT_TRUE(very_deep.error);
+  EXPECT_EQ(very_deep.error->kind, JsonError::Kind::kTooDeep);
+  EXPECT_EQ(very_deep.error->offset, 257u);
+}
+
+TEST(JsonTree, ResolvesEscapesIntoDecodedTextOnly) {
+  std::string text = "[\"plain\", \"a\\u00e9\\n\", \"\\ud800x\", \"\\ud83d\\ude00\", \"\\ud800\\u0041\"]";
+  JsonDocument document = ParseJson(text);
+  ASSERT_FALSE(document.error) << document.error->message;
+  std::vector<std::string> scalars;
+  JsonNode(document, text, 0).ForEachItem([&](const JsonNode& item) { scalars.emplace_back(item.Scalar()); });
+  EXPECT_EQ(scalars, (std::vector<std::string>{"plain", "a\xc3\xa9\n", "\xef\xbf\xbdx", "\xf0\x9f\x98\x80",
+                                               "\xef\xbf\xbd"
+                                               "A"}));
+  EXPECT_FALSE(document.values[1].decoded);
+  EXPECT_TRUE(document.values[2].decoded);
+  // Only escaped strings are copied.
+  EXPECT_EQ(document.decoded,
+            "a\xc3\xa9\n\xef\xbf\xbdx\xf0\x9f\x98\x80\xef\xbf\xbd"
+            "A");
 }
 
 }  // namespace
