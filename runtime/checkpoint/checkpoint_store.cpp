@@ -8,6 +8,7 @@
 
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/sharded_state.h"
 #include "runtime/support/error.h"
 
 namespace accel::rt::checkpoint {
@@ -50,12 +51,13 @@ llvm::Error EnsureDirectory(const std::string& directory) {
   return SyncDirectory(Parent(directory));
 }
 
-// Removes what crashed saves and deletions left: every `*.tmp` entry of `directory`.
-void RemoveStale(const std::string& directory, std::vector<std::string>& warnings) {
+// Removes what crashed saves and deletions left: every `*.tmp` entry of `directory` but `keep`
+// (the folder the ranks of a sharded save have just written).
+void RemoveStale(const std::string& directory, std::string_view keep, std::vector<std::string>& warnings) {
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {
     std::string name = entry.path().filename().string();
-    if (name.size() <= kTemporarySuffix.size() ||
+    if (name == keep || name.size() <= kTemporarySuffix.size() ||
         name.substr(name.size() - kTemporarySuffix.size()) != kTemporarySuffix) {
       continue;
     }
@@ -117,33 +119,73 @@ std::string CheckpointStore::checkpoints_dir() const {
 }
 
 llvm::Expected<SaveResult> CheckpointStore::Save(const std::vector<CheckpointFile>& files) {
+  return SaveAutomatic([&](const std::string& temporary,
+                           uint64_t number) { return WriteCheckpointDirectory(temporary, files, number); },
+                       /*staged=*/false);
+}
+
+std::string CheckpointStore::ShardedStagingDir() const {
+  return (fs::path(checkpoints_dir()) / fmt::format("checkpoint_{}{}", options_.iteration, kTemporarySuffix))
+      .string();
+}
+
+std::string CheckpointStore::ShardedStagingDirFor(const std::string& directory) {
+  return directory + std::string(kTemporarySuffix);
+}
+
+llvm::Expected<SaveResult> CheckpointStore::FinishSharded(uint32_t world,
+                                                          const std::vector<CheckpointFile>& files) {
+  return SaveAutomatic(
+      [&](const std::string& temporary, uint64_t number) {
+        return FinishShardedDirectory(temporary, world, files, number);
+      },
+      /*staged=*/true);
+}
+
+llvm::Expected<SaveResult> CheckpointStore::FinishShardedTo(const std::string& directory, uint32_t world,
+                                                            const std::vector<CheckpointFile>& files) {
+  return SaveManual(
+      directory,
+      [&](const std::string& temporary, uint64_t number) {
+        return FinishShardedDirectory(temporary, world, files, number);
+      },
+      /*staged=*/true);
+}
+
+llvm::Expected<SaveResult> CheckpointStore::SaveAutomatic(const WriteFolder& write, bool staged) {
   if (!options_.automatic_checkpoint_naming) {
     return Fail(options_.project_dir, "automatic_checkpoint_naming is off: save with SaveTo(directory)");
   }
   std::string directory = checkpoints_dir();
   if (llvm::Error error = EnsureDirectory(directory)) return error;
   SaveResult result;
-  RemoveStale(directory, result.warnings);
   uint64_t number = options_.iteration;
   std::string target = (fs::path(directory) / fmt::format("checkpoint_{}", number)).string();
+  std::string temporary = target + std::string(kTemporarySuffix);
   std::error_code ec;
+  RemoveStale(directory, staged ? fs::path(temporary).filename().string() : "", result.warnings);
+  // A refused sharded save must not leave the ranks' files for the next attempt to mistake.
+  auto refuse = [&](llvm::Error error) -> llvm::Error {
+    if (staged) fs::remove_all(temporary, ec);
+    return error;
+  };
   if (fs::exists(fs::symlink_status(target, ec))) {
-    return Fail(target,
-                fmt::format("already exists (iteration is {}); resume with LoadLatest(), which sets the "
-                            "iteration, or use another project_dir",
-                            number));
+    return refuse(
+        Fail(target, fmt::format("already exists (iteration is {}); resume with LoadLatest(), which sets the "
+                                 "iteration, or use another project_dir",
+                                 number)));
   }
   // A fresh run writing checkpoint_0 next to an old checkpoint_7 would be loaded, and rotated,
   // as the older of the two: refuse instead of silently losing the new state.
   for (const auto& [other, path] : ListCheckpoints(directory)) {
     if (other > number && HasValidManifest(path)) {
-      return Fail(target, fmt::format("{} is newer than the checkpoint about to be written (iteration {}); "
-                                      "resume with LoadLatest() or use another project_dir",
-                                      path, number));
+      return refuse(
+          Fail(target, fmt::format("{} is newer than the checkpoint about to be written (iteration {}); "
+                                   "resume with LoadLatest() or use another project_dir",
+                                   path, number)));
     }
   }
-  std::string temporary = target + std::string(kTemporarySuffix);
-  if (llvm::Error error = WriteCheckpointDirectory(temporary, files, number)) {
+  if (llvm::Error error = write(temporary, number)) {
     fs::remove_all(temporary, ec);
     return error;
   }
@@ -184,20 +226,31 @@ void CheckpointStore::Rotate(const std::string& keep, SaveResult& result) const 
 
 llvm::Expected<SaveResult> CheckpointStore::SaveTo(const std::string& directory,
                                                    const std::vector<CheckpointFile>& files) {
+  return SaveManual(
+      directory,
+      [&](const std::string& temporary, uint64_t number) {
+        return WriteCheckpointDirectory(temporary, files, number);
+      },
+      /*staged=*/false);
+}
+
+llvm::Expected<SaveResult> CheckpointStore::SaveManual(const std::string& directory, const WriteFolder& write,
+                                                       bool staged) {
   std::string parent = Parent(directory);
   if (llvm::Error error = EnsureDirectory(parent)) return error;
   std::error_code ec;
   bool replace = fs::exists(fs::symlink_status(directory, ec));
   // Accelerate writes into an existing folder file by file; swapping the whole folder would
   // delete whatever else the user keeps there, so only a checkpoint is replaced.
+  std::string temporary = directory + std::string(kTemporarySuffix);
   if (replace && !fs::is_empty(directory, ec) && !HasValidManifest(directory)) {
+    if (staged) fs::remove_all(temporary, ec);
     return Fail(directory,
                 "exists and is not an Accel checkpoint (no valid manifest); refusing to replace it");
   }
-  std::string temporary = directory + std::string(kTemporarySuffix);
-  fs::remove_all(temporary, ec);
+  if (!staged) fs::remove_all(temporary, ec);
   uint64_t number = options_.iteration;
-  if (llvm::Error error = WriteCheckpointDirectory(temporary, files, number)) {
+  if (llvm::Error error = write(temporary, number)) {
     fs::remove_all(temporary, ec);
     return error;
   }

@@ -2,6 +2,7 @@
 #define ACCEL_RUNTIME_CHECKPOINT_CHECKPOINT_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,29 @@ class CheckpointStore {
   // iteration(). Same failures as Save().
   llvm::Expected<SaveResult> SaveTo(const std::string& directory, const std::vector<CheckpointFile>& files);
 
+  // Sharded saves (sharded_state.h), where every rank writes its own slices:
+  //   every rank: WriteRankSlices(store.ShardedStagingDir(), rank, world, slices);
+  //   a barrier (with a timeout);
+  //   rank 0: store.FinishSharded(world, files); a barrier; other ranks: AdvanceIteration().
+  // The unfinished directory of checkpoint `iteration()` (`checkpoint_N.tmp`, automatic naming)
+  // that every rank writes into. Every rank's store must have the same iteration().
+  std::string ShardedStagingDir() const;
+  // The same for manual naming: `directory.tmp`, the folder FinishShardedTo(directory) renames.
+  static std::string ShardedStagingDirFor(const std::string& directory);
+
+  // Rank 0, once every rank's WriteRankSlices returned: the steps of Save() around
+  // FinishShardedDirectory (world ranks, `files` being rank 0's unsharded files) instead of
+  // writing the folder itself: removes other temporary folders (never the staging one), refuses
+  // as Save() does, finishes and renames ShardedStagingDir() into place, increments iteration()
+  // and rotates. On failure the staging folder is removed, so a retry starts clean. A crash at
+  // any moment, of any rank, leaves every earlier complete checkpoint loadable.
+  llvm::Expected<SaveResult> FinishSharded(uint32_t world, const std::vector<CheckpointFile>& files);
+  // Manual naming: finishes ShardedStagingDirFor(directory) and swaps it in as SaveTo() does.
+  llvm::Expected<SaveResult> FinishShardedTo(const std::string& directory, uint32_t world,
+                                             const std::vector<CheckpointFile>& files);
+  // For the ranks that did not call FinishSharded: the next save's number, as rank 0's.
+  void AdvanceIteration() { ++options_.iteration; }
+
   // The newest checkpoint whose files all match its manifest: the `checkpoint_N` folders are
   // tried from the highest N down; each one skipped adds a warning naming it and what was wrong
   // (no manifest, a file missing, a size or digest mismatch). Sets iteration() to N + 1. Fails
@@ -79,6 +103,11 @@ class CheckpointStore {
  private:
   explicit CheckpointStore(ProjectOptions options) : options_(std::move(options)) {}
   void Rotate(const std::string& keep, SaveResult& result) const;
+  // Save() and SaveTo() around `write`, which fills the temporary folder. With `staged`, ranks
+  // have written into that folder already: it is neither removed as stale nor created afresh.
+  using WriteFolder = std::function<llvm::Error(const std::string& temporary, uint64_t number)>;
+  llvm::Expected<SaveResult> SaveAutomatic(const WriteFolder& write, bool staged);
+  llvm::Expected<SaveResult> SaveManual(const std::string& directory, const WriteFolder& write, bool staged);
 
   ProjectOptions options_;
 };

@@ -48,11 +48,21 @@ size_t DtypeSize(std::string_view dtype) {
   return bits % 8 == 0 ? bits / 8 : 0;
 }
 
-llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
-                                         const std::map<std::string, std::string>& metadata,
-                                         std::vector<size_t>* order) {
+namespace {
+
+// What the header says of a tensor: everything but its bytes, of which only the count matters.
+struct HeaderEntry {
+  std::string_view name;
+  std::string_view dtype;
+  const std::vector<int64_t>* shape;
+  uint64_t byte_count;
+};
+
+llvm::Expected<std::string> EncodeHeaderOf(const std::vector<HeaderEntry>& tensors,
+                                           const std::map<std::string, std::string>& metadata,
+                                           std::vector<size_t>* order) {
   std::set<std::string_view> names;
-  for (const TensorRef& t : tensors) {
+  for (const HeaderEntry& t : tensors) {
     std::string where = fmt::format("tensor `{}`", t.name);
     if (t.name == "__metadata__")
       return Fail(where + ": `__metadata__` is reserved and cannot name a tensor");
@@ -60,12 +70,12 @@ llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
     if (!names.insert(t.name).second) return Fail(where + ": duplicate tensor name");
     unsigned bits = DtypeBits(t.dtype);
     if (bits == 0) return Fail(fmt::format("{}: unknown dtype `{}`", where, t.dtype));
-    std::optional<uint64_t> total_bits = TensorBits(t.shape, bits);
+    std::optional<uint64_t> total_bits = TensorBits(*t.shape, bits);
     if (!total_bits)
       return Fail(where + ": the shape has a negative dimension or its size overflows 64 bits");
-    if (*total_bits % 8 != 0 || *total_bits / 8 != t.bytes.size()) {
+    if (*total_bits % 8 != 0 || *total_bits / 8 != t.byte_count) {
       return Fail(fmt::format("{}: {} bytes do not match dtype {} and shape [{}] ({} bits)", where,
-                              t.bytes.size(), t.dtype, fmt::join(t.shape, ","), *total_bits));
+                              t.byte_count, t.dtype, fmt::join(*t.shape, ","), *total_bits));
     }
   }
   for (const auto& [key, value] : metadata) {
@@ -98,13 +108,13 @@ llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
   }
   uint64_t offset = 0;
   for (size_t index : indices) {
-    const TensorRef& t = tensors[index];
+    const HeaderEntry& t = tensors[index];
     if (!first) header += ',';
     first = false;
     AppendJsonString(header, t.name);
     header += fmt::format(":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}", t.dtype,
-                          fmt::join(t.shape, ","), offset, offset + t.bytes.size());
-    offset += t.bytes.size();
+                          fmt::join(*t.shape, ","), offset, offset + t.byte_count);
+    offset += t.byte_count;
   }
   header += '}';
   // Pad with spaces so the data section starts 8-byte aligned.
@@ -120,6 +130,17 @@ llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
   out += header;
   if (order) *order = std::move(indices);
   return out;
+}
+
+}  // namespace
+
+llvm::Expected<std::string> EncodeHeader(const std::vector<TensorRef>& tensors,
+                                         const std::map<std::string, std::string>& metadata,
+                                         std::vector<size_t>* order) {
+  std::vector<HeaderEntry> entries;
+  entries.reserve(tensors.size());
+  for (const TensorRef& t : tensors) entries.push_back({t.name, t.dtype, &t.shape, t.bytes.size()});
+  return EncodeHeaderOf(entries, metadata, order);
 }
 
 std::vector<std::string_view> EncodedSafetensors::Parts() const {
@@ -144,6 +165,26 @@ llvm::Expected<EncodedSafetensors> EncodeSafetensors(const std::vector<TensorRef
   EncodedSafetensors encoded;
   encoded.header = std::move(*header);
   for (size_t index : order) encoded.data.push_back(tensors[index].bytes);
+  return encoded;
+}
+
+llvm::Expected<EncodedSafetensors> EncodeScatteredSafetensors(
+    const std::vector<ScatteredTensorRef>& tensors, const std::map<std::string, std::string>& metadata) {
+  std::vector<HeaderEntry> entries;
+  entries.reserve(tensors.size());
+  for (const ScatteredTensorRef& t : tensors) {
+    uint64_t byte_count = 0;
+    for (std::string_view piece : t.pieces) byte_count += piece.size();
+    entries.push_back({t.name, t.dtype, &t.shape, byte_count});
+  }
+  std::vector<size_t> order;
+  llvm::Expected<std::string> header = EncodeHeaderOf(entries, metadata, &order);
+  if (!header) return header.takeError();
+  EncodedSafetensors encoded;
+  encoded.header = std::move(*header);
+  for (size_t index : order) {
+    for (std::string_view piece : tensors[index].pieces) encoded.data.push_back(piece);
+  }
   return encoded;
 }
 

@@ -55,6 +55,21 @@ llvm::Expected<EncodedSafetensors> EncodeSafetensors(const std::vector<TensorRef
                                                      const std::map<std::string, std::string>& metadata = {
                                                          {"format", "pt"}});
 
+// A tensor whose bytes lie in several places (e.g. slices of a sharded checkpoint): `pieces`
+// written back to back are its dense bytes. The views must stay valid until the write returns.
+struct ScatteredTensorRef {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<std::string_view> pieces;
+};
+
+// The same file layout for scattered tensors: each tensor's pieces follow one another in the
+// data views, so a file is assembled from many sources without copying. Fails as EncodeHeader
+// does, the byte count being the pieces' total.
+llvm::Expected<EncodedSafetensors> EncodeScatteredSafetensors(
+    const std::vector<ScatteredTensorRef>& tensors, const std::map<std::string, std::string>& metadata);
+
 // Writes a safetensors file crash-safely (see WriteFileAtomically). Fails as EncodeHeader does,
 // with the path in the message, or on an I/O error.
 llvm::Error WriteSafetensors(const std::string& path, const std::vector<TensorRef>& tensors,

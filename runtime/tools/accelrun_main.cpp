@@ -1,13 +1,14 @@
 // accelrun: runs an execution plan (or compiles and runs a `.accel` spec): launches the
 // workers (accelrun-worker, worker_main.cpp), supervises them, and reports the result. Each mode
-// lives in its own file. It links no LibTorch: help, dry runs, env, estimate-memory and report start in
-// milliseconds, and only the workers load it.
+// lives in its own file. It links no LibTorch: help, dry runs, env, estimate-memory, report and consolidate
+// start in milliseconds, and only the workers load it.
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "runtime/memory/estimate.h"
+#include "runtime/tools/consolidate_command.h"
 #include "runtime/tools/env_command.h"
 #include "runtime/tools/launch_command.h"
 #include "runtime/tools/report_command.h"
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
                                        accel::tools::WorkerExecutable(argv[0]));
   if (!args.empty() && args[0] == "report")
     return accel::tools::RunReportCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "consolidate")
+    return accel::tools::RunConsolidateCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   accel::tools::LaunchCommandOptions options;
   // `accelrun test <spec | plan> [options]`: a launch whose workers test instead of train.
   if (!args.empty() && args[0] == "test") {

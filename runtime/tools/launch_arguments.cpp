@@ -130,6 +130,7 @@ std::string LaunchUsage() {
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
        accelrun report <run-dir> [-o <file>]             (an HTML page of a run's curves and settings)
+       accelrun consolidate <checkpoint-dir> -o <file>   (a sharded checkpoint's model as whole tensors)
 
 Compiles the spec (`.accel`, or a YAML job spec) with the `--set` and `--num-processes`
 overrides, as `accelc build --set` does, or reads a compiled plan (`.json`), then starts one
