@@ -157,6 +157,11 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "saved, or on another machine than the one that trains; accelrun stops before the first step, "
        "naming the file, if it is still missing.\nFix: correct the path, or save the model there with "
        "`torch.jit.save(torch.jit.script(model), path)` before the run."},
+      {"A3012",
+       "A padding field of `SafetensorsColumns` or `NpyColumns` (`pad_values`, `attention_mask_from`, "
+       "`same_length`) names a column that the dataset's `columns` list leaves out, so the run could never "
+       "pad it. Checked only when `columns` is given; otherwise accelrun checks the names against the files "
+       "and stops before the first step.\nFix: correct the column's name, or add it to `columns`."},
       {"A4001",
        "`compute.distributed_type` names an engine other than NO and MULTI_CPU, the two accelrun runs (one "
        "process, or several over Gloo on the CPU).\nFix: set `distributed_type = MULTI_CPU` (or NO), or run "

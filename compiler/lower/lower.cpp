@@ -249,6 +249,10 @@ class Lowerer {
       // The spec's `{ column: "input" }`, in the spec's order.
       out.clear();
       for (size_t i = 0; i < value.keys.size(); ++i) out.push_back({value.keys[i], value.items[i].text});
+    } else if constexpr (std::is_same_v<T, std::vector<plan::PadValue>>) {
+      // The spec's `{ column: value }`, in the spec's order.
+      out.clear();
+      for (size_t i = 0; i < value.keys.size(); ++i) out.push_back({value.keys[i], value.items[i].int_value});
     } else {
       static_assert(std::is_same_v<T, std::vector<typename T::value_type>>,
                     "a plan field lowering cannot copy");
@@ -338,6 +342,9 @@ class Lowerer {
                     "`train.loss = cross_entropy` on `SyntheticRegression`",
                     "; its targets are real numbers: use `mse`, or a dataset file with integer class labels");
       }
+    } else if (std::holds_alternative<plan::NpyColumns>(dataset) ||
+               std::holds_alternative<plan::SafetensorsColumns>(dataset)) {
+      CheckPaddingColumns(data);
     } else if (auto* csv = std::get_if<plan::CsvDataset>(&dataset)) {
       if (class_labels && csv->target_columns.size() != 1) {
         Unsupported(diag::Kind::NativeTargetColumns, data["target_columns"],
@@ -346,6 +353,36 @@ class Lowerer {
       }
     }
     return dataset;
+  }
+
+  // The columns the padding fields name are columns the dataset reads, when the spec lists them
+  // (without a list every file's column is read, and the runtime checks the names).
+  void CheckPaddingColumns(const Fields& data) {
+    const Value& columns = data["columns"];
+    if (columns.items.empty()) return;
+    std::vector<std::string> read;
+    std::string listed;
+    for (const Value& column : columns.items) {
+      read.push_back(column.text);
+      listed += (listed.empty() ? "`" : ", `") + column.text + "`";
+    }
+    auto check = [&](const Value& where, const std::string& field, const std::string& name) {
+      if (std::find(read.begin(), read.end(), name) != read.end()) return;
+      failed_ = true;
+      bool located =
+          where.provenance.kind == sema::Provenance::Kind::Spec && where.provenance.file != nullptr;
+      diagnostics_.Emit(diag::Kind::PaddingColumnNotRead, located ? where.provenance.file : spec_.file,
+                        located ? where.provenance.span : spec_.span, field, name,
+                        fmt::format("; it reads {}: add `{}` there, or correct the name", listed, name));
+    };
+    const Value& pad_values = data["pad_values"];
+    for (size_t i = 0; i < pad_values.keys.size(); ++i) {
+      check(pad_values.items[i], "`pad_values`", pad_values.keys[i]);
+    }
+    if (data.IsSet("attention_mask_from")) {
+      check(data["attention_mask_from"], "`attention_mask_from`", data.Text("attention_mask_from"));
+    }
+    for (const Value& name : data["same_length"].items) check(name, "`same_length`", name.text);
   }
 
   // Whether the dataset yields named columns (for a model that computes its own loss) rather

@@ -7,11 +7,60 @@
 #include <cstring>
 #include <filesystem>
 
+#include "llvm/ADT/StringRef.h"
 #include "runtime/data/array_files.h"
 #include "runtime/support/error.h"
+#include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::data {
 namespace {
+
+// Where a column's row count comes from, for messages: its shape, or its offsets.
+std::string RowsText(const Column& column) {
+  if (column.ragged()) return fmt::format("offsets of {} entries", column.offsets.size(0));
+  return fmt::format("shape {}", ShapeText(column.values.sizes()));
+}
+
+// The offsets of a ragged column, read from `offsets_where`, as int64 [N + 1]: 0 first, never
+// decreasing, ending at the number of values `values_where` holds.
+llvm::Expected<at::Tensor> CheckOffsets(at::Tensor offsets, const at::Tensor& values,
+                                        const std::string& offsets_where, const std::string& values_where) {
+  if (offsets.dim() != 1 || !at::isIntegralType(offsets.scalar_type(), /*includeBool=*/false)) {
+    return Fail(fmt::format(
+        "{}: offsets must be a 1-D integer array of rows + 1 entries, found {} of shape {}; write "
+        "numpy.cumsum([0] + lengths) as int64",
+        offsets_where, tensor::TorchName(offsets.scalar_type()), ShapeText(offsets.sizes())));
+  }
+  if (offsets.size(0) < 2) {
+    return Fail(fmt::format("{}: {} offsets describe no row; N rows need N + 1 offsets, starting at 0",
+                            offsets_where, offsets.size(0)));
+  }
+  if (values.dim() == 0) {
+    return Fail(
+        fmt::format("{}: a ragged column needs its rows' values concatenated along the first dimension, "
+                    "found a single value",
+                    values_where));
+  }
+  offsets = offsets.to(at::kLong).contiguous();
+  const int64_t* at = offsets.data_ptr<int64_t>();
+  if (at[0] != 0) {
+    return Fail(fmt::format("{}: the first offset is {}; row 0 starts at value 0", offsets_where, at[0]));
+  }
+  for (int64_t row = 0; row + 1 < offsets.size(0); ++row) {
+    if (at[row + 1] < at[row]) {
+      return Fail(fmt::format("{}: offsets decrease at row {} (from {} to {}); offsets must never decrease",
+                              offsets_where, row, at[row], at[row + 1]));
+    }
+  }
+  int64_t last = at[offsets.size(0) - 1];
+  if (last != values.size(0)) {
+    return Fail(
+        fmt::format("{}: the last offset is {} but {} holds {} values along its first dimension; the "
+                    "last offset is the number of values",
+                    offsets_where, last, values_where, values.size(0)));
+  }
+  return offsets;
+}
 
 // Checks that the columns make a dataset (one row per sample in each, as many in all) and
 // casts floating ones to float32. `where` names the source in errors.
@@ -24,17 +73,17 @@ llvm::Expected<Dataset> Assemble(Columns columns, const std::string& where) {
                       "dimension",
                       where, column.name));
     }
-    if (column.values.size(0) != columns.front().values.size(0)) {
+    if (column.rows() != columns.front().rows()) {
       return Fail(fmt::format(
-          "{}: column `{}` has {} rows (shape {}) but column `{}` has {} (shape {}); every column needs one "
-          "row per sample",
-          where, column.name, column.values.size(0), ShapeText(column.values.sizes()), columns.front().name,
-          columns.front().values.size(0), ShapeText(columns.front().values.sizes())));
+          "{}: column `{}` has {} rows ({}) but column `{}` has {} ({}); every column needs one row per "
+          "sample",
+          where, column.name, column.rows(), RowsText(column), columns.front().name, columns.front().rows(),
+          RowsText(columns.front())));
     }
     if (at::isFloatingType(column.values.scalar_type())) column.values = column.values.to(at::kFloat);
     column.values = column.values.contiguous();
   }
-  if (columns.front().values.size(0) == 0) return Fail(fmt::format("{}: the columns have no rows", where));
+  if (columns.front().rows() == 0) return Fail(fmt::format("{}: the columns have no rows", where));
   Dataset dataset;
   dataset.columns = std::move(columns);
   return dataset;
@@ -62,13 +111,26 @@ llvm::Expected<Dataset> LoadSafetensorsColumns(const std::string& path,
   if (!file) return file.takeError();
   std::vector<std::string> wanted = names;
   if (wanted.empty()) {
-    for (const auto& [name, info] : file->tensors()) wanted.push_back(name);
+    for (const auto& [name, info] : file->tensors()) {
+      if (!llvm::StringRef(name).endswith(kOffsetsSuffix)) wanted.push_back(name);
+    }
   }
   Columns columns;
   for (const std::string& name : wanted) {
     llvm::Expected<at::Tensor> tensor = ReadSafetensorsTensor(*file, path, name);
     if (!tensor) return tensor.takeError();
-    columns.push_back({name, *tensor});
+    Column column{name, *tensor, {}};
+    const std::string offsets_key = name + kOffsetsSuffix;
+    if (file->tensors().count(offsets_key) != 0) {
+      llvm::Expected<at::Tensor> offsets = ReadSafetensorsTensor(*file, path, offsets_key);
+      if (!offsets) return offsets.takeError();
+      llvm::Expected<at::Tensor> checked =
+          CheckOffsets(*offsets, *tensor, fmt::format("{}: tensor `{}`", path, offsets_key),
+                       fmt::format("tensor `{}`", name));
+      if (!checked) return checked.takeError();
+      column.offsets = *checked;
+    }
+    columns.push_back(std::move(column));
   }
   return Assemble(std::move(columns), path);
 }
@@ -78,7 +140,11 @@ llvm::Expected<Dataset> LoadNpyColumns(const std::string& dir, const std::vector
   std::error_code error;
   std::vector<std::string> present;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    if (entry.path().extension() == ".npy") present.push_back(entry.path().stem().string());
+    std::string stem = entry.path().stem().string();
+    // `<name>.offsets.npy` makes `<name>` ragged; it is not a column of its own.
+    if (entry.path().extension() == ".npy" && !llvm::StringRef(stem).endswith(kOffsetsSuffix)) {
+      present.push_back(stem);
+    }
   }
   if (error) return Fail(fmt::format("{}: cannot list the directory: {}", dir, error.message()));
   std::sort(present.begin(), present.end());
@@ -89,11 +155,86 @@ llvm::Expected<Dataset> LoadNpyColumns(const std::string& dir, const std::vector
       return Fail(fmt::format("{}: no file `{}.npy` for column `{}`{}", dir, name, name,
                               Suggest(name, present, "columns")));
     }
-    llvm::Expected<at::Tensor> array = ReadNpy((fs::path(dir) / (name + ".npy")).string());
+    const std::string values_path = (fs::path(dir) / (name + ".npy")).string();
+    llvm::Expected<at::Tensor> array = ReadNpy(values_path);
     if (!array) return array.takeError();
-    columns.push_back({name, *array});
+    Column column{name, *array, {}};
+    const std::string offsets_path = (fs::path(dir) / (name + kOffsetsSuffix + ".npy")).string();
+    std::error_code missing;
+    if (fs::exists(offsets_path, missing)) {
+      llvm::Expected<at::Tensor> offsets = ReadNpy(offsets_path);
+      if (!offsets) return offsets.takeError();
+      llvm::Expected<at::Tensor> checked = CheckOffsets(*offsets, *array, offsets_path, values_path);
+      if (!checked) return checked.takeError();
+      column.offsets = *checked;
+    }
+    columns.push_back(std::move(column));
   }
   return Assemble(std::move(columns), dir);
+}
+
+llvm::Expected<Dataset> WithPadding(Dataset dataset, Padding padding,
+                                    const std::vector<std::string>& same_length, const std::string& where) {
+  std::vector<std::string> names;
+  for (const Column& column : dataset.columns) names.push_back(column.name);
+  auto find = [&](const std::string& name) -> const Column* {
+    for (const Column& column : dataset.columns) {
+      if (column.name == name) return &column;
+    }
+    return nullptr;
+  };
+  for (const auto& [name, value] : padding.values) {
+    if (find(name) == nullptr) {
+      return Fail(fmt::format("{}: `pad_values` names column `{}`, which the dataset does not have{}", where,
+                              name, Suggest(name, names, "columns")));
+    }
+  }
+  if (padding.multiple_of < 1) {
+    return Fail(
+        fmt::format("{}: `pad_to_multiple_of = {}`; it must be at least 1", where, padding.multiple_of));
+  }
+  if (!padding.attention_mask_from.empty()) {
+    const Column* source = find(padding.attention_mask_from);
+    if (source == nullptr || !source->ragged()) {
+      return Fail(fmt::format(
+          "{}: `attention_mask_from` names `{}`, {}; it needs a ragged column (one with offsets){}", where,
+          padding.attention_mask_from,
+          source == nullptr ? "which the dataset does not have" : "which has no offsets",
+          source == nullptr ? Suggest(padding.attention_mask_from, names, "columns") : ""));
+    }
+    if (find(kAttentionMask) != nullptr) {
+      return Fail(
+          fmt::format("{}: the dataset has a column `{}` already; drop `attention_mask_from`, or that "
+                      "column",
+                      where, kAttentionMask));
+    }
+  }
+  const Column* first = nullptr;
+  for (const std::string& name : same_length) {
+    const Column* column = find(name);
+    if (column == nullptr || !column->ragged()) {
+      return Fail(fmt::format(
+          "{}: `same_length` names `{}`, {}; it lists ragged columns (ones with offsets){}", where, name,
+          column == nullptr ? "which the dataset does not have" : "which has no offsets",
+          column == nullptr ? Suggest(name, names, "columns") : ""));
+    }
+    if (first == nullptr) {
+      first = column;
+      continue;
+    }
+    at::Tensor lengths = column->offsets.diff();
+    at::Tensor expected = first->offsets.diff();
+    if (at::Tensor differ = lengths.ne(expected).nonzero(); differ.size(0) > 0) {
+      int64_t row = differ[0][0].item<int64_t>();
+      return Fail(
+          fmt::format("{}: row {} of column `{}` has {} values but the same row of `{}` has {}; "
+                      "`same_length` needs them as long as each other",
+                      where, row, column->name, lengths[row].item<int64_t>(), first->name,
+                      expected[row].item<int64_t>()));
+    }
+  }
+  dataset.padding = std::move(padding);
+  return dataset;
 }
 
 llvm::Expected<Dataset> LoadTokenStream(const std::string& path, checkpoint::Dtype dtype,
@@ -147,9 +288,9 @@ llvm::Expected<Dataset> LoadTokenStream(const std::string& path, checkpoint::Dty
   const int64_t windows = (tokens - 1) / block_size;
   Dataset dataset;
   dataset.columns.push_back(
-      {kTokenInputs, ids.narrow(0, 0, windows * block_size).view({windows, block_size})});
+      {kTokenInputs, ids.narrow(0, 0, windows * block_size).view({windows, block_size}), {}});
   dataset.columns.push_back(
-      {kTokenTargets, ids.narrow(0, 1, windows * block_size).contiguous().view({windows, block_size})});
+      {kTokenTargets, ids.narrow(0, 1, windows * block_size).contiguous().view({windows, block_size}), {}});
   return dataset;
 }
 

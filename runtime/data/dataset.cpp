@@ -585,8 +585,17 @@ Dataset Dataset::Rows(int64_t start, int64_t length) const {
   Dataset rows;
   if (features.defined()) rows.features = features.narrow(0, start, length).contiguous();
   if (targets.defined()) rows.targets = targets.narrow(0, start, length).contiguous();
+  rows.padding = padding;
   for (const Column& column : columns) {
-    rows.columns.push_back({column.name, column.values.narrow(0, start, length).contiguous()});
+    if (!column.ragged()) {
+      rows.columns.push_back({column.name, column.values.narrow(0, start, length).contiguous(), {}});
+      continue;
+    }
+    at::Tensor offsets = column.offsets.narrow(0, start, length + 1);
+    int64_t first = offsets[0].item<int64_t>();
+    int64_t last = offsets[length].item<int64_t>();
+    rows.columns.push_back({column.name, column.values.narrow(0, first, last - first).contiguous(),
+                            (offsets - first).contiguous()});
   }
   return rows;
 }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -16,11 +17,44 @@
 namespace accel::rt::data {
 
 // A named column: one row per sample along dimension 0 (a window of token ids, a mask, a label).
+// A ragged column (rows of different lengths, as Arrow and Hugging Face datasets store lists)
+// keeps every row's values concatenated along dimension 0 and `offsets`, int64 [N + 1]: row i
+// is values[offsets[i], offsets[i + 1]). Collation (Dataset::Collate) pads its rows into
+// [B, L, ...]; a batch never holds a ragged column.
 struct Column {
   std::string name;
   at::Tensor values;
+  // Undefined for a fixed-shape column.
+  at::Tensor offsets;
+
+  bool ragged() const { return offsets.defined(); }
+  int64_t rows() const { return ragged() ? offsets.size(0) - 1 : values.size(0); }
 };
 using Columns = std::vector<Column>;
+
+// Where padding goes: after a row's values (right, the default of Hugging Face's tokenizers) or
+// before them (left, pad_across_processes' `pad_first`).
+enum class PadSide { kRight, kLeft };
+
+// How a batch's ragged columns are padded (Hugging Face's DataCollatorWithPadding, with
+// DataCollatorForSeq2Seq's per-column pad value).
+struct Padding {
+  // The pad value of a column; a ragged column not listed pads with 0.
+  std::vector<std::pair<std::string, int64_t>> values;
+  // Each ragged column of a batch is padded to its longest row there, rounded up to a multiple
+  // of this.
+  int64_t multiple_of = 1;
+  PadSide side = PadSide::kRight;
+  // If not empty: the ragged column whose row lengths make an int64 `attention_mask` column
+  // (1 over a row's values, 0 over its padding), appended after the dataset's columns.
+  std::string attention_mask_from;
+
+  // The pad value of `column`.
+  int64_t ValueOf(const std::string& column) const;
+};
+
+// The name of the column Padding::attention_mask_from makes.
+inline constexpr const char* kAttentionMask = "attention_mask";
 
 struct Dataset {
   // float32 [N, F]; undefined for a dataset of named columns.
@@ -29,13 +63,22 @@ struct Dataset {
   at::Tensor targets;
   // Named columns of N rows each (runtime/data/columns.h); empty for features and targets.
   Columns columns;
+  // How Collate pads the ragged columns.
+  Padding padding;
 
   int64_t size() const {
     if (features.defined()) return features.size(0);
-    return columns.empty() ? 0 : columns.front().values.size(0);
+    return columns.empty() ? 0 : columns.front().rows();
   }
-  // Rows [start, start + length) of every tensor, as contiguous copies.
+  // Rows [start, start + length) of every tensor, as contiguous copies (ragged columns keep
+  // their rows' values and offsets rebased to 0), with the same padding.
   Dataset Rows(int64_t start, int64_t length) const;
+  // The batch of named columns of rows `indices` (each in [0, size())), in that order: fixed
+  // columns' rows copied, ragged ones padded as `padding` says, and the attention mask when
+  // it asks for one (runtime/data/collate.cpp). Integer and bool columns keep their dtype.
+  Columns Collate(const std::vector<int64_t>& indices) const;
+  // Collate of rows [start, start + length).
+  Columns CollateRows(int64_t start, int64_t length) const;
 };
 
 enum class TargetKind {

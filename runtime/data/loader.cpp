@@ -13,10 +13,13 @@ namespace {
 llvm::Error ValidateColumns(const Columns& columns) {
   for (size_t i = 0; i < columns.size(); ++i) {
     const Column& column = columns[i];
-    if (column.values.dim() < 1 || column.values.size(0) != columns.front().values.size(0)) {
+    if (column.values.dim() < 1 || column.rows() != columns.front().rows()) {
       return Fail(fmt::format("dataset column `{}` has {} rows, column `{}` has {}", column.name,
-                              column.values.dim() < 1 ? 0 : column.values.size(0), columns.front().name,
-                              columns.front().values.size(0)));
+                              column.values.dim() < 1 ? 0 : column.rows(), columns.front().name,
+                              columns.front().rows()));
+    }
+    if (column.ragged() && (column.offsets.scalar_type() != at::kLong || column.offsets.dim() != 1)) {
+      return Fail(fmt::format("dataset column `{}` has offsets that are not int64 [rows + 1]", column.name));
     }
     for (size_t j = 0; j < i; ++j) {
       if (columns[j].name == column.name)
@@ -90,16 +93,14 @@ Batch DataLoader::Next() {
     batches_epoch_ = epoch_;
   }
   std::vector<int64_t>& indices = batches_[position_++];
-  // A view of the indices, not a copy: index_select copies the rows out.
-  at::Tensor index = at::from_blob(indices.data(), {static_cast<int64_t>(indices.size())}, at::kLong);
   Batch batch;
   if (dataset_.columns.empty()) {
+    // A view of the indices, not a copy: index_select copies the rows out.
+    at::Tensor index = at::from_blob(indices.data(), {static_cast<int64_t>(indices.size())}, at::kLong);
     batch.features = at::index_select(dataset_.features, 0, index);
     batch.targets = at::index_select(dataset_.targets, 0, index);
   }
-  for (const Column& column : dataset_.columns) {
-    batch.columns.push_back({column.name, at::index_select(column.values, 0, index)});
-  }
+  batch.columns = dataset_.Collate(indices);
   batch.epoch = epoch_;
   batch.last_in_epoch = position_ == batches_per_epoch();
   return batch;

@@ -17,8 +17,8 @@ struct Batch {
   at::Tensor features;
   // float32 [B, O] or int64 [B], as in the Dataset.
   at::Tensor targets;
-  // With a dataset of named columns: B rows of each column, in the dataset's order; features
-  // and targets are then undefined.
+  // With a dataset of named columns: B rows of each column, in the dataset's order, ragged
+  // columns padded (Dataset::Collate); features and targets are then undefined.
   Columns columns;
   int64_t epoch = 0;
   // The last batch of this process in `epoch`: what GradientAccumulationPlugin's

@@ -64,7 +64,7 @@ BatchSizeSearch FindExecutableBatchSize(Trainer& trainer, Reducer& reducer, cons
       if (data.columns.empty()) {
         trainer.ForwardBackward(data.features.narrow(0, 0, rows), data.targets.narrow(0, 0, rows));
       } else {
-        trainer.ForwardBackward(data.Rows(0, rows).columns);
+        trainer.ForwardBackward(data.CollateRows(0, rows));
       }
     } catch (const std::exception& error) {
       if (!memory::LooksLikeOutOfMemory(error)) throw;

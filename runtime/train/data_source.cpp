@@ -20,6 +20,21 @@ checkpoint::Dtype TokenDtype(plan::TokenDtype dtype) {
   std::abort();
 }
 
+// A dataset of named columns with the padding its plan record asks for (SafetensorsColumns and
+// NpyColumns share the fields).
+template <typename Record>
+llvm::Expected<data::Dataset> Padded(llvm::Expected<data::Dataset> dataset, const Record& record,
+                                     const std::string& where) {
+  if (!dataset) return dataset.takeError();
+  data::Padding padding;
+  for (const plan::PadValue& pad : record.pad_values) padding.values.emplace_back(pad.column, pad.value);
+  padding.multiple_of = record.pad_to_multiple_of;
+  padding.side =
+      record.padding_side == plan::PaddingSide::left ? data::PadSide::kLeft : data::PadSide::kRight;
+  padding.attention_mask_from = record.attention_mask_from;
+  return data::WithPadding(std::move(*dataset), std::move(padding), record.same_length, where);
+}
+
 }  // namespace
 
 llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, int64_t eval_samples, int rank,
@@ -41,10 +56,10 @@ llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, i
                                     return data::LoadSafetensors(d.path, d.features_key, d.targets_key, kind);
                                   },
                                   [](const plan::SafetensorsColumns& d) -> llvm::Expected<data::Dataset> {
-                                    return data::LoadSafetensorsColumns(d.path, d.columns);
+                                    return Padded(data::LoadSafetensorsColumns(d.path, d.columns), d, d.path);
                                   },
                                   [](const plan::NpyColumns& d) -> llvm::Expected<data::Dataset> {
-                                    return data::LoadNpyColumns(d.dir, d.columns);
+                                    return Padded(data::LoadNpyColumns(d.dir, d.columns), d, d.dir);
                                   },
                                   [](const plan::TokenStream& d) -> llvm::Expected<data::Dataset> {
                                     return data::LoadTokenStream(d.path, TokenDtype(d.dtype), d.block_size);

@@ -26,7 +26,12 @@ struct EvalResult {
 // even_batches appended at the end are dropped, so each of the `samples` held-out rows counts
 // exactly once. A batch of named columns gives one loss (and one value per metric) for the
 // whole batch; as in Accelerate's examples (`gather_for_metrics(loss.repeat(batch_size))`) it
-// counts once per sample of its batch, so the mean weighs every held-out sample once.
+// counts once per sample of its batch, so the mean weighs every held-out sample once. When
+// forward returns `logits` [B, T, V] for a `labels` column [B, T] (token classification on
+// padded batches), the per-token predictions and labels are padded across processes
+// (pad_across_processes along dim 1 with -100, on the dataset's padding side), gathered, and
+// give the metric `token_accuracy`: the share of positions whose label is not -100 that the
+// argmax of the logits predicts, the same on any number of processes.
 // Collective; every rank gets the same result.
 llvm::Expected<EvalResult> Evaluate(Trainer& trainer, data::DataLoader& loader, int64_t samples,
                                     distributed::DataOps& ops);

@@ -161,6 +161,8 @@ ModelOutputs ReadModelOutputs(const torch::jit::IValue& output, const std::strin
       keys.push_back(key);
       if (key == "loss") {
         loss = entry.value();
+      } else if (key == "logits" && entry.value().isTensor()) {
+        result.logits = entry.value().toTensor().detach();
       } else if (entry.value().isTensor() && entry.value().toTensor().dim() == 0) {
         result.metrics.emplace_back(key, entry.value().toTensor().detach().to(at::kFloat));
       }

@@ -55,7 +55,8 @@ class InputBinder {
 };
 
 // The loss and metrics of what forward returned: a tensor (the loss), a dict with `loss` (its
-// other 0-dim tensors are metrics; larger tensors, `logits` among them, are not), or a tuple
+// other 0-dim tensors are metrics; its `logits` are kept for evaluation; other larger tensors
+// are ignored), or a tuple
 // or list whose first element is the loss. The loss must hold one floating value; it becomes
 // a float32 0-dim tensor that keeps its autograd graph. Throws std::invalid_argument saying
 // what forward returned and what is expected, naming `signature`.

@@ -48,6 +48,8 @@ struct ModelOutputs {
   at::Tensor loss;  // float32, 0-dim; with its autograd graph in training
   // The other 0-dim tensors of a returned dict, by key (detached float32): the model's metrics.
   std::vector<std::pair<std::string, at::Tensor>> metrics;
+  // A returned dict's `logits`, detached; undefined when it has none.
+  at::Tensor logits;
 };
 
 // The model and its optimizer. Hides torch::nn, torch::jit and torch::optim (and their heavy

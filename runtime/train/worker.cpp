@@ -233,7 +233,7 @@ class TrainingRun {
     if (dataset.columns.empty()) return llvm::Error::success();
     int64_t rows = std::min<int64_t>(dataset.size(), std::max<int64_t>(1, loaders_->train.spec().batch_size));
     try {
-      trainer_->CheckColumns(dataset.Rows(0, rows).columns);
+      trainer_->CheckColumns(dataset.CollateRows(0, rows));
     } catch (const std::invalid_argument& error) {
       return Fail(error.what());
     }

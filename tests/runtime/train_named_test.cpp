@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <string>
 
 #include "runtime/data/columns.h"
 #include "runtime/data/loader.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/operations.h"
+#include "runtime/launch/launcher.h"
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/evaluation.h"
@@ -225,6 +227,88 @@ TEST(NamedColumns, EvaluationWeighsEachBatchLossByItsSamples) {
   ASSERT_EQ(result->metrics.size(), 1u);
   EXPECT_EQ(result->metrics[0].first, "error");
   EXPECT_EQ(result->accuracy, -1);
+}
+
+// A token tagger that predicts each id's class mod 3 whatever its weights: its logits are the
+// one-hot of input_ids % 3, so the token accuracy is known from the data alone.
+const char* kModThreeTagger = R"(
+def forward(self, input_ids: Tensor, labels: Tensor) -> Dict[str, Tensor]:
+    classes = torch.remainder(input_ids, 3)
+    logits = torch.stack([(classes == 0).float(), (classes == 1).float(), (classes == 2).float()], 2)
+    return {"loss": self.w.sum() + logits.sum() * 0.0, "logits": logits}
+)";
+
+// Six rows of 1 to 7 tokens, `labels` -100 where a token has no label; a batch of one row per
+// rank gives the two ranks batches of different lengths.
+data::Dataset RaggedTokens() {
+  std::vector<int64_t> lengths{1, 5, 2, 7, 3, 1};
+  std::vector<int64_t> offsets{0};
+  for (int64_t length : lengths) offsets.push_back(offsets.back() + length);
+  at::Tensor ids = at::arange(1, offsets.back() + 1, at::kLong);
+  // Every third token gets a wrong label, every fifth none.
+  at::Tensor labels = at::remainder(ids, 3);
+  labels.index_put_({at::arange(0, offsets.back(), 3)}, at::remainder(ids.index({at::arange(0, offsets.back(), 3)}) + 1, 3));
+  labels.index_put_({at::arange(1, offsets.back(), 5)}, -100);
+  data::Dataset dataset;
+  at::Tensor offset_tensor = at::tensor(offsets);
+  dataset.columns.push_back({"input_ids", ids, offset_tensor});
+  dataset.columns.push_back({"labels", labels, offset_tensor});
+  dataset.padding.values = {{"labels", -100}};
+  dataset.padding.side = data::PadSide::kLeft;
+  return dataset;
+}
+
+// The share of labelled tokens whose label is their id mod 3.
+double ExpectedTokenAccuracy(const data::Dataset& dataset) {
+  at::Tensor ids = dataset.columns[0].values;
+  at::Tensor labels = dataset.columns[1].values;
+  at::Tensor labelled = labels.ne(-100);
+  return static_cast<double>(at::remainder(ids, 3).eq(labels).logical_and(labelled).sum().item<int64_t>()) /
+         static_cast<double>(labelled.sum().item<int64_t>());
+}
+
+double TokenAccuracyOf(const EvalResult& result) {
+  for (const auto& [name, value] : result.metrics) {
+    if (name == "token_accuracy") return value;
+  }
+  return -1;
+}
+
+// Each rank pads its batch to its own longest row; evaluation pads the per-token predictions
+// across processes before gathering them, so 2 ranks count every labelled token once, as 1 does.
+TEST(NamedColumns, EvaluationPadsTokenPredictionsAcrossProcesses) {
+  plan::TorchScript tagger = SaveModule("tagger", kModThreeTagger);
+  const double expected = ExpectedTokenAccuracy(RaggedTokens());
+  ASSERT_GT(expected, 0.3);
+  ASSERT_LT(expected, 0.9);
+  auto evaluate = [&](int world, int rank, distributed::DataOps& ops) {
+    std::unique_ptr<Trainer> trainer = MakeTrainer(plan::BuildModel{tagger}, Loop());
+    data::ShardSpec spec;
+    spec.batch_size = world == 1 ? 2 : 1;
+    spec.shuffle = false;
+    spec.num_processes = world;
+    spec.process_index = rank;
+    llvm::Expected<data::DataLoader> loader = data::DataLoader::Create(RaggedTokens(), spec);
+    EXPECT_TRUE(static_cast<bool>(loader)) << llvm::toString(loader.takeError());
+    llvm::Expected<EvalResult> result = Evaluate(*trainer, *loader, 6, ops);
+    EXPECT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+    return TokenAccuracyOf(*result);
+  };
+  std::unique_ptr<distributed::Collectives> single = distributed::MakeSingleProcess();
+  distributed::DataOps single_ops(*single);
+  EXPECT_DOUBLE_EQ(evaluate(1, 0, single_ops), expected);
+
+  int port = launch::PickFreePort();
+  std::vector<std::future<double>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [&, rank] {
+      std::unique_ptr<distributed::Collectives> group =
+          distributed::ConnectGloo({rank, 2, "127.0.0.1", port, std::chrono::seconds(10)});
+      distributed::DataOps ops(*group);
+      return evaluate(2, rank, ops);
+    }));
+  }
+  for (auto& rank : ranks) EXPECT_DOUBLE_EQ(rank.get(), expected);
 }
 
 // find_executable_batch_size probes a model on named columns with the first rows of every

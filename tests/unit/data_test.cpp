@@ -725,8 +725,8 @@ TEST(LoadSafetensorsColumns, ReadsNamedTensorsAsColumns) {
 
 TEST(DataLoader, DealsTheSameRowsOfEveryNamedColumn) {
   Dataset dataset;
-  dataset.columns.push_back({"ids", at::arange(20, at::kLong).reshape({10, 2})});
-  dataset.columns.push_back({"label", at::arange(10, at::kInt)});
+  dataset.columns.push_back({"ids", at::arange(20, at::kLong).reshape({10, 2}), {}});
+  dataset.columns.push_back({"label", at::arange(10, at::kInt), {}});
   ShardSpec spec = Spec(0, 3, 2, 1);
   spec.shuffle = true;
   spec.seed = 5;
@@ -744,6 +744,207 @@ TEST(DataLoader, DealsTheSameRowsOfEveryNamedColumn) {
   uneven.columns[1].values = at::arange(9, at::kInt);
   EXPECT_EQ(ErrorOf(DataLoader::Create(uneven, Spec(0, 3, 1, 0))),
             "dataset column `label` has 9 rows, column `ids` has 10");
+}
+
+// ---- ragged columns and collation ----
+
+// Rows [1, 2], [3], [4, 5, 6] of `ids` (int32) and of `labels` (int64, the same lengths), and
+// a fixed int64 column `score` [3].
+Dataset RaggedRows() {
+  Dataset dataset;
+  dataset.columns.push_back({"ids", at::tensor(std::vector<int32_t>{1, 2, 3, 4, 5, 6}),
+                             at::tensor(std::vector<int64_t>{0, 2, 3, 6})});
+  dataset.columns.push_back({"labels", at::tensor(std::vector<int64_t>{10, 20, 30, 40, 50, 60}),
+                             at::tensor(std::vector<int64_t>{0, 2, 3, 6})});
+  dataset.columns.push_back({"score", at::tensor(std::vector<int64_t>{7, 8, 9}), {}});
+  return dataset;
+}
+
+at::Tensor Longs2d(std::vector<int64_t> values, int64_t rows) {
+  return at::tensor(values).reshape({rows, -1});
+}
+
+TEST(Collate, PadsRaggedColumnsOnTheRightWithEachColumnsValue) {
+  Dataset dataset = RaggedRows();
+  dataset.padding.values = {{"labels", -100}};
+  dataset.padding.attention_mask_from = "ids";
+  Columns batch = dataset.Collate({2, 1});
+  ASSERT_EQ(batch.size(), 4u);
+  EXPECT_EQ(batch[0].name, "ids");
+  EXPECT_EQ(batch[0].values.scalar_type(), at::kInt);
+  EXPECT_TRUE(at::equal(batch[0].values, Longs2d({4, 5, 6, 3, 0, 0}, 2).to(at::kInt)));
+  EXPECT_EQ(batch[1].values.scalar_type(), at::kLong);
+  EXPECT_TRUE(at::equal(batch[1].values, Longs2d({40, 50, 60, 30, -100, -100}, 2)));
+  // A fixed-shape column is indexed, not padded.
+  EXPECT_TRUE(at::equal(batch[2].values, at::tensor(std::vector<int64_t>{9, 8})));
+  EXPECT_EQ(batch[3].name, kAttentionMask);
+  EXPECT_EQ(batch[3].values.scalar_type(), at::kLong);
+  EXPECT_TRUE(at::equal(batch[3].values, Longs2d({1, 1, 1, 1, 0, 0}, 2)));
+  for (const Column& column : batch) EXPECT_FALSE(column.ragged()) << column.name;
+}
+
+TEST(Collate, PadsOnTheLeftToAMultipleOfTheLongestRow) {
+  Dataset dataset = RaggedRows();
+  dataset.padding.values = {{"labels", -100}, {"score", 5}};
+  dataset.padding.side = PadSide::kLeft;
+  dataset.padding.multiple_of = 4;
+  dataset.padding.attention_mask_from = "ids";
+  Columns batch = dataset.Collate({0, 1});
+  // The longest row has 2 values; 4 is the next multiple of 4.
+  EXPECT_TRUE(at::equal(batch[0].values, Longs2d({0, 0, 1, 2, 0, 0, 0, 3}, 2).to(at::kInt)));
+  EXPECT_TRUE(at::equal(batch[1].values, Longs2d({-100, -100, 10, 20, -100, -100, -100, 30}, 2)));
+  EXPECT_TRUE(at::equal(batch[2].values, at::tensor(std::vector<int64_t>{7, 8})));
+  EXPECT_TRUE(at::equal(batch[3].values, Longs2d({0, 0, 1, 1, 0, 0, 0, 1}, 2)));
+  // A length already a multiple is not grown.
+  EXPECT_EQ(dataset.Collate({2, 0})[0].values.size(1), 4);
+  dataset.padding.multiple_of = 3;
+  EXPECT_EQ(dataset.Collate({2, 0})[0].values.size(1), 3);
+}
+
+TEST(Collate, KeepsTrailingDimensionsAndFloatValues) {
+  Dataset dataset;
+  // Rows of 1 and 2 vectors of width 2.
+  dataset.columns.push_back(
+      {"frames", at::arange(6, at::kFloat).reshape({3, 2}), at::tensor(std::vector<int64_t>{0, 1, 3})});
+  dataset.padding.values = {{"frames", -1}};
+  Columns batch = dataset.CollateRows(0, 2);
+  EXPECT_EQ(batch[0].values.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(batch[0].values,
+                        at::tensor(std::vector<float>{0, 1, -1, -1, 2, 3, 4, 5}).reshape({2, 2, 2})));
+}
+
+TEST(Collate, RowsRebaseTheOffsetsOfRaggedColumns) {
+  Dataset dataset = RaggedRows();
+  Dataset tail = dataset.Rows(1, 2);
+  EXPECT_EQ(tail.size(), 2);
+  EXPECT_EQ(Longs(tail.columns[0].offsets), (std::vector<int64_t>{0, 1, 4}));
+  EXPECT_TRUE(at::equal(tail.columns[0].values, at::tensor(std::vector<int32_t>{3, 4, 5, 6})));
+  EXPECT_TRUE(at::equal(tail.CollateRows(0, 2)[0].values, Longs2d({3, 0, 0, 4, 5, 6}, 2).to(at::kInt)));
+}
+
+TEST(DataLoader, DealsPaddedBatchesOfRaggedColumns) {
+  Dataset dataset = RaggedRows();
+  dataset.padding.attention_mask_from = "ids";
+  DataLoader loader = Unwrap(DataLoader::Create(dataset, Spec(0, 2, 1, 0)));
+  Batch first = loader.Next();
+  EXPECT_EQ(first.size(), 2);
+  EXPECT_TRUE(at::equal(first.columns[0].values, Longs2d({1, 2, 3, 0}, 2).to(at::kInt)));
+  EXPECT_TRUE(at::equal(first.columns[3].values, Longs2d({1, 1, 1, 0}, 2)));
+  // The last batch holds one row: padded to its own length.
+  Batch second = loader.Next();
+  EXPECT_TRUE(at::equal(second.columns[0].values, Longs2d({4, 5, 6}, 1).to(at::kInt)));
+}
+
+TEST(LoadNpyColumns, ReadsRaggedColumnsFromOffsetsFiles) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.Path("cols"));
+  dir.Write("cols/input_ids.npy", Npy("<i4", "(5,)", Bytes<int32_t>({1, 2, 3, 4, 5})));
+  dir.Write("cols/input_ids.offsets.npy", Npy("<i8", "(3,)", Bytes<int64_t>({0, 3, 5})));
+  dir.Write("cols/label.npy", Npy("<i8", "(2,)", Bytes<int64_t>({1, 0})));
+  Dataset dataset = Unwrap(LoadNpyColumns(dir.Path("cols"), {}));
+  // The offsets file is not a column of its own.
+  ASSERT_EQ(dataset.columns.size(), 2u);
+  EXPECT_EQ(dataset.size(), 2);
+  EXPECT_TRUE(dataset.columns[0].ragged());
+  EXPECT_EQ(dataset.columns[0].values.scalar_type(), at::kInt);
+  EXPECT_EQ(Longs(dataset.columns[0].offsets), (std::vector<int64_t>{0, 3, 5}));
+  EXPECT_FALSE(dataset.columns[1].ragged());
+}
+
+TEST(LoadNpyColumns, ReportsInvalidOffsetsNamingTheFile) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.Path("cols"));
+  dir.Write("cols/ids.npy", Npy("<i8", "(4,)", Bytes<int64_t>({1, 2, 3, 4})));
+  dir.Write("cols/label.npy", Npy("<i8", "(2,)", Bytes<int64_t>({1, 0})));
+  const std::string offsets = dir.Path("cols") + "/ids.offsets.npy";
+  const std::string values = dir.Path("cols") + "/ids.npy";
+  auto error_with = [&](const std::string& file) {
+    dir.Write("cols/ids.offsets.npy", file);
+    return ErrorOf(LoadNpyColumns(dir.Path("cols"), {}));
+  };
+  EXPECT_EQ(error_with(Npy("<i8", "(3,)", Bytes<int64_t>({0, 3, 2}))),
+            offsets + ": offsets decrease at row 1 (from 3 to 2); offsets must never decrease");
+  EXPECT_EQ(error_with(Npy("<i8", "(3,)", Bytes<int64_t>({1, 3, 4}))),
+            offsets + ": the first offset is 1; row 0 starts at value 0");
+  EXPECT_EQ(error_with(Npy("<i8", "(3,)", Bytes<int64_t>({0, 3, 5}))),
+            offsets + ": the last offset is 5 but " + values +
+                " holds 4 values along its first dimension; the last offset is the number of values");
+  EXPECT_EQ(
+      error_with(Npy("<f8", "(3,)", Bytes<double>({0, 3, 4}))),
+      offsets +
+          ": offsets must be a 1-D integer array of rows + 1 entries, found float64 of shape (3,); write "
+          "numpy.cumsum([0] + lengths) as int64");
+  EXPECT_EQ(error_with(Npy("<i8", "(1,)", Bytes<int64_t>({0}))),
+            offsets + ": 1 offsets describe no row; N rows need N + 1 offsets, starting at 0");
+  // 3 rows against the 2 of `label`: the offsets count them.
+  EXPECT_EQ(
+      error_with(Npy("<i4", "(4,)", Bytes<int32_t>({0, 1, 2, 4}))),
+      dir.Path("cols") +
+          ": column `label` has 2 rows (shape (2,)) but column `ids` has 3 (offsets of 4 entries); every "
+          "column needs one row per sample");
+}
+
+TEST(LoadSafetensorsColumns, ReadsRaggedColumnsFromOffsetsTensors) {
+  TempDir dir;
+  std::string path = dir.Path("columns.safetensors");
+  ASSERT_FALSE(
+      checkpoint::WriteSafetensors(path, {{"input_ids", "I64", {3}, Bytes<int64_t>({5, 6, 7})},
+                                          {"input_ids.offsets", "I32", {3}, Bytes<int32_t>({0, 1, 3})},
+                                          {"labels", "I64", {2}, Bytes<int64_t>({1, 0})}}));
+  Dataset dataset = Unwrap(LoadSafetensorsColumns(path, {}));
+  ASSERT_EQ(dataset.columns.size(), 2u);
+  EXPECT_EQ(dataset.columns[0].name, "input_ids");
+  EXPECT_EQ(Longs(dataset.columns[0].offsets), (std::vector<int64_t>{0, 1, 3}));
+  EXPECT_TRUE(at::equal(dataset.CollateRows(0, 2)[0].values, Longs2d({5, 0, 6, 7}, 2)));
+
+  std::string broken = dir.Path("broken.safetensors");
+  ASSERT_FALSE(
+      checkpoint::WriteSafetensors(broken, {{"input_ids", "I64", {3}, Bytes<int64_t>({5, 6, 7})},
+                                            {"input_ids.offsets", "I64", {3}, Bytes<int64_t>({0, 2, 1})}}));
+  EXPECT_EQ(ErrorOf(LoadSafetensorsColumns(broken, {"input_ids"})),
+            broken +
+                ": tensor `input_ids.offsets`: offsets decrease at row 1 (from 2 to 1); offsets must never "
+                "decrease");
+}
+
+TEST(WithPadding, ChecksTheColumnsItNames) {
+  const std::string where = "data";
+  auto error_with = [&](Padding padding, std::vector<std::string> same_length = {}) {
+    return ErrorOf(WithPadding(RaggedRows(), std::move(padding), same_length, where));
+  };
+  Padding unknown;
+  unknown.values = {{"label", -100}};
+  EXPECT_EQ(
+      error_with(unknown),
+      "data: `pad_values` names column `label`, which the dataset does not have; did you mean `labels`?");
+  Padding fixed_mask;
+  fixed_mask.attention_mask_from = "score";
+  EXPECT_EQ(
+      error_with(fixed_mask),
+      "data: `attention_mask_from` names `score`, which has no offsets; it needs a ragged column (one with "
+      "offsets)");
+  EXPECT_EQ(
+      error_with({}, {"ids", "score"}),
+      "data: `same_length` names `score`, which has no offsets; it lists ragged columns (ones with offsets)");
+  Dataset masked = RaggedRows();
+  masked.columns.push_back({kAttentionMask, at::ones({3}, at::kLong), {}});
+  Padding mask;
+  mask.attention_mask_from = "ids";
+  EXPECT_EQ(
+      ErrorOf(WithPadding(masked, mask, {}, where)),
+      "data: the dataset has a column `attention_mask` already; drop `attention_mask_from`, or that column");
+  // A pad value for a fixed-shape column is allowed; equal lengths pass.
+  Padding fine;
+  fine.values = {{"score", 1}};
+  Dataset padded = Unwrap(WithPadding(RaggedRows(), fine, {"ids", "labels"}, where));
+  EXPECT_EQ(padded.padding.ValueOf("score"), 1);
+
+  Dataset unequal = RaggedRows();
+  unequal.columns[1].offsets = at::tensor(std::vector<int64_t>{0, 2, 4, 6});
+  EXPECT_EQ(
+      ErrorOf(WithPadding(unequal, {}, {"ids", "labels"}, where)),
+      "data: row 1 of column `labels` has 2 values but the same row of `ids` has 1; `same_length` needs them "
+      "as long as each other");
 }
 
 }  // namespace

@@ -205,6 +205,46 @@ TEST_F(LowerTest, TheExecutorsSettingsLowerAsAccelerateResolvesThem) {
   EXPECT_EQ(c.plan->Find<plan::Checkpoint>(), nullptr);  // the logging dir alone is the trackers'
 }
 
+TEST_F(LowerTest, PaddingOfRaggedColumnsLowersFieldByField) {
+  Compilation c = Compile(R"(job tiny {
+  model = TorchScript { path = "m.pt" }
+  data = SafetensorsColumns {
+    path = "d.safetensors"
+    pad_values = { labels: -100, input_ids: 3 }
+    pad_to_multiple_of = 8
+    padding_side = LEFT
+    attention_mask_from = "input_ids"
+    same_length = ["input_ids", "labels"]
+  }
+  train { steps = 5 }
+})");
+  ASSERT_TRUE(c.plan.has_value());
+  const auto& columns = std::get<plan::SafetensorsColumns>(c.plan->Find<plan::BuildDataloader>()->dataset);
+  ASSERT_EQ(columns.pad_values.size(), 2u);
+  // The spec's order, each value with its column.
+  EXPECT_EQ(columns.pad_values[0].column, "labels");
+  EXPECT_EQ(columns.pad_values[0].value, -100);
+  EXPECT_EQ(columns.pad_values[1].column, "input_ids");
+  EXPECT_EQ(columns.pad_values[1].value, 3);
+  EXPECT_EQ(columns.pad_to_multiple_of, 8);
+  EXPECT_EQ(columns.padding_side, plan::PaddingSide::left);
+  EXPECT_EQ(columns.attention_mask_from, "input_ids");
+  EXPECT_EQ(columns.same_length, (std::vector<std::string>{"input_ids", "labels"}));
+
+  // Unset: no pad values, multiples of 1, right padding, no mask.
+  Compilation defaults = Compile(R"(job tiny {
+  model = TorchScript { path = "m.pt" }
+  data = NpyColumns { dir = "d" }
+  train { steps = 5 }
+})");
+  ASSERT_TRUE(defaults.plan.has_value());
+  const auto& npy = std::get<plan::NpyColumns>(defaults.plan->Find<plan::BuildDataloader>()->dataset);
+  EXPECT_TRUE(npy.pad_values.empty());
+  EXPECT_EQ(npy.pad_to_multiple_of, 1);
+  EXPECT_EQ(npy.padding_side, plan::PaddingSide::right);
+  EXPECT_EQ(npy.attention_mask_from, "");
+}
+
 TEST_F(LowerTest, DataSeedFallsBackToTorchsDefaultSeedWithoutAJobSeed) {
   Compilation c = Compile(R"(job tiny {
   accelerator { seed = none }
