@@ -7,7 +7,8 @@ step; a sharded run on N ranks must end within float32 reduction-order noise of 
   * the wrap policies no_wrap, transformer_based (`Linear`, `TransformerEncoderLayer`) and
     size_based, which change how parameters are laid out and padded into shards;
   * hybrid sharding: two machines (two accelrun launchers on this host) of two processes;
-  * plain SGD (no momentum), where the update is the gradient itself, and Adam.
+  * plain SGD (no momentum), where the update is the gradient itself, and Adam;
+  * gradient accumulation (no_sync micro-batches) at stage 3.
 
 Each stage also runs with the engine's test hook ACCEL_TEST_FAULT: `grad_scale` (the averaged
 gradient x16) and `shard_offset` (each gathered shard lands one shard further on) must land far
@@ -31,6 +32,7 @@ SPEC = """job sharded {{
     seed = 5
     init_process_group {{ timeout = 60s }}
     dataloader_config {{ use_seedable_sampler = true }}
+    {accumulation}
   }}
   model = {model}
   data = SyntheticRegression {{ samples = 549; features = 8; batch_size = {batch}; seed = 9 }}
@@ -57,13 +59,16 @@ TRANSFORMER = "Transformer { inputs = 8; d_model = 16; heads = 2; layers = 2; fe
 
 
 def train(accelc, accelrun, workdir, name, procs=2, nodes=1, model=MLP, optimizer="SGD", lr=0.05, fault=None,
-          **sharding):
+          accumulate=1, **sharding):
     out = os.path.join(workdir, name)
     machines = ""
     if nodes > 1:
         machines = f"; num_machines = {nodes}; main_process_ip = \"127.0.0.1\"; main_process_port = 29500"
-    text = SPEC.format(procs=procs, machines=machines, model=model, batch=64 // procs, optimizer=optimizer, lr=lr,
-                       out=out)
+    accumulation = ""
+    if accumulate > 1:
+        accumulation = f"gradient_accumulation_plugin = GradientAccumulationPlugin {{ num_steps = {accumulate} }}"
+    text = SPEC.format(procs=procs, machines=machines, model=model, batch=64 // procs // accumulate,
+                       optimizer=optimizer, lr=lr, out=out, accumulation=accumulation)
     plan = compile_plan(accelc, text, out, **sharding)
     env = dict(os.environ)
     env.pop("ACCEL_TEST_FAULT", None)
@@ -132,6 +137,12 @@ def main():
     compare("transformer stage 3, encoder layer units", transformer_ddp,
             t("transformer3", model=TRANSFORMER, stage=3, wrap_policy="transformer_based",
               transformer_layer_cls_to_wrap=["TransformerEncoderLayer"]))
+
+    # Gradient accumulation: 4 micro-batches of 8 per rank, the first 3 under no_sync (whole
+    # gradients accumulate locally; stage 3 releases its units after each backward).
+    compare("stage 3, 4 x 8 accumulated", t("ddp-accumulated", accumulate=4),
+            t("accumulated3", accumulate=4, stage=3, wrap_policy="transformer_based",
+              transformer_layer_cls_to_wrap=["Linear"]))
 
     # The faults: each stage's gradient scale and shard placement.
     for stage in (1, 2, 3):
