@@ -111,8 +111,9 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   // The inverse: `read(name, key, start, end)` returns elements [start, end) of the named
   // parameter's flattened tensor (`key` empty) or of its optimizer state `key`, from a sharded
   // checkpoint of any world size; `counters` gives a parameter's counters (`step`). Writes
-  // this rank's shards and optimizer state. Collective at stages 1 and 2 (the whole parameters are gathered
-  // again). Neither is connected to a checkpoint format yet: `state_dict_type = sharded` is refused at start.
+  // this rank's shards and optimizer state; collective at stages 1 and 2, which gather the
+  // whole parameters again. Neither function is connected to a checkpoint format yet:
+  // `state_dict_type = sharded` is refused at start.
   using SliceReader =
       std::function<at::Tensor(const std::string& name, const std::string& key, int64_t start, int64_t end)>;
   void ImportShardSlices(const SliceReader& read, const std::vector<std::string>& state_keys,
