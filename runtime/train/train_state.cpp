@@ -214,9 +214,8 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
 namespace {
 
 // trainer_state.json, dataloader_0.json and scheduler.json: where the run was, checked against
-// this run's world size and data seed.
-llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt, int world_size,
-                                      int64_t data_seed) {
+// this run's data seed.
+llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt, int64_t data_seed) {
   Progress progress;
   std::string state_path = ckpt.path + "/trainer_state.json";
   llvm::Expected<json::Object> state = ReadJson(ckpt, "trainer_state.json");
@@ -227,15 +226,7 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
   }
   llvm::Expected<int64_t> saved_world = Integer(*state, "world_size", state_path, 1);
   if (!saved_world) return saved_world.takeError();
-  if (*saved_world != world_size) {
-    // Data shards and per-rank RNG states belong to one world size.
-    return Fail(fmt::format(
-        "{}: the checkpoint was written by {} processes, this run has {}: its data position and RNG states "
-        "are per process, and resuming on another count is not supported yet; resume on {} processes "
-        "(`compute.num_processes = {}`, or `accelrun --nproc-per-node {}` on one machine), or start a new "
-        "run without `--resume`",
-        state_path, *saved_world, world_size, *saved_world, *saved_world, *saved_world));
-  }
+  progress.saved_world_size = *saved_world;
   llvm::Expected<int64_t> step = Integer(*state, "step", state_path);
   if (!step) return step.takeError();
   llvm::Expected<int64_t> samples = Integer(*state, "samples_seen", state_path);
@@ -426,12 +417,14 @@ llvm::Error RestoreRng(const checkpoint::VerifiedCheckpoint& ckpt, int rank) {
 
 llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer,
                                               int rank, int world_size, int64_t data_seed) {
-  llvm::Expected<Progress> progress = ReadProgress(ckpt, world_size, data_seed);
+  (void)world_size;  // any: the worker converts what depends on it (TrainingRun::Restore)
+  llvm::Expected<Progress> progress = ReadProgress(ckpt, data_seed);
   if (!progress) return progress.takeError();
   // The optimizer first: it is checked completely before the parameters change.
   if (llvm::Error error = RestoreOptimizer(ckpt, trainer)) return error;
   if (llvm::Error error = RestoreParameters(ckpt, trainer)) return error;
-  if (llvm::Error error = RestoreRng(ckpt, rank)) return error;
+  // On another world size, ranks past the saved ones reuse the saved ranks' generators.
+  if (llvm::Error error = RestoreRng(ckpt, rank % static_cast<int>(progress->saved_world_size))) return error;
   return progress;
 }
 

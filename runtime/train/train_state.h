@@ -39,6 +39,10 @@ struct Progress {
   // would change the rates (`--allow-schedule-change`); -1 in a checkpoint that predates them.
   int64_t schedule_steps = -1;
   int64_t warmup_steps = -1;
+  // The world size that wrote the checkpoint (0 before any load). A resume on another one
+  // continues from the same optimizer step and data position (batches per process: the same
+  // samples when the global batch is kept); rank r draws random_states_{r mod saved}.
+  int64_t saved_world_size = 0;
 };
 
 // The safetensors dtype of `type` (`F32`, `F64`, `I64`, `U8`), or null for one checkpoints do
@@ -85,9 +89,10 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
 // Puts rank `rank`'s state back from a verified checkpoint: the parameters (copied in place,
 // on every core), the optimizer's state (built on the checkpoint's copy-on-write mapping of
 // `optimizer.safetensors`, whose state ranges it takes: see FileBytes::TakePrivate) and
-// hyper-parameters, and this rank's RNG state; returns the progress.
-// Fails, naming the file and what was wrong, when a file is missing or invalid, the checkpoint
-// was written by another world size or data seed, or a tensor's name, dtype or shape does not
+// hyper-parameters, and this rank's RNG state (rank mod the saved world size's, when the
+// checkpoint was written by another world size: Progress::saved_world_size); returns the
+// progress. Fails, naming the file and what was wrong, when a file is missing or invalid, the
+// checkpoint was written with another data seed, or a tensor's name, dtype or shape does not
 // match this model; the parameters may then be partly overwritten (the run must stop).
 llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& checkpoint,
                                               Trainer& trainer, int rank, int world_size, int64_t data_seed);

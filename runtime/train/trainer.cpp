@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "runtime/tensor/scalar_type.h"
 #include "runtime/train/named_inputs.h"
+#include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
 
 namespace accel::rt::train {
@@ -65,7 +67,49 @@ class Model {
   virtual torch::jit::IValue ForwardColumns(const data::Columns& columns) = 0;
   // forward's signature, for errors.
   virtual std::string Signature() const = 0;
+  // The module tree, given each parameter's index by name (see Trainer::Modules).
+  virtual ModuleNode Modules(const std::map<std::string, size_t>& index) const = 0;
+  // The state_dict prefixes each block of forward reads (see Trainer::ForwardBlocks); "" reads
+  // everything.
+  virtual std::vector<std::vector<std::string>> BlockPrefixes() const = 0;
+  void SetGate(ForwardGate* gate) { gate_ = gate; }
+
+ protected:
+  void Enter(size_t block) {
+    if (gate_ != nullptr) gate_->Enter(block);
+  }
+  torch::Tensor Leave(size_t block, const torch::Tensor& output) {
+    return gate_ == nullptr ? output : gate_->Leave(block, output);
+  }
+
+ private:
+  ForwardGate* gate_ = nullptr;
 };
+
+std::string JoinPath(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// `torch::nn::TransformerEncoderLayerImpl` -> `TransformerEncoderLayer`: the name a wrap policy
+// gives a built-in module class.
+std::string ClassName(const std::string& demangled) {
+  std::string name =
+      demangled.substr(demangled.rfind(':') == std::string::npos ? 0 : demangled.rfind(':') + 1);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  return name;
+}
+
+ModuleNode NnModuleNode(const torch::nn::Module& module, const std::string& path,
+                        const std::map<std::string, size_t>& index) {
+  ModuleNode node{path, ClassName(module.name()), {}, {}};
+  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+    if (auto found = index.find(JoinPath(path, item.key())); found != index.end())
+      node.parameters.push_back(found->second);
+  }
+  for (const auto& child : module.named_children())
+    node.children.push_back(NnModuleNode(*child.value(), JoinPath(path, child.key()), index));
+  return node;
+}
 
 std::vector<std::pair<std::string, torch::Tensor>> Named(
     const torch::OrderedDict<std::string, torch::Tensor>& dict) {
@@ -89,6 +133,11 @@ class NnModel : public Model {
   void CheckColumns(const data::Columns&) const override { RefuseColumns(); }
   torch::jit::IValue ForwardColumns(const data::Columns&) override { RefuseColumns(); }
   std::string Signature() const override { return "forward(features: Tensor)"; }
+  ModuleNode Modules(const std::map<std::string, size_t>& index) const override {
+    ModuleNode root = NnModuleNode(*net_.ptr(), "", index);
+    root.type = "Model";
+    return root;
+  }
 
  protected:
   [[noreturn]] static void RefuseColumns() {
@@ -100,18 +149,39 @@ class NnModel : public Model {
   Net net_;
 };
 
+// The Sequential of Linear and ReLU modules (named `0`, `1`, ... as in Python), run one Linear
+// (and the ReLU after it) per block.
 class MlpModel final : public NnModel<torch::nn::Sequential> {
  public:
   explicit MlpModel(const plan::MLP& spec) : NnModel(torch::nn::Sequential()) {
     int64_t width = spec.inputs;
     for (int64_t hidden : spec.hidden) {
-      net_->push_back(torch::nn::Linear(width, hidden));
+      linears_.push_back(torch::nn::Linear(width, hidden));
+      net_->push_back(linears_.back());
       net_->push_back(torch::nn::ReLU());
       width = hidden;
     }
-    net_->push_back(torch::nn::Linear(width, spec.outputs));
+    linears_.push_back(torch::nn::Linear(width, spec.outputs));
+    net_->push_back(linears_.back());
   }
-  torch::Tensor Forward(const torch::Tensor& features) override { return net_->forward(features); }
+  torch::Tensor Forward(const torch::Tensor& features) override {
+    torch::Tensor x = features;
+    for (size_t block = 0; block < linears_.size(); ++block) {
+      Enter(block);
+      x = linears_[block]->forward(x);
+      if (block + 1 < linears_.size()) x = torch::relu(x);
+      x = Leave(block, x);
+    }
+    return x;
+  }
+  std::vector<std::vector<std::string>> BlockPrefixes() const override {
+    std::vector<std::vector<std::string>> blocks;
+    for (size_t block = 0; block < linears_.size(); ++block) blocks.push_back({std::to_string(2 * block)});
+    return blocks;
+  }
+
+ private:
+  std::vector<torch::nn::Linear> linears_;
 };
 
 // Each feature value is a token: value × a learned vector plus a learned position, then
@@ -130,11 +200,17 @@ class TransformerModelImpl : public torch::nn::Module {
                                            spec.layers)))),
         head_(register_module("head", torch::nn::Linear(spec.d_model, spec.outputs))) {}
 
-  torch::Tensor forward(const torch::Tensor& features) {
-    // [batch, tokens] -> [tokens, batch, 1] -> [tokens, batch, d_model] (sequence first).
-    torch::Tensor tokens = value_(features.t().unsqueeze(-1)) + position_;
-    return head_(encoder_(tokens).mean(0));
+  // Block 0: [batch, tokens] -> [tokens, batch, 1] -> [tokens, batch, d_model] (sequence first).
+  torch::Tensor Embed(const torch::Tensor& features) {
+    return value_(features.t().unsqueeze(-1)) + position_;
   }
+  // Blocks 1..layers, as TransformerEncoder's forward runs them (it has no final norm here).
+  size_t layers() const { return encoder_->layers->size(); }
+  torch::Tensor Layer(size_t layer, const torch::Tensor& tokens) {
+    return encoder_->layers->at<torch::nn::TransformerEncoderLayerImpl>(layer).forward(tokens);
+  }
+  // The last block: mean over tokens and the head.
+  torch::Tensor Head(const torch::Tensor& tokens) { return head_(tokens.mean(0)); }
 
  private:
   torch::nn::Linear value_;
@@ -153,7 +229,21 @@ class BuiltInTransformer final : public NnModel<TransformerModel> {
       throw std::invalid_argument("the transformer reads " + std::to_string(tokens_) +
                                   " features per sample, the batch has shape " + c10::str(features.sizes()));
     }
-    return net_->forward(features);
+    Enter(0);
+    torch::Tensor x = Leave(0, net_->Embed(features));
+    for (size_t layer = 0; layer < net_->layers(); ++layer) {
+      Enter(layer + 1);
+      x = Leave(layer + 1, net_->Layer(layer, x));
+    }
+    Enter(net_->layers() + 1);
+    return Leave(net_->layers() + 1, net_->Head(x));
+  }
+  std::vector<std::vector<std::string>> BlockPrefixes() const override {
+    std::vector<std::vector<std::string>> blocks{{"value", "position"}};
+    for (size_t layer = 0; layer < net_->layers(); ++layer)
+      blocks.push_back({"encoder.layers." + std::to_string(layer)});
+    blocks.push_back({"head"});
+    return blocks;
   }
 
  private:
@@ -189,18 +279,28 @@ class ScriptedModel final : public Model {
     binder_.emplace(module_, spec.inputs);
   }
   void CheckColumns(const data::Columns& columns) const override { binder_->Check(columns); }
+  // One block: LibTorch 1.13 has no hooks on a TorchScript submodule's forward. The trainer
+  // gates the call (Forward, or the loss of ForwardColumns).
   torch::jit::IValue ForwardColumns(const data::Columns& columns) override {
     return binder_->Call(module_, columns);
   }
+  std::vector<std::vector<std::string>> BlockPrefixes() const override { return {{""}}; }
+  ModuleNode Modules(const std::map<std::string, size_t>& index) const override {
+    return ScriptNode(module_, "", index);
+  }
   std::string Signature() const override { return binder_->signature(); }
   torch::Tensor Forward(const torch::Tensor& features) override {
+    Enter(0);
     torch::jit::IValue output = module_.forward({features});
     if (!output.isTensor()) {
       throw std::invalid_argument("the TorchScript model's forward returned " + output.tagKind() +
                                   ", not one tensor of predictions");
     }
-    return output.toTensor();
+    return Leave(0, output.toTensor());
   }
+  // ForwardColumns's gate, around the call and on the loss it returned.
+  void EnterColumns() { Enter(0); }
+  torch::Tensor LeaveColumns(const torch::Tensor& loss) { return Leave(0, loss); }
   void SetTraining(bool training) override { module_.train(training); }
   std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
     std::vector<std::pair<std::string, torch::Tensor>> named;
@@ -222,6 +322,18 @@ class ScriptedModel final : public Model {
   }
 
  private:
+  static ModuleNode ScriptNode(const torch::jit::Module& module, const std::string& path,
+                               const std::map<std::string, size_t>& index) {
+    ModuleNode node{path, module.type()->name() ? module.type()->name()->qualifiedName() : "", {}, {}};
+    for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+      if (auto found = index.find(JoinPath(path, item.name)); found != index.end())
+        node.parameters.push_back(found->second);
+    }
+    for (const auto& child : module.named_children())
+      node.children.push_back(ScriptNode(child.value, JoinPath(path, child.name), index));
+    return node;
+  }
+
   mutable torch::jit::Module module_;
   std::optional<InputBinder> binder_;
 };
@@ -252,28 +364,8 @@ class TorchTrainer final : public Trainer {
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
 
-    // Checkpoints name the optimizer in lower case (`adamw`), as torch's module names do.
-    type_ = llvm::StringRef(plan::TagOf(loop.optimizer).data(), plan::TagOf(loop.optimizer).size()).lower();
-    optimizer_ = std::visit(
-        plan::Overloaded{
-            [&](const plan::SGD& o) -> std::unique_ptr<torch::optim::Optimizer> {
-              return std::make_unique<torch::optim::SGD>(
-                  parameters,
-                  torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
-            },
-            [&](const plan::Adam& o) -> std::unique_ptr<torch::optim::Optimizer> {
-              return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr)
-                                                                          .betas({o.beta1, o.beta2})
-                                                                          .eps(o.eps)
-                                                                          .weight_decay(o.weight_decay));
-            },
-            [&](const plan::AdamW& o) -> std::unique_ptr<torch::optim::Optimizer> {
-              return std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(o.lr)
-                                                                           .betas({o.beta1, o.beta2})
-                                                                           .eps(o.eps)
-                                                                           .weight_decay(o.weight_decay));
-            }},
-        loop.optimizer);
+    type_ = OptimizerTypeOf(loop);
+    optimizer_ = MakeOptimizer(loop, parameters);
   }
 
   float ForwardBackward(const at::Tensor& features, const at::Tensor& targets, double loss_scale) override {
@@ -350,11 +442,17 @@ class TorchTrainer final : public Trainer {
   // The forward pass of named columns, under autocast as Forward's; the model computes the loss
   // inside the region, as its own forward does under Accelerate's autocast.
   ModelOutputs ForwardColumns(const data::Columns& batch) {
+    auto* scripted = dynamic_cast<ScriptedModel*>(model_.get());
+    if (scripted != nullptr) scripted->EnterColumns();
+    ModelOutputs outputs;
     if (loop_.mixed_precision == plan::MixedPrecision::bf16) {
       CpuAutocast autocast(loop_.autocast.enabled, loop_.autocast.cache_enabled);
-      return ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
+      outputs = ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
+    } else {
+      outputs = ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
     }
-    return ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
+    if (scripted != nullptr) outputs.loss = scripted->LeaveColumns(outputs.loss);
+    return outputs;
   }
 
   // The forward pass under bf16 autocast when the loop asks for it; outputs in fp32, as
@@ -430,7 +528,34 @@ class TorchTrainer final : public Trainer {
     train::ImportOptimizerState(in, type_, model_->Parameters(), *optimizer_);
   }
 
+  ModuleNode Modules() const override { return model_->Modules(ParameterIndex()); }
+  std::vector<std::vector<size_t>> ForwardBlocks() const override {
+    std::map<std::string, size_t> index = ParameterIndex();
+    std::vector<std::vector<size_t>> blocks;
+    for (const std::vector<std::string>& prefixes : model_->BlockPrefixes()) {
+      std::vector<size_t>& block = blocks.emplace_back();
+      for (const auto& [name, i] : index) {
+        for (const std::string& prefix : prefixes) {
+          if (prefix.empty() || name == prefix || name.rfind(prefix + ".", 0) == 0) {
+            block.push_back(i);
+            break;
+          }
+        }
+      }
+      std::sort(block.begin(), block.end());
+    }
+    return blocks;
+  }
+  void SetForwardGate(ForwardGate* gate) override { model_->SetGate(gate); }
+
  private:
+  std::map<std::string, size_t> ParameterIndex() const {
+    std::map<std::string, size_t> index;
+    std::vector<std::pair<std::string, torch::Tensor>> named = model_->Parameters();
+    for (size_t i = 0; i < named.size(); ++i) index.emplace(named[i].first, i);
+    return index;
+  }
+
   plan::TrainLoop loop_;
   std::unique_ptr<Model> model_;
   std::string type_;  // sgd, adam or adamw

@@ -52,6 +52,30 @@ struct ModelOutputs {
   at::Tensor logits;
 };
 
+// One module of the model, for the sharded engine's wrap policies (flat_units.h).
+struct ModuleNode {
+  // The module's state_dict prefix: "" for the model itself, `encoder.layers.0`.
+  std::string path;
+  // Its class: a built-in module's C++ class without namespace and `Impl` (`Linear`,
+  // `TransformerEncoderLayer`), a TorchScript module's qualified type name
+  // (`__torch__.model.Block`).
+  std::string type;
+  // Its own trainable parameters (not its children's), as indices into NamedParameters().
+  std::vector<size_t> parameters;
+  std::vector<ModuleNode> children;
+};
+
+// Called by the model's forward around each block it runs in sequence (the sharded engine's
+// stage 3 gathers a unit's parameters before the block that reads them). A block's output
+// passes through Leave, which may attach an autograd node that runs before the block's
+// backward.
+class ForwardGate {
+ public:
+  virtual ~ForwardGate() = default;
+  virtual void Enter(size_t block) = 0;
+  virtual at::Tensor Leave(size_t block, const at::Tensor& output) = 0;
+};
+
 // The model and its optimizer. Hides torch::nn, torch::jit and torch::optim (and their heavy
 // headers) behind a small interface the worker drives.
 class Trainer {
@@ -101,6 +125,17 @@ class Trainer {
   // `load_state_dict` does). Throws std::invalid_argument, changing nothing, when the type, the
   // parameter names, a tensor's shape or a key does not match this optimizer.
   virtual void ImportOptimizerState(const OptimizerState& state) = 0;
+
+  // For the sharded engine (sharded_engine.h). The model's module tree.
+  virtual ModuleNode Modules() const = 0;
+  // The blocks forward runs in sequence, each as the indices into NamedParameters() of the
+  // parameters it reads: one per Linear of an MLP; the input embedding, each encoder layer and
+  // the head of the built-in transformer; the whole model for TorchScript, whose forward
+  // LibTorch cannot interrupt between submodules.
+  virtual std::vector<std::vector<size_t>> ForwardBlocks() const = 0;
+  // Calls `gate` around every block of every later forward (training and evaluation); null
+  // removes it. `gate` must outlive its use.
+  virtual void SetForwardGate(ForwardGate* gate) = 0;
 };
 
 // Builds the model described by `model` (an MLP initialized from the global torch generator, so

@@ -21,11 +21,13 @@
 #include "runtime/train/data_source.h"
 #include "runtime/train/evaluation.h"
 #include "runtime/train/gradient_accumulation.h"
+#include "runtime/train/gradient_sync.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/process_group.h"
 #include "runtime/train/reducer.h"
 #include "runtime/train/run_outputs.h"
 #include "runtime/train/run_report.h"
+#include "runtime/train/sharded_engine.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_length.h"
@@ -81,6 +83,7 @@ class TrainingRun {
     if (llvm::Error error = Build()) return error;
     progress::Working("restoring the training state");
     if (llvm::Error error = Restore()) return error;
+    if (llvm::Error error = Shard()) return error;
     const int64_t first_step = progress_.step + 1;
     if (main_process_) {
       report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0, context_.progress_tty);
@@ -154,6 +157,7 @@ class TrainingRun {
   // set_seed, the model and optimizer (from rank 0's weights, as DDP starts), the data loaders
   // (after find_executable_batch_size), the reducer, accumulation and the wrapped scheduler.
   llvm::Error Build() {
+    if (llvm::Error error = CheckSharding()) return error;
     if (steps_.seed != nullptr) distributed::SetSeed(static_cast<uint64_t>(steps_.seed->seed));
     trainer_ = MakeTrainer(steps_.model, loop_);
     named_ = trainer_->NamedParameters();
@@ -181,6 +185,8 @@ class TrainingRun {
         if (llvm::Error error = OpenData()) return error;
       }
     }
+    ddp_ = MakeDdpSync(std::move(reducer_), named_);
+    sync_ = ddp_.get();
     if (llvm::Error error = ResolveLength()) return error;
     if (llvm::Error error = CheckColumns()) return error;
     const plan::GradientAccumulationPlugin& ga = loop_.gradient_accumulation;
@@ -204,6 +210,36 @@ class TrainingRun {
     // The schedule's rate at step 0 (0 with warmup); a loaded checkpoint replaces it.
     trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
     sync_buffers_ = loop_.ddp.broadcast_buffers && !buffers_.empty() && context_.world_size > 1;
+    return llvm::Error::success();
+  }
+
+  // What the runtime cannot run yet is refused before anything is built.
+  llvm::Error CheckSharding() const {
+    const plan::Sharding& sharding = loop_.sharding;
+    if (sharding.stage > 3)
+      return Fail(fmt::format("`train.sharding.stage` is {}: stages are 0 (DDP) to 3 (parameters sharded)",
+                              sharding.stage));
+    if (sharding.stage > 0 && sharding.state_dict_type == plan::StateDictType::sharded) {
+      return llvm::make_error<ArgumentMismatch>(
+          "`state_dict_type = sharded` checkpoints are not written by this runtime yet; use `full` (rank 0 "
+          "writes whole tensors, and a resume reshards them onto any world size)");
+    }
+    return llvm::Error::success();
+  }
+
+  // Stages 1-3: the sharded engine takes the model over once its weights and optimizer state
+  // are final (rank 0's, or the checkpoint's), and replaces the reducer.
+  llvm::Error Shard() {
+    if (loop_.sharding.stage == 0) return llvm::Error::success();
+    try {
+      auto engine = std::make_unique<ShardedEngine>(
+          std::move(trainer_), loop_, static_cast<int>(steps_.init.processes_per_machine), *collectives_);
+      sync_ = engine.get();
+      trainer_ = std::move(engine);
+      ddp_.reset();  // the reducer's hooks go
+    } catch (const std::invalid_argument& error) {
+      return Fail(error.what());
+    }
     return llvm::Error::success();
   }
 
@@ -260,6 +296,7 @@ class TrainingRun {
       llvm::Expected<Progress> restored = RestoreTrainingState(
           **from, *trainer_, context_.rank, context_.world_size, DataIdentitySeed(steps_.data));
       if (!restored) return restored.takeError();
+      if (restored->saved_world_size != context_.world_size) ConvertWorldSize(*restored);
       if (llvm::Error error = CheckSchedule(*restored)) return error;
       progress_ = *restored;
       progress_.schedule = plan::EnumName(loop_.lr_schedule);
@@ -292,6 +329,33 @@ class TrainingRun {
       std::fflush(stdout);
     }
     return llvm::Error::success();
+  }
+
+  // A checkpoint of another world size: the optimizer step and the data position (batches per
+  // process) carry over; the scheduler's counts, which advance once per process per step
+  // unless batches are split, are converted to this world's. The samples continue exactly when
+  // the global batch (batch_size x processes) is the same as the saving run's.
+  void ConvertWorldSize(Progress& restored) const {
+    const int64_t saved = restored.saved_world_size;
+    const bool per_process = scheduler_per_step_ == context_.world_size &&
+                             loop_.step_scheduler_with_optimizer && !data_.split_batches;
+    if (per_process) {
+      auto convert = [&](int64_t& count) {
+        if (count >= 0) count = count / saved * context_.world_size;
+      };
+      convert(restored.scheduler_steps);
+      convert(restored.schedule_steps);
+      convert(restored.warmup_steps);
+    }
+    if (main_process_) {
+      fmt::print(
+          stderr,
+          "accelrun: warning: the checkpoint was written by {} processes, this run has {}: it continues "
+          "at step {} with the same data position per process, the same samples if batch_size x "
+          "processes is unchanged\n",
+          saved, context_.world_size, restored.step);
+      std::fflush(stderr);
+    }
   }
 
   // A resume whose plan would give the remaining steps other learning rates than the
@@ -379,12 +443,12 @@ class TrainingRun {
       sync = accumulation_->Begin(batch.last_in_epoch);
       result.epoch_ended = result.epoch_ended || batch.last_in_epoch;
       BroadcastBuffersIfDue(/*next=*/accumulation_->all_reduce_gradients());
-      reducer_->PrepareForBackward(accumulation_->all_reduce_gradients());
+      sync_->PrepareForBackward(accumulation_->all_reduce_gradients());
       // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
       const double scale = 1.0 / static_cast<double>(loop_.gradient_accumulation.num_steps);
       loss_total += batch.columns.empty() ? trainer_->ForwardBackward(batch.features, batch.targets, scale)
                                           : trainer_->ForwardBackward(batch.columns, scale);
-      if (accumulation_->all_reduce_gradients()) reducer_->Finalize();
+      sync_->Finalize();
       samples_since_report_ += batch.size() * context_.world_size;
       progress_.samples_seen += batch.size() * context_.world_size;
       // Not stepped with the optimizer: the loop's scheduler.step() after every micro-batch
@@ -422,8 +486,11 @@ class TrainingRun {
     // before the save, so that a kill right after it still finds it; a save that never
     // completes leaves a marker that no resume reads (one resumes from an earlier step).
     if (report_) report_->LogEvent(step, "checkpoint", {}, {{"elapsed_seconds", Elapsed()}});
-    return SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
-                          DataIdentitySeed(steps_.data), context_.rank, *collectives_);
+    sync_->BeginFullState();
+    llvm::Error saved = SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
+                                       DataIdentitySeed(steps_.data), context_.rank, *collectives_);
+    sync_->EndFullState();
+    return saved;
   }
 
   // Every eval_every steps and after the last one (eval_every 0: after the last only).
@@ -473,6 +540,7 @@ class TrainingRun {
   // The weights, metrics.json and this rank's record; rank 0 serves the store, so nobody
   // leaves while a peer may still need it.
   llvm::Error Finish() {
+    sync_->BeginFullState();  // stage 3: the whole weights, for the digest and model.safetensors
     summary_.parameter_digest = ParameterDigest(named_);
     summary_.model_path = (dir_ / steps_.save.model_file).string();  // rank 0: the file or index written
     if (llvm::Error error = WriteRunOutputs(plan_, steps_.save, *trainer_, summary_, dir_, context_.rank,
@@ -499,7 +567,10 @@ class TrainingRun {
   std::vector<at::Tensor> buffers_;
   plan::BuildDataloader data_;
   std::optional<DataLoaders> loaders_;
-  std::unique_ptr<Reducer> reducer_;
+  std::unique_ptr<Reducer> reducer_;  // until Build hands it to sync_
+  std::unique_ptr<GradientSync> ddp_;
+  // What the step loop synchronises gradients with: ddp_, or the sharded engine (trainer_).
+  GradientSync* sync_ = nullptr;
   std::optional<GradientAccumulation> accumulation_;
   std::optional<LrScheduler> scheduler_;
   ScheduleSpec schedule_;

@@ -185,20 +185,15 @@ checkpoint::VerifiedCheckpoint SaveAndLoad(const Trainer& trainer, const std::st
   return std::move(*loaded);
 }
 
-TEST(TrainState, RefusesAnotherWorldSizeOptimizerOrModel) {
+TEST(TrainState, LoadsAnotherWorldSizeButRefusesAnotherSeedOptimizerOrModel) {
   std::unique_ptr<Trainer> sgd = Build("sgd", 1);
   data::DataLoader data = Loader(0, 1);
   Train(*sgd, data, 1);
+  // Another world size loads (the worker converts what depends on it), and says so.
   checkpoint::VerifiedCheckpoint two_ranks = SaveAndLoad(*sgd, "two_ranks", 2);
-  llvm::Expected<Progress> wrong_world = RestoreTrainingState(two_ranks, *sgd, 0, 1, 3);
-  ASSERT_FALSE(static_cast<bool>(wrong_world));
-  // The reason, and the ways forward: the original count, or a new run.
-  std::string world_message = llvm::toString(wrong_world.takeError());
-  EXPECT_NE(world_message.find("written by 2 processes, this run has 1"), std::string::npos);
-  EXPECT_NE(world_message.find("resume on 2 processes (`compute.num_processes = 2`, or `accelrun "
-                               "--nproc-per-node 2` on one machine), or start a new run without `--resume`"),
-            std::string::npos)
-      << world_message;
+  llvm::Expected<Progress> other_world = RestoreTrainingState(two_ranks, *sgd, 0, 1, 3);
+  ASSERT_TRUE(static_cast<bool>(other_world)) << llvm::toString(other_world.takeError());
+  EXPECT_EQ(other_world->saved_world_size, 2);
 
   checkpoint::VerifiedCheckpoint one_rank = SaveAndLoad(*sgd, "one_rank", 1);
   llvm::Expected<Progress> wrong_seed = RestoreTrainingState(one_rank, *sgd, 0, 1, 4);

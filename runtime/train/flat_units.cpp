@@ -1,0 +1,106 @@
+#include "runtime/train/flat_units.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace accel::rt::train {
+namespace {
+
+// `name` (from a configuration) names the class `type`: exactly, or a TorchScript qualified
+// name (`__torch__.model.Block`) by its last component, as Python's class name.
+bool NamesClass(const std::string& name, const std::string& type) {
+  if (name == type) return true;
+  size_t dot = type.rfind('.');
+  return dot != std::string::npos && type.compare(dot + 1, std::string::npos, name) == 0;
+}
+
+struct Wrapper {
+  const std::vector<int64_t>& numels;
+  const plan::Sharding& sharding;
+  // Wrapped units in the order their modules complete (children first); fixed up by the caller.
+  std::vector<std::pair<std::string, std::vector<size_t>>> wrapped;
+
+  bool Wraps(const ModuleNode& node, int64_t unwrapped_numel) const {
+    if (node.path.empty()) return false;  // the root is always the root unit
+    switch (sharding.wrap_policy) {
+      case plan::WrapPolicy::no_wrap:
+        return false;
+      case plan::WrapPolicy::transformer_based:
+        return std::ranges::any_of(sharding.transformer_layer_cls_to_wrap,
+                                   [&](const std::string& name) { return NamesClass(name, node.type); });
+      case plan::WrapPolicy::size_based:
+        return unwrapped_numel >= sharding.min_num_params;
+    }
+    return false;
+  }
+
+  // The parameters of `node`'s subtree that no wrapped module took.
+  std::vector<size_t> Visit(const ModuleNode& node) {
+    std::vector<size_t> unwrapped = node.parameters;
+    for (const ModuleNode& child : node.children) {
+      std::vector<size_t> left = Visit(child);
+      unwrapped.insert(unwrapped.end(), left.begin(), left.end());
+    }
+    int64_t numel = 0;
+    for (size_t index : unwrapped) numel += numels[index];
+    if (!unwrapped.empty() && Wraps(node, numel)) {
+      std::sort(unwrapped.begin(), unwrapped.end());
+      wrapped.emplace_back(node.path, std::move(unwrapped));
+      return {};
+    }
+    return unwrapped;
+  }
+};
+
+void CollectTypes(const ModuleNode& node, std::set<std::string>& types) {
+  if (!node.path.empty()) types.insert(node.type);
+  for (const ModuleNode& child : node.children) CollectTypes(child, types);
+}
+
+}  // namespace
+
+std::vector<FlatUnit> WrapUnits(const ModuleNode& root, const std::vector<int64_t>& numels,
+                                const plan::Sharding& sharding) {
+  Wrapper wrapper{numels, sharding, {}};
+  std::vector<size_t> rest = wrapper.Visit(root);
+  if (sharding.wrap_policy == plan::WrapPolicy::transformer_based && wrapper.wrapped.empty()) {
+    std::set<std::string> types;
+    CollectTypes(root, types);
+    throw std::invalid_argument(fmt::format(
+        "`transformer_layer_cls_to_wrap` names {}, but this model has no module of {}; its module classes "
+        "are "
+        "{}: name one of them, or use another wrap policy",
+        sharding.transformer_layer_cls_to_wrap.empty()
+            ? std::string("no class")
+            : fmt::format("{}", sharding.transformer_layer_cls_to_wrap),
+        sharding.transformer_layer_cls_to_wrap.size() == 1 ? "that class" : "these classes", types));
+  }
+  // Module order: by each unit's first parameter (registration order follows the modules').
+  std::sort(wrapper.wrapped.begin(), wrapper.wrapped.end(),
+            [](const auto& a, const auto& b) { return a.second.front() < b.second.front(); });
+  std::vector<FlatUnit> units;
+  std::sort(rest.begin(), rest.end());
+  if (!rest.empty()) units.push_back(FlatUnit{"", std::move(rest), {}, 0, 0, 0});
+  for (auto& [module, parameters] : wrapper.wrapped)
+    units.push_back(FlatUnit{module, std::move(parameters), {}, 0, 0, 0});
+  return units;
+}
+
+void LayOut(std::vector<FlatUnit>& units, const std::vector<int64_t>& numels, int shard_count) {
+  for (FlatUnit& unit : units) {
+    unit.offsets.clear();
+    unit.numel = 0;
+    for (size_t index : unit.parameters) {
+      unit.offsets.push_back(unit.numel);
+      unit.numel += numels[index];
+    }
+    unit.shard_size = (unit.numel + shard_count - 1) / shard_count;
+    unit.padded = unit.shard_size * shard_count;
+  }
+}
+
+}  // namespace accel::rt::train

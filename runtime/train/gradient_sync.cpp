@@ -1,0 +1,54 @@
+#include "runtime/train/gradient_sync.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+
+namespace accel::rt::train {
+namespace {
+
+class DdpSync final : public GradientSync {
+ public:
+  DdpSync(std::unique_ptr<Reducer> reducer, std::vector<std::pair<std::string, at::Tensor>> named)
+      : reducer_(std::move(reducer)), named_(std::move(named)), fault_(TestFaultFromEnvironment()) {}
+  void PrepareForBackward(bool sync) override {
+    syncing_ = sync;
+    reducer_->PrepareForBackward(sync);
+  }
+  void Finalize() override {
+    if (!syncing_) return;
+    reducer_->Finalize();
+    if (fault_ == TestFault::kGradScale) {
+      at::NoGradGuard no_grad;
+      for (auto& [name, parameter] : named_) {
+        if (parameter.grad().defined()) parameter.mutable_grad().mul_(kFaultGradScale);
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<Reducer> reducer_;
+  std::vector<std::pair<std::string, at::Tensor>> named_;
+  TestFault fault_;
+  bool syncing_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<GradientSync> MakeDdpSync(std::unique_ptr<Reducer> reducer,
+                                          std::vector<std::pair<std::string, at::Tensor>> named_parameters) {
+  return std::make_unique<DdpSync>(std::move(reducer), std::move(named_parameters));
+}
+
+TestFault TestFaultFromEnvironment() {
+  const char* value = std::getenv("ACCEL_TEST_FAULT");
+  std::string_view fault = value == nullptr ? "" : value;
+  if (fault.empty()) return TestFault::kNone;
+  if (fault == "grad_scale") return TestFault::kGradScale;
+  if (fault == "shard_offset") return TestFault::kShardOffset;
+  throw std::invalid_argument("ACCEL_TEST_FAULT must be grad_scale or shard_offset (a test hook)");
+}
+
+}  // namespace accel::rt::train

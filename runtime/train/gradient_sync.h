@@ -1,0 +1,45 @@
+#ifndef ACCEL_RUNTIME_TRAIN_GRADIENT_SYNC_H_
+#define ACCEL_RUNTIME_TRAIN_GRADIENT_SYNC_H_
+
+#include <memory>
+#include <string>
+
+#include "runtime/train/reducer.h"
+
+// What the worker's step loop calls around each backward, the same for DDP (Reducer) and the
+// sharded engine (ShardedEngine): PrepareForBackward(sync), backward, Finalize(). Clipping and
+// the optimizer step are the trainer's (the sharded engine is itself a Trainer).
+namespace accel::rt::train {
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  // Before each backward; `sync` false accumulates gradients locally (no_sync).
+  virtual void PrepareForBackward(bool sync) = 0;
+  // After each backward (synced or not). Collective on a synced one: the gradients are then
+  // averaged over the ranks.
+  virtual void Finalize() = 0;
+  // Collective, on every rank, before a save that reads the trainer: the sharded engine gathers
+  // the whole parameters and optimizer state; EndFullState lets them go again.
+  virtual void BeginFullState() {}
+  virtual void EndFullState() {}
+};
+
+// DDP: the Reducer.
+std::unique_ptr<GradientSync> MakeDdpSync(std::unique_ptr<Reducer> reducer,
+                                          std::vector<std::pair<std::string, at::Tensor>> named_parameters);
+
+// The test hook of the equivalence tests (tests/e2e): the environment variable
+// ACCEL_TEST_FAULT, read by the gradient synchronisation only, breaks it on purpose so that a
+// test proves its tolerance would catch the break:
+//   grad_scale    the averaged gradients are multiplied by 16;
+//   shard_offset  (sharded engine) each rank's gathered shard lands one shard further on.
+// Unset or empty in every real run.
+enum class TestFault { kNone, kGradScale, kShardOffset };
+TestFault TestFaultFromEnvironment();
+// The factory `grad_scale` applies.
+inline constexpr double kFaultGradScale = 16.0;
+
+}  // namespace accel::rt::train
+
+#endif  // ACCEL_RUNTIME_TRAIN_GRADIENT_SYNC_H_

@@ -1,0 +1,51 @@
+#ifndef ACCEL_RUNTIME_TRAIN_SHARD_GROUPS_H_
+#define ACCEL_RUNTIME_TRAIN_SHARD_GROUPS_H_
+
+#include <memory>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "runtime/distributed/collectives.h"
+
+// The groups a sharded engine talks to: the shard group (every rank, or with hybrid sharding
+// the ranks of one machine) and, with hybrid sharding, the replicate group (the ranks holding
+// the same shard on every machine). Every method is collective over the whole world.
+namespace accel::rt::train {
+
+class ShardGroups {
+ public:
+  // `hybrid`: shard within consecutive blocks of `processes_per_machine` ranks. Throws
+  // std::invalid_argument when the world is not whole machines.
+  ShardGroups(distributed::Collectives& world, bool hybrid, int processes_per_machine);
+
+  int shard_rank() const { return shard_rank_; }
+  int shard_count() const { return shard_count_; }
+  // Whether the back end could not form subgroups, so the world group stands in for them
+  // (same results, more traffic).
+  bool emulated() const { return emulated_; }
+
+  // `shard` = chunk shard_rank() of `flat` (shard_count() chunks), summed over every rank of
+  // the world: reduce-scatter in the shard group, then all-reduce over the replicate group.
+  void ReduceScatterSum(const at::Tensor& flat, at::Tensor& shard);
+  // `full` = every shard of the shard group, end to end.
+  void AllGather(const at::Tensor& shard, at::Tensor& full);
+  // Sums `value` over the shard group (the shards of one copy of the model).
+  double SumOverShardGroup(double value);
+
+ private:
+  distributed::Collectives& world_;
+  std::unique_ptr<distributed::Collectives> shard_owned_;
+  std::unique_ptr<distributed::Collectives> replicate_owned_;
+  distributed::Collectives* shard_ = nullptr;      // null when emulated
+  distributed::Collectives* replicate_ = nullptr;  // null without hybrid sharding
+  int shard_rank_ = 0;
+  int shard_count_ = 1;
+  int machine_ = 0;
+  int machines_ = 1;
+  bool emulated_ = false;
+};
+
+}  // namespace accel::rt::train
+
+#endif  // ACCEL_RUNTIME_TRAIN_SHARD_GROUPS_H_

@@ -1,0 +1,425 @@
+#include "runtime/train/sharded_engine.h"
+
+#include <ATen/ATen.h>
+#include <ATen/native/Resize.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/optim/optimizer.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "runtime/train/optimizer_factory.h"
+#include "runtime/train/optimizer_state.h"
+
+namespace accel::rt::train {
+namespace {
+
+// An identity on a block's output whose backward runs before the block's own: there the engine
+// gathers the block's units again (FSDP's pre-backward hook).
+struct RegatherBeforeBackward : public torch::autograd::Function<RegatherBeforeBackward> {
+  static at::Tensor forward(torch::autograd::AutogradContext* context, const at::Tensor& output,
+                            ShardedEngine* engine, int64_t block) {
+    context->saved_data["engine"] = reinterpret_cast<int64_t>(engine);
+    context->saved_data["block"] = block;
+    return output;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list gradients) {
+    auto* engine = reinterpret_cast<ShardedEngine*>(context->saved_data["engine"].toInt());
+    engine->RegatherForBackward(static_cast<size_t>(context->saved_data["block"].toInt()));
+    return {gradients[0], at::Tensor(), at::Tensor()};
+  }
+};
+
+void Announce(int rank, const std::string& line) {
+  if (rank != 0) return;
+  fmt::print("accelrun: {}\n", line);
+  std::fflush(stdout);
+}
+
+std::string UnitName(size_t unit) { return fmt::format("unit{}", unit); }
+
+}  // namespace
+
+ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLoop& loop,
+                             int processes_per_machine, distributed::Collectives& world)
+    : model_(std::move(model)),
+      sharding_(loop.sharding),
+      world_(world),
+      groups_(world, loop.sharding.hybrid, processes_per_machine),
+      named_(model_->NamedParameters()),
+      type_(OptimizerTypeOf(loop)),
+      fault_(TestFaultFromEnvironment()) {
+  for (const auto& [name, tensor] : named_) {
+    shapes_.push_back(tensor.sizes().vec());
+    numels_.push_back(tensor.numel());
+  }
+  units_ = WrapUnits(model_->Modules(), numels_, sharding_);
+  LayOut(units_, numels_, groups_.shard_count());
+
+  // The model's optimizer state (a resumed checkpoint's, or none) moves to the shards.
+  OptimizerState whole = model_->ExportOptimizerState();
+  const double lr = model_->learning_rate();
+  std::vector<at::Tensor> shards;
+  {
+    at::NoGradGuard no_grad;
+    for (const FlatUnit& unit : units_) {
+      at::Tensor full = FlatParameters(unit);
+      UnitState state;
+      state.shard = full.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone();
+      state.shard.set_requires_grad(true);
+      // The parameters become views into the unit's flat buffer for good; stage 3 frees and
+      // refills the buffer's storage under them (as FSDP does), so every view autograd saved
+      // sees the gathered values again and holds no memory while the unit is released.
+      state.full = full;
+      state.gathered = true;
+      PointParametersInto(unit, full);
+      shards.push_back(state.shard);
+      state_.push_back(std::move(state));
+    }
+  }
+  optimizer_ = MakeOptimizer(loop, shards);
+  ImportOptimizerState(whole);
+  SetLearningRate(lr);
+  // The model's own optimizer keeps no state: this rank's shard of it is all there is.
+  OptimizerState none{whole.type, whole.hyperparameters, {}, false};
+  for (const auto& [name, tensor] : named_) none.parameters.push_back({name, {}, {}});
+  model_->ImportOptimizerState(none);
+
+  if (sharding_.stage >= 3) {
+    std::vector<size_t> unit_of(named_.size());
+    for (size_t u = 0; u < units_.size(); ++u)
+      for (size_t index : units_[u].parameters) unit_of[index] = u;
+    last_block_.assign(units_.size(), 0);
+    for (const std::vector<size_t>& block : model_->ForwardBlocks()) {
+      std::vector<size_t>& units = block_units_.emplace_back();
+      for (size_t index : block) {
+        size_t u = unit_of[index];
+        if (std::find(units.begin(), units.end(), u) == units.end()) units.push_back(u);
+        last_block_[u] = block_units_.size() - 1;
+      }
+    }
+    for (size_t u = 0; u < units_.size(); ++u) Release(u);
+    model_->SetForwardGate(this);
+  }
+
+  const int rank = world.rank();
+  int64_t largest = 0;
+  for (const FlatUnit& unit : units_) largest = std::max(largest, unit.numel);
+  Announce(rank,
+           fmt::format("sharded data parallel, stage {}: {} unit{} (largest {} parameters) over {} shard{}{}",
+                       sharding_.stage, units_.size(), units_.size() == 1 ? "" : "s", largest,
+                       groups_.shard_count(), groups_.shard_count() == 1 ? "" : "s",
+                       sharding_.hybrid
+                           ? fmt::format(", replicated {} times", world.world_size() / groups_.shard_count())
+                           : ""));
+  if (groups_.emulated())
+    Announce(rank,
+             "hybrid sharding: this back end cannot form subgroups; the world group carries their "
+             "collectives (same results, more traffic)");
+  if (sharding_.offload_optimizer || sharding_.offload_params)
+    Announce(rank, "offload to host memory has no effect: on a CPU run the state already lives there");
+  if (sharding_.activation_checkpointing)
+    Announce(rank, "activation_checkpointing has no effect: activations are kept for backward");
+}
+
+ShardedEngine::~ShardedEngine() {
+  if (sharding_.stage >= 3) model_->SetForwardGate(nullptr);
+}
+
+at::Tensor ShardedEngine::FlatParameters(const FlatUnit& unit) const {
+  at::Tensor flat = at::zeros({unit.padded}, at::kFloat);
+  for (size_t i = 0; i < unit.parameters.size(); ++i) {
+    size_t index = unit.parameters[i];
+    flat.narrow(0, unit.offsets[i], numels_[index]).copy_(named_[index].second.detach().reshape({-1}));
+  }
+  return flat;
+}
+
+at::Tensor ShardedEngine::FlatGradient(const FlatUnit& unit) const {
+  at::Tensor flat = at::zeros({unit.padded}, at::kFloat);
+  // Divided before the sum, as DDP's reducer does, so the averages round alike.
+  const double world_size = world_.world_size();
+  for (size_t i = 0; i < unit.parameters.size(); ++i) {
+    const at::Tensor& grad = named_[unit.parameters[i]].second.grad();
+    if (!grad.defined()) continue;
+    flat.narrow(0, unit.offsets[i], numels_[unit.parameters[i]]).copy_(grad.reshape({-1}));
+  }
+  return flat.div_(world_size);
+}
+
+void ShardedEngine::PointParametersInto(const FlatUnit& unit, const at::Tensor& full) {
+  for (size_t i = 0; i < unit.parameters.size(); ++i) {
+    size_t index = unit.parameters[i];
+    named_[index].second.set_data(full.narrow(0, unit.offsets[i], numels_[index]).view(shapes_[index]));
+  }
+}
+
+void ShardedEngine::AllGatherInto(size_t unit, at::Tensor& full) {
+  groups_.AllGather(state_[unit].shard.detach(), full);
+  if (fault_ == TestFault::kShardOffset) full.copy_(full.roll(units_[unit].shard_size));
+}
+
+void ShardedEngine::Gather(size_t unit) {
+  UnitState& state = state_[unit];
+  if (state.gathered) return;
+  at::NoGradGuard no_grad;
+  at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(),
+                               static_cast<size_t>(units_[unit].padded) * sizeof(float));
+  AllGatherInto(unit, state.full);
+  state.gathered = true;
+}
+
+void ShardedEngine::Release(size_t unit) {
+  UnitState& state = state_[unit];
+  at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(), 0);
+  state.gathered = false;
+}
+
+void ShardedEngine::ReleaseAll() {
+  for (size_t u = 0; u < units_.size(); ++u)
+    if (state_[u].gathered) Release(u);
+}
+
+void ShardedEngine::Enter(size_t block) {
+  for (size_t unit : block_units_.at(block)) Gather(unit);
+}
+
+at::Tensor ShardedEngine::Leave(size_t block, const at::Tensor& output) {
+  at::Tensor result = output;
+  if (at::GradMode::is_enabled() && output.requires_grad())
+    result = RegatherBeforeBackward::apply(output, this, static_cast<int64_t>(block));
+  // The last block's units stay: backward starts with them (FSDP keeps its root gathered).
+  if (sharding_.reshard_after_forward && block + 1 < block_units_.size()) {
+    for (size_t unit : block_units_[block])
+      if (last_block_[unit] == block) Release(unit);
+  }
+  return result;
+}
+
+void ShardedEngine::Finalize() {
+  if (sharding_.stage >= 3) ReleaseAll();
+  if (!syncing_) return;
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const FlatUnit& unit = units_[u];
+    at::Tensor flat = FlatGradient(unit);
+    at::Tensor shard;
+    if (sharding_.stage == 1) {
+      std::vector<at::Tensor> whole{flat};
+      world_.AllReduceSum(whole);
+      shard = flat.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone();
+      state_[u].full_grad = flat;
+    } else {
+      shard = at::empty({unit.shard_size}, at::kFloat);
+      groups_.ReduceScatterSum(flat, shard);
+    }
+    if (fault_ == TestFault::kGradScale) shard.mul_(kFaultGradScale);
+    state_[u].shard.mutable_grad() = shard;
+  }
+  // The whole gradients are freed (stage 1 keeps the reduced flat one until the step).
+  for (auto& [name, parameter] : named_) parameter.mutable_grad() = at::Tensor();
+}
+
+double ShardedEngine::ClipGradNorm(double max_norm) {
+  at::NoGradGuard no_grad;
+  double squares = 0;
+  for (const UnitState& state : state_) {
+    const at::Tensor& grad = state.shard.grad();
+    if (grad.defined()) squares += grad.to(at::kDouble).pow(2).sum().item<double>();
+  }
+  // Padding is zero, so the shards' squares add up to the whole model's.
+  const double total = std::sqrt(groups_.SumOverShardGroup(squares));
+  // clip_grad_norm_'s coefficient, in its float32.
+  const float coefficient =
+      std::min(1.0f, static_cast<float>(max_norm) / (static_cast<float>(total) + 1e-6f));
+  for (UnitState& state : state_)
+    if (state.shard.grad().defined()) state.shard.mutable_grad().mul_(coefficient);
+  return total;
+}
+
+void ShardedEngine::SetLearningRate(double lr) {
+  for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  model_->SetLearningRate(lr);
+}
+
+double ShardedEngine::learning_rate() const { return optimizer_->param_groups().at(0).options().get_lr(); }
+
+void ShardedEngine::OptimizerStep(bool skip) {
+  if (!skip) optimizer_->step();
+  at::NoGradGuard no_grad;
+  for (UnitState& state : state_) {
+    state.shard.mutable_grad() = at::Tensor();
+    state.full_grad = at::Tensor();
+  }
+  for (auto& [name, parameter] : named_) parameter.mutable_grad() = at::Tensor();
+  if (sharding_.stage >= 3) {
+    ReleaseAll();  // a unit gathered for evaluation is stale now
+    return;
+  }
+  for (size_t u = 0; u < units_.size(); ++u) AllGatherInto(u, state_[u].full);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> ShardedEngine::NamedShards() const {
+  std::vector<std::pair<std::string, at::Tensor>> named;
+  for (size_t u = 0; u < units_.size(); ++u) named.emplace_back(UnitName(u), state_[u].shard);
+  return named;
+}
+
+void ShardedEngine::BeginFullState() {
+  if (sharding_.stage >= 3)
+    for (size_t u = 0; u < units_.size(); ++u) Gather(u);
+  full_state_ = GatherOptimizerState();
+}
+
+void ShardedEngine::EndFullState() {
+  full_state_.reset();
+  if (sharding_.stage >= 3) ReleaseAll();
+}
+
+OptimizerState ShardedEngine::GatherOptimizerState() {
+  at::NoGradGuard no_grad;
+  OptimizerState shards = train::ExportOptimizerState(*optimizer_, type_, NamedShards());
+  OptimizerState whole{type_, shards.hyperparameters, {}, true};
+  for (const auto& [name, tensor] : named_) whole.parameters.push_back({name, {}, {}});
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const FlatUnit& unit = units_[u];
+    const OptimizerState::Parameter& shard = shards.parameters[u];
+    for (const auto& [key, tensor] : shard.tensors) {
+      at::Tensor full = at::empty({unit.padded}, at::kFloat);
+      groups_.AllGather(tensor.contiguous(), full);
+      for (size_t i = 0; i < unit.parameters.size(); ++i) {
+        size_t index = unit.parameters[i];
+        whole.parameters[index].tensors.emplace_back(
+            key, full.narrow(0, unit.offsets[i], numels_[index]).view(shapes_[index]));
+      }
+    }
+    for (size_t index : unit.parameters) whole.parameters[index].counters = shard.counters;
+  }
+  return whole;
+}
+
+OptimizerState ShardedEngine::ExportOptimizerState() const {
+  if (!full_state_)
+    throw std::logic_error(
+        "the sharded engine's whole optimizer state is only gathered between BeginFullState "
+        "and EndFullState");
+  return *full_state_;
+}
+
+void ShardedEngine::ImportOptimizerState(const OptimizerState& state) {
+  if (state.type != type_) {
+    throw std::invalid_argument(
+        fmt::format("the optimizer state is {}'s, this optimizer is {}", state.type, type_));
+  }
+  std::map<std::string, const OptimizerState::Parameter*> by_name;
+  for (const OptimizerState::Parameter& parameter : state.parameters) by_name[parameter.name] = &parameter;
+  OptimizerState shards{type_, state.hyperparameters, {}, true};
+  at::NoGradGuard no_grad;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const FlatUnit& unit = units_[u];
+    OptimizerState::Parameter& shard = shards.parameters.emplace_back();
+    shard.name = UnitName(u);
+    const OptimizerState::Parameter* first = nullptr;
+    for (size_t index : unit.parameters) {
+      auto found = by_name.find(named_[index].first);
+      if (found == by_name.end())
+        throw std::invalid_argument(
+            fmt::format("the optimizer state has no parameter `{}`", named_[index].first));
+      if (first == nullptr && !found->second->tensors.empty()) first = found->second;
+    }
+    if (first == nullptr) continue;  // not stepped yet
+    shard.counters = first->counters;
+    for (const auto& [key, unused] : first->tensors) {
+      at::Tensor flat = at::zeros({unit.padded}, at::kFloat);
+      for (size_t i = 0; i < unit.parameters.size(); ++i) {
+        size_t index = unit.parameters[i];
+        const OptimizerState::Parameter& parameter = *by_name.at(named_[index].first);
+        auto tensor = std::find_if(parameter.tensors.begin(), parameter.tensors.end(),
+                                   [&](const auto& entry) { return entry.first == key; });
+        if (tensor == parameter.tensors.end() || tensor->second.numel() != numels_[index]) {
+          throw std::invalid_argument(fmt::format(
+              "the optimizer state `{}` of `{}` is missing or has another size", key, parameter.name));
+        }
+        flat.narrow(0, unit.offsets[i], numels_[index]).copy_(tensor->second.reshape({-1}));
+      }
+      shard.tensors.emplace_back(
+          key, flat.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone());
+    }
+  }
+  train::ImportOptimizerState(shards, type_, NamedShards(), *optimizer_);
+}
+
+std::vector<ShardedEngine::ShardSlice> ShardedEngine::ExportShardSlices() const {
+  OptimizerState shards = train::ExportOptimizerState(*optimizer_, type_, NamedShards());
+  std::vector<ShardSlice> slices;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const FlatUnit& unit = units_[u];
+    const int64_t begin = unit.shard_size * groups_.shard_rank();
+    const int64_t end = begin + unit.shard_size;
+    for (size_t i = 0; i < unit.parameters.size(); ++i) {
+      size_t index = unit.parameters[i];
+      const int64_t start = std::max(begin, unit.offsets[i]);
+      const int64_t stop = std::min(end, unit.offsets[i] + numels_[index]);
+      if (start >= stop) continue;
+      ShardSlice slice{named_[index].first,
+                       shapes_[index],
+                       start - unit.offsets[i],
+                       stop - unit.offsets[i],
+                       state_[u].shard.detach().narrow(0, start - begin, stop - start),
+                       {},
+                       {}};
+      for (const auto& [key, tensor] : shards.parameters[u].tensors)
+        slice.state.emplace_back(key, tensor.narrow(0, start - begin, stop - start));
+      slice.counters = shards.parameters[u].counters;
+      slices.push_back(std::move(slice));
+    }
+  }
+  return slices;
+}
+
+void ShardedEngine::ImportShardSlices(const SliceReader& read, const std::vector<std::string>& state_keys,
+                                      const std::vector<std::pair<std::string, int64_t>>& counters) {
+  at::NoGradGuard no_grad;
+  OptimizerState shards{
+      type_, train::ExportOptimizerState(*optimizer_, type_, NamedShards()).hyperparameters, {}, true};
+  for (size_t u = 0; u < units_.size(); ++u) {
+    const FlatUnit& unit = units_[u];
+    const int64_t begin = unit.shard_size * groups_.shard_rank();
+    const int64_t end = begin + unit.shard_size;
+    OptimizerState::Parameter& shard = shards.parameters.emplace_back();
+    shard.name = UnitName(u);
+    shard.counters = counters;
+    std::vector<std::string> keys{""};
+    keys.insert(keys.end(), state_keys.begin(), state_keys.end());
+    for (const std::string& key : keys) {
+      at::Tensor values = at::zeros({unit.shard_size}, at::kFloat);
+      for (size_t i = 0; i < unit.parameters.size(); ++i) {
+        size_t index = unit.parameters[i];
+        const int64_t start = std::max(begin, unit.offsets[i]);
+        const int64_t stop = std::min(end, unit.offsets[i] + numels_[index]);
+        if (start >= stop) continue;
+        values.narrow(0, start - begin, stop - start)
+            .copy_(read(named_[index].first, key, start - unit.offsets[i], stop - unit.offsets[i])
+                       .reshape({-1}));
+      }
+      if (key.empty()) {
+        state_[u].shard.detach().copy_(values);
+      } else {
+        shard.tensors.emplace_back(key, values);
+      }
+    }
+  }
+  if (!state_keys.empty()) train::ImportOptimizerState(shards, type_, NamedShards(), *optimizer_);
+  // Stages 1 and 2 keep whole parameters: rebuild them from the shards.
+  if (sharding_.stage < 3)
+    for (size_t u = 0; u < units_.size(); ++u) AllGatherInto(u, state_[u].full);
+}
+
+}  // namespace accel::rt::train

@@ -1,0 +1,168 @@
+#ifndef ACCEL_RUNTIME_TRAIN_SHARDED_ENGINE_H_
+#define ACCEL_RUNTIME_TRAIN_SHARDED_ENGINE_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "compiler/plan/plan.h"
+#include "runtime/distributed/collectives.h"
+#include "runtime/train/flat_units.h"
+#include "runtime/train/gradient_sync.h"
+#include "runtime/train/shard_groups.h"
+#include "runtime/train/trainer.h"
+
+namespace torch::optim {
+class Optimizer;
+}  // namespace torch::optim
+
+namespace accel::rt::train {
+
+// Data parallelism over sharded model state, as DeepSpeed ZeRO stages 1-3 and FSDP run it
+// (docs/sharding.md). The model's parameters are grouped into units (flat_units.h); each unit's
+// parameters are laid end to end in one flat fp32 buffer, and each rank of the shard group owns
+// one contiguous shard of it. The optimizer (the loop's, built over the shards) holds state for
+// this rank's shards only.
+//   stage 1: after a synced backward the flat gradients are all-reduced; the optimizer steps
+//            this rank's shard; the shards are all-gathered back into the parameters.
+//   stage 2: the flat gradients are reduce-scattered (only the shard's gradient is kept).
+//   stage 3: as stage 2, and the parameters live sharded: a unit is gathered before the first
+//            forward block that reads it, freed after the last one (reshard_after_forward,
+//            except the units of the last block), gathered again before the backward of a
+//            block that reads it, and freed after backward.
+// Gradients are the mean over the world (divided by the world size before summing, as DDP's
+// reducer does). With hybrid sharding, shards are reduced over the whole world.
+//
+// It is the Trainer the worker drives: forward and evaluation pass through to the model it
+// wraps; clipping, the learning rate, the optimizer step and optimizer state are its own.
+class ShardedEngine final : public Trainer, public GradientSync, private ForwardGate {
+ public:
+  // Takes `model` over, with its parameters already equal on every rank and its optimizer
+  // state (a resumed checkpoint's) resharded onto this world. Collective. Throws
+  // std::invalid_argument for a sharding this runtime cannot run (see WrapUnits, ShardGroups).
+  ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLoop& loop, int processes_per_machine,
+                distributed::Collectives& world);
+  ~ShardedEngine() override;
+  ShardedEngine(const ShardedEngine&) = delete;
+  ShardedEngine& operator=(const ShardedEngine&) = delete;
+
+  const std::vector<FlatUnit>& units() const { return units_; }
+  const ShardGroups& groups() const { return groups_; }
+
+  // GradientSync.
+  void PrepareForBackward(bool sync) override { syncing_ = sync; }
+  void Finalize() override;
+  void BeginFullState() override;
+  void EndFullState() override;
+
+  // Trainer: the model's.
+  float ForwardBackward(const at::Tensor& features, const at::Tensor& targets, double loss_scale) override {
+    return model_->ForwardBackward(features, targets, loss_scale);
+  }
+  Evaluation Evaluate(const at::Tensor& features, const at::Tensor& targets) override {
+    return model_->Evaluate(features, targets);
+  }
+  float ForwardBackward(const data::Columns& batch, double loss_scale) override {
+    return model_->ForwardBackward(batch, loss_scale);
+  }
+  ModelOutputs Evaluate(const data::Columns& batch) override { return model_->Evaluate(batch); }
+  void CheckColumns(const data::Columns& sample) override { model_->CheckColumns(sample); }
+  std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const override {
+    return model_->NamedParameters();
+  }
+  std::vector<std::pair<std::string, at::Tensor>> NamedBuffers() const override {
+    return model_->NamedBuffers();
+  }
+  ModuleNode Modules() const override { return model_->Modules(); }
+  std::vector<std::vector<size_t>> ForwardBlocks() const override { return model_->ForwardBlocks(); }
+  void SetForwardGate(ForwardGate* gate) override { model_->SetForwardGate(gate); }
+
+  // Trainer: the engine's own. ClipGradNorm: the global L2 norm from the shards' norms.
+  double ClipGradNorm(double max_norm) override;
+  void SetLearningRate(double lr) override;
+  double learning_rate() const override;
+  // Steps the shards, then (stages 1, 2) all-gathers them into the parameters.
+  void OptimizerStep(bool skip) override;
+  // The whole optimizer state by parameter name, as an unsharded run's: only between
+  // BeginFullState and EndFullState (throws std::logic_error otherwise).
+  OptimizerState ExportOptimizerState() const override;
+  // Takes this rank's shard of a whole state (any world size's checkpoint).
+  void ImportOptimizerState(const OptimizerState& state) override;
+
+  // For `state_dict_type = sharded` checkpoints: what this rank holds of each parameter.
+  struct ShardSlice {
+    std::string name;
+    std::vector<int64_t> shape;
+    // [start, end) of the parameter's flattened elements this rank holds, and those elements.
+    int64_t start = 0;
+    int64_t end = 0;
+    at::Tensor data;
+    // The optimizer state's tensors over the same range, by key; counters whole.
+    std::vector<std::pair<std::string, at::Tensor>> state;
+    std::vector<std::pair<std::string, int64_t>> counters;
+  };
+  // Every parameter this rank's shards overlap, in parameter order. Not collective.
+  std::vector<ShardSlice> ExportShardSlices() const;
+  // The inverse: `read(name, key, start, end)` returns elements [start, end) of the named
+  // parameter's flattened tensor (`key` empty) or of its optimizer state `key`, from a sharded
+  // checkpoint of any world size; `counters` gives a parameter's counters (`step`). Writes
+  // this rank's shards and optimizer state; collective at stages 1 and 2, which gather the
+  // whole parameters again. Neither function is connected to a checkpoint format yet:
+  // `state_dict_type = sharded` is refused at start.
+  using SliceReader =
+      std::function<at::Tensor(const std::string& name, const std::string& key, int64_t start, int64_t end)>;
+  void ImportShardSlices(const SliceReader& read, const std::vector<std::string>& state_keys,
+                         const std::vector<std::pair<std::string, int64_t>>& counters);
+
+  // Stage 3: regathers the units block `block` reads (the autograd node before its backward).
+  void RegatherForBackward(size_t block) { Enter(block); }
+
+ private:
+  struct UnitState {
+    at::Tensor shard;      // this rank's shard of the parameters: the optimizer's tensor
+    at::Tensor full;       // the flat parameters, which the model's parameters view
+    bool gathered = true;  // stage 3: whether `full` has storage (else 0 bytes)
+    at::Tensor full_grad;  // stage 1: the all-reduced flat gradient, until the step
+  };
+
+  // ForwardGate (stage 3).
+  void Enter(size_t block) override;
+  at::Tensor Leave(size_t block, const at::Tensor& output) override;
+
+  at::Tensor FlatParameters(const FlatUnit& unit) const;
+  at::Tensor FlatGradient(const FlatUnit& unit) const;
+  void PointParametersInto(const FlatUnit& unit, const at::Tensor& full);
+  void Gather(size_t unit);
+  void Release(size_t unit);
+  void ReleaseAll();
+  void AllGatherInto(size_t unit, at::Tensor& full);
+  OptimizerState GatherOptimizerState();
+  std::vector<std::pair<std::string, at::Tensor>> NamedShards() const;
+
+  std::unique_ptr<Trainer> model_;
+  plan::Sharding sharding_;
+  distributed::Collectives& world_;
+  ShardGroups groups_;
+  std::vector<std::pair<std::string, at::Tensor>> named_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<int64_t> numels_;
+  std::vector<FlatUnit> units_;
+  std::vector<UnitState> state_;
+  std::string type_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  // Stage 3: the units each forward block reads, and each unit's last block.
+  std::vector<std::vector<size_t>> block_units_;
+  std::vector<size_t> last_block_;
+  std::optional<OptimizerState> full_state_;
+  TestFault fault_;
+  bool syncing_ = false;
+};
+
+}  // namespace accel::rt::train
+
+#endif  // ACCEL_RUNTIME_TRAIN_SHARDED_ENGINE_H_
