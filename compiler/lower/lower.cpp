@@ -188,7 +188,7 @@ class Lowerer {
   struct Target {
     plan::Device device = plan::Device::cpu;
     bool rehearsal = false;
-    bool gpu_job = false;  // configured for GPUs (fp16 allowed), whether or not rehearsed
+    bool gpu_job = false;  // configured for an accelerator (fp16 allowed), whether or not it runs there
   };
 
   Target ChooseTarget(const Fields& compute, const Fields& accelerator) {
@@ -206,6 +206,8 @@ class Lowerer {
       return target;
     }
     bool cuda = name == "MULTI_GPU" || name == "FSDP" || name == "DEEPSPEED";
+    // Any accelerator may train in fp16; only the device is what accelrun lacks.
+    target.gpu_job = true;
     if (!cuda && !use_cpu) {
       Unsupported(
           diag::Kind::NativeAccelerator, type, fmt::format("`compute.distributed_type = {}`", name),
@@ -214,7 +216,6 @@ class Lowerer {
               kExport);
       return target;
     }
-    target.gpu_job = true;
     target.rehearsal = use_cpu;
     target.device = use_cpu ? plan::Device::cpu : plan::Device::cuda;
     return target;
