@@ -160,7 +160,8 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A4001",
        "Retired: `compute.distributed_type` named an engine accelrun did not run. Every engine now lowers "
        "(NO, MULTI_CPU, MULTI_GPU, FSDP, DEEPSPEED) or is refused with its own code (MEGATRON_LM A4004, "
-       "other accelerators A4024); the row stays so that the code is never reused."},
+       "other accelerators A4024); the row stays so that the code is never reused.\nFix: see the code the "
+       "compiler reports now."},
       {"A4002",
        "A DeepSpeed setting accelrun's ZeRO engine does not run: an optimizer other than Adam, AdamW and "
        "SGD, a scheduler other than WarmupLR and WarmupDecayLR (or one that does not start from 0 or ends "
