@@ -163,18 +163,25 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "pad it. Checked only when `columns` is given; otherwise accelrun checks the names against the files "
        "and stops before the first step.\nFix: correct the column's name, or add it to `columns`."},
       {"A4001",
-       "`compute.distributed_type` names an engine other than NO and MULTI_CPU, the two accelrun runs (one "
-       "process, or several over Gloo on the CPU).\nFix: set `distributed_type = MULTI_CPU` (or NO), or run "
-       "the job under Accelerate (`accelc export --to accelerate-yaml`)."},
+       "Retired: `compute.distributed_type` named an engine accelrun did not run. Every engine now lowers "
+       "(NO, MULTI_CPU, MULTI_GPU, FSDP, DEEPSPEED) or is refused with its own code (MEGATRON_LM A4004, "
+       "other accelerators A4024); the row stays so that the code is never reused.\nFix: see the code the "
+       "compiler reports now."},
       {"A4002",
-       "The launch config has a `deepspeed_config`: DeepSpeed's ZeRO engine, which accelrun does not "
-       "have.\nFix: drop the section to train with plain data parallelism, or run the job under Accelerate."},
+       "A DeepSpeed setting accelrun's ZeRO engine does not run: an optimizer other than Adam, AdamW and "
+       "SGD, a scheduler other than WarmupLR and WarmupDecayLR (or one that does not start from 0 or ends "
+       "before the run), batch sizes in the JSON that disagree with the job's loader, or a section that "
+       "rewrites the model or the data order (compression, sparse attention, progressive layer drop, "
+       "curriculum, data efficiency, hybrid engine, MoE leaf modules).\nFix: write \"auto\" for the "
+       "value, drop the section, or run the job under Accelerate."},
       {"A4003",
-       "The launch config has an `fsdp_config`: PyTorch FSDP, which accelrun does not have.\nFix: drop the "
-       "section to train with plain data parallelism, or run the job under Accelerate."},
+       "An FSDP setting accelrun's FSDP engine does not run: per-unit mixed-precision dtypes "
+       "(`mixed_precision_policy`; the job's `mixed_precision` decides) or `ignored_modules`.\nFix: drop "
+       "the setting, or run the job under Accelerate."},
       {"A4004",
-       "The launch config has a `megatron_lm_config`: Megatron-LM's tensor and pipeline parallelism, which "
-       "accelrun does not have.\nFix: drop the section, or run the job under Accelerate."},
+       "Megatron-LM (`distributed_type = MEGATRON_LM`, `megatron_lm_config`): tensor and pipeline "
+       "parallelism, which accelrun does not have.\nFix: use FSDP or DeepSpeed ZeRO for a model too large "
+       "for one device, or run the job under Accelerate."},
       {"A4005",
        "fp8 training (`fp8_config`, or `mixed_precision = fp8`) needs TransformerEngine, MS-AMP or torchao, "
        "which exist only in Python.\nFix: use `bf16`, or run the job under Accelerate."},
@@ -192,9 +199,10 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "bitsandbytes quantization (`accelerator.quantization`) exists only in Python.\nFix: drop it, or run "
        "the job under Accelerate."},
       {"A4010",
-       "fp16 mixed precision (`mixed_precision = fp16`, or the legacy `fp16: true`) needs CUDA for its "
-       "autocast and gradient scaler; accelrun runs on the CPU.\nFix: use `mixed_precision = bf16`, or run "
-       "the job under Accelerate on a GPU."},
+       "fp16 mixed precision (`mixed_precision = fp16`, or the legacy `fp16: true`) in a CPU job (NO, "
+       "MULTI_CPU): its autocast and gradient scaler need CUDA. A GPU job (MULTI_GPU, FSDP, DEEPSPEED) keeps "
+       "fp16, and its rehearsal on the CPU (`accelrun --device cpu`, `compute.use_cpu`) runs bf16 instead, "
+       "as the launcher says.\nFix: use `mixed_precision = bf16`, or run the job on a GPU."},
       {"A4011",
        "`train.loss = cross_entropy` on `SyntheticRegression`: its targets are real numbers, not class "
        "indices.\nFix: use `loss = mse`, or a dataset file with integer class labels."},
@@ -236,6 +244,17 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "`init_process_group.backend` names a backend accelrun's process groups do not use (MPI, XCCL, HCCL): "
        "it forms them over Gloo on the CPU and NCCL on GPUs.\nFix: use `GLOO` (or leave it unset), or run "
        "the job under Accelerate."},
+      {"A4023",
+       "DeepSpeed offload to NVMe (`offload_optimizer_device` / `offload_param_device = nvme`, or "
+       "`\"device\": "
+       "\"nvme\"` in the JSON's `offload_optimizer` / `offload_param`, ZeRO-Infinity): accelrun has no "
+       "asynchronous I/O engine to page tensors through.\nFix: offload to `cpu` (host memory), or run the "
+       "job under Accelerate."},
+      {"A4024",
+       "A `distributed_type` for an accelerator other than CUDA GPUs (MULTI_XPU, MULTI_NPU, MULTI_MLU, "
+       "MULTI_SDAA, MULTI_MUSA, MULTI_HPU, MULTI_NEURON, XLA): accelrun's workers compute on the CPU or on "
+       "CUDA devices.\nFix: rehearse it on the CPU with `compute.use_cpu = true` (the same world size over "
+       "Gloo), use MULTI_GPU on CUDA devices, or run the job under Accelerate."},
       {"A4030",
        "A built-in model (`MLP`, `Transformer`) on a dataset of named columns (`SafetensorsColumns`, "
        "`NpyColumns`, `TokenStream`): the built-in models read one float matrix of features.\nFix: bring a "

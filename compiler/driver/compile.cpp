@@ -89,6 +89,16 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   compilation.referenced.push_back(std::move(nested));
 }
 
+// The checked DeepSpeed JSON that CheckReferencedDeepSpeed read for the launch config, or null
+// (none named, not found, or with errors).
+const sema::Value* ReferencedDeepSpeed(const Compilation& compilation) {
+  for (const std::unique_ptr<Compilation>& referenced : compilation.referenced) {
+    if (referenced->spec && referenced->spec->root.type_name == "DeepSpeedConfig")
+      return &referenced->spec->root;
+  }
+  return nullptr;
+}
+
 // `model = TorchScript { path }` naming a file that is not there (relative to the spec's
 // directory), in `check` and `build` alike. A warning, not an error: a plan is often built
 // before the model is saved, or on another machine than the one that trains; accelrun stops
@@ -157,7 +167,8 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
   if (compilation.spec && !compilation.config_file && options.lower) {
-    compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
+    compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics,
+                                    ReferencedDeepSpeed(compilation));
   }
 }
 
@@ -166,7 +177,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
 // `check --target native` and `build` report the same as errors.
 void NoteWhatAccelrunCannotRun(Compilation& compilation) {
   diag::DiagnosticEngine lowering;
-  lower::Lower(*compilation.spec, compilation.source->name(), lowering);
+  lower::Lower(*compilation.spec, compilation.source->name(), lowering, ReferencedDeepSpeed(compilation));
   for (diag::Diagnostic refused : lowering.diagnostics()) {
     if (refused.severity != diag::Severity::Error) continue;
     refused.severity = diag::Severity::Note;
@@ -213,7 +224,8 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
     if (options.note_native) NoteWhatAccelrunCannotRun(compilation);
     return;
   }
-  compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics);
+  compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics,
+                                  ReferencedDeepSpeed(compilation));
 }
 
 void Finish(Compilation& compilation) { compilation.diagnostics.SortByLocation(); }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/lower/engines.h"
 #include "compiler/lower/native_support.h"
 
 namespace accel::lower {
@@ -87,8 +88,8 @@ class Fields {
 
 class Lowerer {
  public:
-  Lowerer(const sema::Spec& spec, diag::DiagnosticEngine& diagnostics)
-      : spec_(spec), diagnostics_(diagnostics) {}
+  Lowerer(const sema::Spec& spec, const sema::Value* deepspeed_json, diag::DiagnosticEngine& diagnostics)
+      : spec_(spec), deepspeed_json_(deepspeed_json), diagnostics_(diagnostics) {}
 
   std::optional<plan::Plan> Run(const std::string& source_name) {
     Fields job(spec_.root);
@@ -99,16 +100,10 @@ class Lowerer {
 
     Fields compute = job.Record("compute");
     Fields accelerator = job.Record("accelerator");
-    RefuseWhatTheRuntimeCannotRun(spec_.root, "");
     const std::string& distributed = compute["distributed_type"].text;
-    if (distributed != "NO" && distributed != "MULTI_CPU") {
-      Unsupported(
-          diag::Kind::NativeDistributedType, compute["distributed_type"],
-          fmt::format("`compute.distributed_type = {}`", distributed),
-          distributed == "MULTI_GPU"
-              ? "; accelrun runs NO and MULTI_CPU jobs (its NCCL process group is not built yet)" + kExport
-              : "; accelrun runs NO and MULTI_CPU jobs" + kExport);
-    }
+    distributed_ = distributed;
+    RefuseWhatTheRuntimeCannotRun(spec_.root, "");
+    Target target = ChooseTarget(compute, accelerator);
     // The Accelerator's own argument wins over the launch config, as in Accelerate, where the
     // launcher passes the config's precision through ACCELERATE_MIXED_PRECISION.
     const Value& precision = accelerator["mixed_precision"].kind != Value::Kind::None
@@ -116,10 +111,17 @@ class Lowerer {
                                  : compute["mixed_precision"];
     plan::MixedPrecision mixed_precision = plan::MixedPrecision::no;
     if (precision.kind != Value::Kind::None && precision.enum_value == "fp16") {
-      Unsupported(diag::Kind::NativeFp16OnCpu, precision, "`mixed_precision = fp16` on the CPU",
-                  "; fp16 autocast and its gradient scaler need CUDA, and accelrun runs NO and MULTI_CPU "
-                  "jobs: use `bf16` on the CPU" +
-                      kExport);
+      // A GPU job keeps fp16, also when rehearsed on the CPU (the launcher runs it as bf16 and
+      // says so): the plan stays the GPU job's.
+      if (target.gpu_job) {
+        mixed_precision = plan::MixedPrecision::fp16;
+      } else {
+        Unsupported(
+            diag::Kind::NativeFp16OnCpu, precision, "`mixed_precision = fp16` on the CPU",
+            "; fp16 autocast and its gradient scaler need CUDA, and a NO or MULTI_CPU job runs on the "
+            "CPU: use `bf16` on the CPU" +
+                kExport);
+      }
     } else if (precision.kind != Value::Kind::None && precision.enum_value == "fp8") {
       Unsupported(diag::Kind::NativeFp8, precision, "`mixed_precision = fp8`",
                   "; fp8 needs TransformerEngine, MS-AMP or torchao, which exist only in Python" + kExport);
@@ -130,8 +132,11 @@ class Lowerer {
     Fields ipg = accelerator.Record("init_process_group");
     const Value& backend = ipg["backend"];
     plan::InitProcessGroup init;
-    // Unset: Accelerate picks NCCL for GPUs and Gloo for the CPU; a MULTI_GPU job is refused above.
-    if (backend.kind != Value::Kind::None) {
+    init.device = target.device;
+    init.rehearsal = target.rehearsal;
+    // Unset: Accelerate picks NCCL for GPUs and Gloo for the CPU; a rehearsal is on the CPU.
+    init.backend = target.device == plan::Device::cuda ? plan::Backend::nccl : plan::Backend::gloo;
+    if (backend.kind != Value::Kind::None && !target.rehearsal) {
       std::optional<plan::Backend> native = FindPlanEnum<plan::Backend>(backend);
       if (native) {
         init.backend = *native;
@@ -161,6 +166,7 @@ class Lowerer {
     plan::BuildDataloader data = LowerData(job.Record("data"), accelerator, train, compute, seed_value);
     plan::TrainLoop loop = LowerTrain(train, accelerator, mixed_precision);
     FitModelToData(job, data.dataset, loop);
+    LowerEngine(compute, data, init, loop);
     plan.steps.push_back(std::move(data));
     plan.steps.push_back(std::move(loop));
     LowerCheckpoint(train, accelerator, plan);
@@ -175,12 +181,94 @@ class Lowerer {
   }
 
  private:
+  // Where the job's workers compute. NO and MULTI_CPU jobs run on the CPU; MULTI_GPU, FSDP and
+  // DEEPSPEED are GPU jobs on CUDA devices over NCCL, or rehearsals on the CPU over Gloo with
+  // the same world size when `compute.use_cpu` (or the Accelerator's `cpu`) asks for the CPU.
+  // Other accelerators run only as such rehearsals; Megatron-LM does not run at all.
+  struct Target {
+    plan::Device device = plan::Device::cpu;
+    bool rehearsal = false;
+    bool gpu_job = false;  // configured for an accelerator (fp16 allowed), whether or not it runs there
+  };
+
+  Target ChooseTarget(const Fields& compute, const Fields& accelerator) {
+    const Value& type = compute["distributed_type"];
+    const std::string& name = type.text;
+    bool use_cpu = compute.Bool("use_cpu") || accelerator.Bool("cpu");
+    Target target;
+    if (name == "NO" || name == "MULTI_CPU") return target;
+    if (name == "MEGATRON_LM") {
+      Unsupported(
+          diag::Kind::NativeMegatron, type, "`compute.distributed_type = MEGATRON_LM`",
+          "; accelrun has no tensor or pipeline parallelism: FSDP or DEEPSPEED shard a model too large "
+          "for one device" +
+              kExport);
+      return target;
+    }
+    bool cuda = name == "MULTI_GPU" || name == "FSDP" || name == "DEEPSPEED";
+    // Any accelerator may train in fp16; only the device is what accelrun lacks.
+    target.gpu_job = true;
+    if (!cuda && !use_cpu) {
+      Unsupported(
+          diag::Kind::NativeAccelerator, type, fmt::format("`compute.distributed_type = {}`", name),
+          "; accelrun computes on CUDA GPUs or on the CPU: rehearse it on the CPU with `compute.use_cpu = "
+          "true`, or use MULTI_GPU" +
+              kExport);
+      return target;
+    }
+    target.rehearsal = use_cpu;
+    target.device = use_cpu ? plan::Device::cpu : plan::Device::cuda;
+    return target;
+  }
+
+  // The engine's sharding: DDP (stage 0) for the data-parallel types, FSDP's and DeepSpeed's
+  // settings for theirs (engines.h). A CPU job stays DDP.
+  void LowerEngine(const Fields& compute, const plan::BuildDataloader& data,
+                   const plan::InitProcessGroup& init, plan::TrainLoop& loop) {
+    const std::string& name = compute["distributed_type"].text;
+    std::vector<Refusal> refusals;
+    if (name == "FSDP") {
+      const Value& plugin = compute["fsdp_config"];
+      loop.sharding = LowerFsdp(plugin.kind == Value::Kind::Record ? &plugin : nullptr);
+    } else if (name == "DEEPSPEED") {
+      const Value& plugin = compute["deepspeed_config"];
+      DeepSpeedJob job;
+      job.precision = loop.mixed_precision;
+      job.batch_size = data.batch_size;
+      job.world_size = init.num_machines * init.processes_per_machine;
+      const Value* model = spec_.root.Field("model");
+      if (model != nullptr && model->type_name == plan::Transformer::kTag)
+        job.hidden_size = model->Field("d_model")->int_value;
+      const Value* named = plugin.kind == Value::Kind::Record ? plugin.Field("hf_ds_config") : nullptr;
+      if (named != nullptr && named->kind == Value::Kind::String && !named->text.empty() &&
+          named->text != "none" && deepspeed_json_ == nullptr) {
+        // The JSON owns the stage, precision and optimizer: without it the plan would guess.
+        Unsupported(diag::Kind::NativeDeepSpeed, *named,
+                    fmt::format("`compute.deepspeed_config.hf_ds_config = \"{}\"`, which could not be read",
+                                named->text),
+                    "; the plan takes the ZeRO stage, precision and optimizer from that file: fix the path "
+                    "or the file");
+        return;
+      }
+      loop.sharding = LowerDeepSpeed(plugin.kind == Value::Kind::Record ? &plugin : nullptr, deepspeed_json_,
+                                     job, loop, refusals);
+    }
+    for (const Refusal& refusal : refusals)
+      Unsupported(refusal.kind, *refusal.value, refusal.what, refusal.hint + kExport);
+  }
+
   // `--target native`: what native_support.def refuses, wherever it sits in the job, so a plan
   // never claims more than accelrun does. Walks only into fields the runtime executes.
   void RefuseWhatTheRuntimeCannotRun(const Value& record, const std::string& path) {
     for (size_t i = 0; i < record.keys.size(); ++i) {
       const Value& item = record.items[i];
       std::string at = path.empty() ? record.keys[i] : path + "." + record.keys[i];
+      // An engine's section is read only when the job uses that engine, as `accelerate launch`
+      // reads it: published NO configs carry empty `fsdp_config: {}` sections.
+      if (record.type_name == "ClusterConfig" &&
+          ((record.keys[i] == "fsdp_config" && distributed_ != "FSDP") ||
+           (record.keys[i] == "deepspeed_config" && distributed_ != "DEEPSPEED")))
+        continue;
       const NativeField* row = FindNativeField(record.type_name, record.keys[i]);
       // A field without a row fails the coverage test; a field without effect hides nothing.
       if (row == nullptr || row->how == NativeField::How::NoEffect) continue;
@@ -616,7 +704,10 @@ class Lowerer {
   }
 
   const sema::Spec& spec_;
+  // The checked DeepSpeed JSON `compute.deepspeed_config.hf_ds_config` names, or null.
+  const sema::Value* deepspeed_json_;
   diag::DiagnosticEngine& diagnostics_;
+  std::string distributed_;  // compute.distributed_type
   bool failed_ = false;
 };
 
@@ -632,8 +723,8 @@ json::Value ConfigTree(const Value& v) {
 }
 
 std::optional<plan::Plan> Lower(const sema::Spec& spec, const std::string& source_name,
-                                diag::DiagnosticEngine& diagnostics) {
-  return Lowerer(spec, diagnostics).Run(source_name);
+                                diag::DiagnosticEngine& diagnostics, const sema::Value* deepspeed_json) {
+  return Lowerer(spec, deepspeed_json, diagnostics).Run(source_name);
 }
 
 }  // namespace accel::lower

@@ -33,8 +33,10 @@ std::map<std::string, std::string> AccelerateEnvironment(const plan::Plan& plan)
   std::map<std::string, std::string> env;
   const auto* loop = plan.Find<plan::TrainLoop>();
   env["ACCELERATE_MIXED_PRECISION"] = loop ? std::string(plan::EnumName(loop->mixed_precision)) : "no";
-  // Accelerate's simple launcher writes Python's str() of a bool here.
-  bool use_cpu = ConfigFlag(plan, {"compute", "use_cpu"}) || ConfigFlag(plan, {"accelerator", "cpu"});
+  // Accelerate's simple launcher writes Python's str() of a bool here; a rehearsal is a CPU run.
+  const auto* init = plan.Find<plan::InitProcessGroup>();
+  bool use_cpu = ConfigFlag(plan, {"compute", "use_cpu"}) || ConfigFlag(plan, {"accelerator", "cpu"}) ||
+                 (init != nullptr && init->rehearsal);
   env["ACCELERATE_USE_CPU"] = use_cpu ? "True" : "False";
   if (ConfigFlag(plan, {"compute", "debug"})) env["ACCELERATE_DEBUG_MODE"] = "true";
   if (ConfigFlag(plan, {"compute", "enable_cpu_affinity"})) env["ACCELERATE_CPU_AFFINITY"] = "1";

@@ -90,6 +90,23 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
            "is refused (default: the scheduler's job id, or a new one when one\n"
            "accelrun starts every rank)",
            "an id", [&placement](std::string_view v) { placement.rdzv_id = std::string(v); }),
+      cli::Option{.names = {"--device"},
+                  .value_name = "cpu|cuda",
+                  .help = "cpu: rehearse a GPU job (MULTI_GPU, FSDP, DeepSpeed) on CPU\n"
+                          "processes over Gloo, with its world size and sharding, all on\n"
+                          "this machine; cuda: require a GPU plan (default: the plan's)",
+                  .apply = [&o](std::string_view, std::string_view value) -> std::string {
+                    if (value == "cpu") {
+                      o.device = plan::Device::cpu;
+                    } else if (value == "cuda") {
+                      o.device = plan::Device::cuda;
+                    } else {
+                      return fmt::format("`--device {}` is unknown; expected cpu or cuda", value);
+                    }
+                    return "";
+                  },
+                  .needs = "cpu or cuda",
+                  .allow_empty = false},
       Integer("--num-cpu-threads-per-process",
               "OMP_NUM_THREADS of each worker (default: inherited, else physical\n"
               "cores / workers on a CPU run)",

@@ -20,11 +20,13 @@
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/plan_env.h"
+#include "runtime/launch/rehearsal.h"
 #include "runtime/launch/restarts.h"
 #include "runtime/observe/metrics_history.h"
 #include "runtime/observe/sparkline.h"
 #include "runtime/support/blas.h"
 #include "runtime/tools/plan_input.h"
+#include "runtime/tools/torch_facts.h"
 #include "runtime/tools/worker_executable.h"
 
 namespace accel::tools {
@@ -188,6 +190,36 @@ llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan
   return locks;
 }
 
+// Where the plan's workers compute (docs/launch.md): `--device cpu` turns a GPU plan into its
+// rehearsal on the CPU, and a GPU plan that stays one needs a CUDA device, which the worker's
+// LibTorch is asked about before anything starts. Returns the exit code of a refusal, else 0
+// with the rehearsal's changes in `changes`.
+int ChooseDevice(plan::Plan& plan, const LaunchCommandOptions& options, const char* argv0,
+                 std::vector<std::string>& changes) {
+  const auto* init = plan.Find<plan::InitProcessGroup>();
+  if (options.device == plan::Device::cuda && init->device != plan::Device::cuda) {
+    fmt::print(stderr,
+               "accelrun: error: `{}` is a CPU job (device cpu{}): `--device cuda` runs GPU jobs (MULTI_GPU, "
+               "FSDP, DEEPSPEED) only\n",
+               options.input, init->rehearsal ? ", a rehearsal compiled with `compute.use_cpu`" : "");
+    return kExitUsage;
+  }
+  if (options.device == plan::Device::cpu || init->rehearsal) changes = launch::RehearseOnCpu(plan);
+  if (init->device != plan::Device::cuda) return 0;
+  llvm::Expected<TorchFacts> facts = AskWorkerForFacts(WorkerExecutable(argv0));
+  std::string why;
+  if (!facts) {
+    why = fmt::format("whether this machine has CUDA is unknown ({})", llvm::toString(facts.takeError()));
+  } else if (!facts->cuda_compiled) {
+    why = fmt::format("the workers' LibTorch {} was built without CUDA", facts->version);
+  } else if (facts->cuda_devices == 0) {
+    why = "the workers' LibTorch sees no CUDA device";
+  }
+  if (why.empty()) return 0;
+  fmt::print(stderr, "accelrun: error: {}\n", launch::NoCudaError(plan, options.input, why));
+  return kExitUsage;
+}
+
 }  // namespace
 
 int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
@@ -214,10 +246,19 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     fmt::print(stderr, "accelrun: error: `{}` has no init_process_group or save_model step\n", options.input);
     return kExitUsage;
   }
+  std::vector<std::string> rehearsal_changes;
+  if (int refused = ChooseDevice(*plan, options, argv0, rehearsal_changes); refused != 0) return refused;
   launch::Environment env = launch::CurrentEnvironment();
-  launch::PlanPlacement planned{static_cast<int>(init->num_machines),
-                                static_cast<int>(init->processes_per_machine), init->main_process_ip,
-                                static_cast<int>(init->main_process_port), launch::PortChosenBySpec(*plan)};
+  // A rehearsal keeps the plan's machines and processes per machine (a hybrid sharding's groups
+  // follow them) but starts every process here, meeting on this machine.
+  launch::PlanPlacement planned =
+      init->rehearsal
+          ? launch::PlanPlacement{1, static_cast<int>(init->num_machines * init->processes_per_machine),
+                                  "127.0.0.1", static_cast<int>(init->main_process_port),
+                                  launch::PortChosenBySpec(*plan)}
+          : launch::PlanPlacement{static_cast<int>(init->num_machines),
+                                  static_cast<int>(init->processes_per_machine), init->main_process_ip,
+                                  static_cast<int>(init->main_process_port), launch::PortChosenBySpec(*plan)};
   llvm::Expected<launch::Placement> placement =
       launch::ResolvePlacement(planned, options.placement, env, launch::PickFreePort);
   if (!placement) {
@@ -342,6 +383,8 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   std::string prefix = launch::LauncherPrefix(topology);
   bool speaks_for_job = prefix.empty();
   if (speaks_for_job) {
+    // A rehearsal says so first, before anything that could be read as the GPU run's.
+    if (init->rehearsal) fmt::print("accelrun: {}\n", launch::RehearsalBanner(*plan));
     fmt::print("accelrun: job `{}` ({}){}\n", plan->job, plan->hash.substr(0, 19),
                options.dry_run ? ": dry run, nothing is started" : "");
   } else if (options.dry_run) {
@@ -351,6 +394,8 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
              placement->summary, topology.master_addr, topology.master_port, placement->rendezvous_from,
              launch_id.id.empty() ? "" : fmt::format(", launch {} (from {})", launch_id.id, launch_id.from),
              threads.value, threads.value == "1" ? "" : "s", threads.from);
+  for (const std::string& change : rehearsal_changes)
+    fmt::print("{}accelrun: rehearsal: {}\n", prefix, change);
   for (const std::string& note : placement->notes) fmt::print("{}accelrun: note: {}\n", prefix, note);
   if (options.dry_run) {
     PrintDryRun(launch_options);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan/plan.h"
 #include "runtime/launch/topology.h"
 
 namespace accel::tools {
@@ -23,6 +24,9 @@ struct LaunchCommandOptions {
   std::string output_dir;
   rt::launch::PlacementFlags placement;
   std::optional<int> cpu_threads;  // --num-cpu-threads-per-process
+  // --device cpu: a GPU plan (device cuda) runs as its rehearsal on CPU processes over Gloo;
+  // --device cuda: the plan must be a GPU plan. Unset: the plan's device.
+  std::optional<plan::Device> device;
   bool dry_run = false;
   // `accelrun test`: the workers run the data operations' self-test instead of training.
   bool self_test = false;

@@ -1,0 +1,443 @@
+#include "compiler/lower/engines.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace accel::lower {
+namespace {
+
+using sema::Value;
+
+// ---- reading checked values ----
+
+bool IsSet(const Value* v) { return v != nullptr && v->kind != Value::Kind::None; }
+bool IsAuto(const Value* v) {
+  return v != nullptr && v->kind == Value::Kind::Enum && v->enum_value == "auto";
+}
+// Written in the file, not a schema default: DeepSpeed's own default and "absent" differ for
+// some keys (the JSON's `gradient_accumulation_steps` defaults to 1, Accelerate fills it in).
+bool Written(const Value* v) { return IsSet(v) && v->provenance.kind == sema::Provenance::Kind::Spec; }
+
+const Value* At(const Value* record, std::string_view name) {
+  return record != nullptr && record->kind == Value::Kind::Record ? record->Field(name) : nullptr;
+}
+
+// An entry of a map value (`optimizer.params`), or null.
+const Value* Entry(const Value* map, std::string_view key) {
+  if (map == nullptr || map->kind != Value::Kind::Map) return nullptr;
+  for (size_t i = 0; i < map->keys.size(); ++i)
+    if (map->keys[i] == key) return &map->items[i];
+  return nullptr;
+}
+
+std::optional<double> Number(const Value* v) {
+  if (v == nullptr) return std::nullopt;
+  if (v->kind == Value::Kind::Int) return static_cast<double>(v->int_value);
+  if (v->kind == Value::Kind::Float) return v->float_value;
+  return std::nullopt;
+}
+
+// JSON writes sizes as `2e8`: a float with an integral value is a count too.
+std::optional<int64_t> Count(const Value* v) {
+  if (v == nullptr) return std::nullopt;
+  if (v->kind == Value::Kind::Int) return v->int_value;
+  if (v->kind == Value::Kind::Float && std::trunc(v->float_value) == v->float_value)
+    return static_cast<int64_t>(v->float_value);
+  return std::nullopt;
+}
+
+std::optional<bool> Flag(const Value* v) {
+  if (v != nullptr && v->kind == Value::Kind::Bool) return v->bool_value;
+  return std::nullopt;
+}
+
+// An enum member's name (`FULL_SHARD`), or "" when unset.
+std::string Member(const Value* v) { return v != nullptr && v->kind == Value::Kind::Enum ? v->text : ""; }
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// ---- FSDP ----
+
+// torch's ShardingStrategy by its integer, as older config files write it (FULL_SHARD = 1).
+constexpr std::array<std::string_view, 5> kStrategies = {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD",
+                                                         "HYBRID_SHARD", "HYBRID_SHARD_ZERO2"};
+
+std::string StrategyName(const Value* v) {
+  if (std::optional<int64_t> n = Count(v); n && *n >= 1 && *n <= 5) return std::string(kStrategies[*n - 1]);
+  std::string name = Member(v);
+  return name.empty() ? "FULL_SHARD" : name;
+}
+
+// FSDP1's strategy as a ZeRO stage: SHARD_GRAD_OP keeps the gathered parameters from forward
+// to backward (no reshard), and the HYBRID_ ones do the same within a machine only.
+void ApplyStrategy(const std::string& strategy, plan::Sharding& s) {
+  s.hybrid = strategy.rfind("HYBRID_", 0) == 0;
+  s.stage = strategy == "NO_SHARD" ? 0 : 3;
+  s.reshard_after_forward = strategy == "FULL_SHARD" || strategy == "HYBRID_SHARD";
+}
+
+// A list of class names, or one comma-separated string as the questionnaire writes it.
+std::vector<std::string> ClassNames(const Value* v) {
+  std::vector<std::string> names;
+  auto add = [&names](std::string_view text) {
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = std::min(text.find(',', start), text.size());
+      std::string_view name = text.substr(start, end - start);
+      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+      if (!name.empty()) names.emplace_back(name);
+      start = end + 1;
+    }
+  };
+  if (v != nullptr && v->kind == Value::Kind::String) add(v->text);
+  if (v != nullptr && v->kind == Value::Kind::List)
+    for (const Value& item : v->items) add(item.text);
+  return names;
+}
+
+// ---- DeepSpeed ----
+
+// Where an offload goes: the JSON's section (`auto` takes the plugin's device) or the plugin's.
+// NVMe is refused: accelrun has no asynchronous I/O engine to page tensors through.
+bool OffloadsToCpu(const Value* json_device, const Value* plugin_device, std::string_view what,
+                   std::vector<Refusal>& refusals) {
+  const Value* device = IsSet(json_device) && !IsAuto(json_device) ? json_device : plugin_device;
+  if (!IsSet(device) || IsAuto(device)) return false;
+  if (device->enum_value == "nvme") {
+    refusals.push_back({diag::Kind::NativeNvmeOffload, device, fmt::format("`{} = nvme`", what),
+                        "; accelrun offloads to host memory only: use `cpu`"});
+    return false;
+  }
+  return device->enum_value == "cpu";
+}
+
+// A size the JSON may write "auto": Accelerate fills it from the model's hidden size when the
+// model has one; otherwise DeepSpeed's default (the plan's) stays.
+void Size(const Value* v, std::optional<int64_t> from_hidden, int64_t& out) {
+  if (IsAuto(v)) {
+    if (from_hidden) out = *from_hidden;
+  } else if (std::optional<int64_t> n = Count(v)) {
+    out = *n;
+  }
+}
+
+// The job's optimizer's hyperparameters, which "auto" in the JSON's `optimizer.params` takes.
+struct Hyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0, momentum = 0;
+};
+
+Hyper JobHyper(const plan::Optimizer& optimizer) {
+  Hyper h;
+  std::visit(
+      plan::Overloaded{[&](const plan::SGD& o) {
+                         h.lr = o.lr;
+                         h.weight_decay = o.weight_decay;
+                         h.momentum = o.momentum;
+                       },
+                       [&](const plan::Adam& o) { h = {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, 0}; },
+                       [&](const plan::AdamW& o) { h = {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, 0}; }},
+      optimizer);
+  return h;
+}
+
+// A number of `optimizer.params`: absent keeps the DeepSpeed default already in `out`, `auto`
+// takes the job's, a number is DeepSpeed's.
+void Param(const Value* params, std::string_view key, double job, double& out) {
+  const Value* v = Entry(params, key);
+  if (IsAuto(v)) {
+    out = job;
+  } else if (std::optional<double> n = Number(v)) {
+    out = *n;
+  }
+}
+
+// The JSON's `optimizer` section: DeepSpeed builds it instead of the job's (transformers and
+// Accelerate pass a DummyOptim), with "auto" hyperparameters taken from the job's optimizer.
+// DeepSpeed's Adam is AdamW unless `adam_w_mode` is false; a torch.optim name such as SGD is
+// built by torch. Other optimizers (Lamb, 1-bit Adam, ...) are DeepSpeed kernels.
+void LowerOptimizer(const Value& section, plan::TrainLoop& loop, std::vector<Refusal>& refusals) {
+  const Value* type = At(&section, "type");
+  const Value* params = At(&section, "params");
+  std::string name = type != nullptr ? Lower(type->text) : "";
+  Hyper job = JobHyper(loop.optimizer);
+  Hyper ds;  // DeepSpeed's FusedAdam and torch's SGD defaults
+  Param(params, "lr", job.lr, ds.lr);
+  Param(params, "eps", job.eps, ds.eps);
+  Param(params, "weight_decay", job.weight_decay, ds.weight_decay);
+  Param(params, "momentum", job.momentum, ds.momentum);
+  const Value* betas = Entry(params, "betas");
+  if (IsAuto(betas)) {
+    ds.beta1 = job.beta1;
+    ds.beta2 = job.beta2;
+  } else if (betas != nullptr && betas->kind == Value::Kind::List && betas->items.size() == 2) {
+    ds.beta1 = Number(&betas->items[0]).value_or(ds.beta1);
+    ds.beta2 = Number(&betas->items[1]).value_or(ds.beta2);
+  }
+  if (name == "adam" || name == "adamw") {
+    std::optional<bool> w_mode = Flag(Entry(params, "adam_w_mode"));
+    if (w_mode.value_or(true)) {
+      loop.optimizer = plan::AdamW{ds.lr, ds.beta1, ds.beta2, ds.eps, ds.weight_decay};
+    } else {
+      loop.optimizer = plan::Adam{ds.lr, ds.beta1, ds.beta2, ds.eps, ds.weight_decay};
+    }
+  } else if (name == "sgd") {
+    loop.optimizer = plan::SGD{ds.lr, ds.momentum, ds.weight_decay};
+  } else {
+    refusals.push_back(
+        {diag::Kind::NativeDeepSpeed, type, fmt::format("the DeepSpeed optimizer `{}`", type->text),
+         "; accelrun runs `Adam`, `AdamW` and `SGD`: choose one, or drop the `optimizer` section to "
+         "train with the job's `train.optimizer`"});
+  }
+}
+
+void SetLearningRate(plan::Optimizer& optimizer, double lr) {
+  std::visit([lr](auto& o) { o.lr = lr; }, optimizer);
+}
+
+// The JSON's `scheduler` section: WarmupLR (warm up, then constant) and WarmupDecayLR (warm
+// up, then linear decay to 0 at `total_num_steps`), from `warmup_min_lr` 0 to `warmup_max_lr`,
+// which is the optimizer's learning rate. DeepSpeed warms up logarithmically unless
+// `warmup_type` is `linear`. "auto" takes the job's: warmup from `train.warmup_steps` (or
+// `warmup_ratio`), the peak from the optimizer, the total from `train.steps`.
+void LowerScheduler(const Value& section, plan::TrainLoop& loop, std::vector<Refusal>& refusals) {
+  const Value* type = At(&section, "type");
+  const Value* params = At(&section, "params");
+  std::string name = type != nullptr ? type->text : "";
+  if (name == "WarmupLR") {
+    loop.lr_schedule = plan::LrScheduleType::constant_with_warmup;
+  } else if (name == "WarmupDecayLR") {
+    loop.lr_schedule = plan::LrScheduleType::linear;
+  } else {
+    refusals.push_back({diag::Kind::NativeDeepSpeed, type, fmt::format("the DeepSpeed scheduler `{}`", name),
+                        "; accelrun runs `WarmupLR` and `WarmupDecayLR`: choose one, or drop the `scheduler` "
+                        "section to use the job's `train.lr_schedule`"});
+    return;
+  }
+  const Value* min_lr = Entry(params, "warmup_min_lr");
+  if (std::optional<double> n = Number(min_lr); n && *n != 0.0) {
+    refusals.push_back({diag::Kind::NativeDeepSpeed, min_lr,
+                        fmt::format("`scheduler.params.warmup_min_lr = {}`", *n),
+                        "; accelrun's warmup starts from a learning rate of 0: write 0 or \"auto\""});
+  }
+  const Value* max_lr = Entry(params, "warmup_max_lr");
+  if (std::optional<double> n = Number(max_lr)) {
+    SetLearningRate(loop.optimizer, *n);
+  } else if (!IsAuto(max_lr)) {
+    SetLearningRate(loop.optimizer, 1e-3);  // DeepSpeed's default peak
+  }
+  const Value* warmup = Entry(params, "warmup_num_steps");
+  if (std::optional<int64_t> n = Count(warmup)) {
+    loop.warmup_steps = *n;
+    loop.warmup_ratio = 0;
+  } else if (!IsAuto(warmup)) {
+    loop.warmup_steps = 1000;  // DeepSpeed's default
+    loop.warmup_ratio = 0;
+  }
+  const Value* curve = Entry(params, "warmup_type");
+  loop.warmup_curve = curve != nullptr && curve->kind == Value::Kind::String && curve->text == "linear"
+                          ? plan::WarmupCurve::linear
+                          : plan::WarmupCurve::log;
+  const Value* total = Entry(params, "total_num_steps");
+  std::optional<int64_t> total_steps = Count(total);
+  if (name == "WarmupDecayLR" && total_steps && *total_steps != loop.steps) {
+    refusals.push_back({diag::Kind::NativeDeepSpeed, total,
+                        fmt::format("`scheduler.params.total_num_steps = {}` with `train.steps = {}`",
+                                    *total_steps, loop.steps),
+                        "; accelrun decays the learning rate to 0 at the end of the run: write \"auto\", or "
+                        "set `train.steps` to "
+                        "the same number"});
+  }
+}
+
+// Sections of the JSON that change what is trained in ways accelrun does not run. Monitoring,
+// profiling and I/O sections change nothing a native run computes and are left without effect.
+void RefuseSections(const Value& json, std::vector<Refusal>& refusals) {
+  if (const Value* pipeline = At(&json, "pipeline"); IsSet(pipeline)) {
+    refusals.push_back({diag::Kind::NativeParallelism, pipeline, "the DeepSpeed `pipeline` section",
+                        "; accelrun runs data parallelism only (no pipeline stages)"});
+  }
+  if (const Value* tp = At(At(&json, "tensor_parallel"), "autotp_size"); Count(tp).value_or(0) > 1) {
+    refusals.push_back({diag::Kind::NativeParallelism, tp, "`tensor_parallel.autotp_size` above 1",
+                        "; accelrun runs data parallelism only (no tensor parallelism)"});
+  }
+  if (const Value* sp = At(&json, "sequence_parallel_size"); Count(sp).value_or(1) > 1) {
+    refusals.push_back({diag::Kind::NativeParallelism, sp, "`sequence_parallel_size` above 1",
+                        "; accelrun runs data parallelism only (no sequence parallelism)"});
+  }
+  if (const Value* msamp = At(At(&json, "msamp"), "enabled"); Flag(msamp).value_or(false)) {
+    refusals.push_back({diag::Kind::NativeFp8, msamp, "`msamp.enabled = true`",
+                        "; fp8 needs MS-AMP, which exists only in Python"});
+  }
+  for (const char* section :
+       {"progressive_layer_drop", "data_efficiency", "curriculum_learning", "hybrid_engine"}) {
+    if (const Value* on = At(At(&json, section), "enabled"); Flag(on).value_or(false)) {
+      refusals.push_back(
+          {diag::Kind::NativeDeepSpeed, on, fmt::format("`{}.enabled = true`", section),
+           "; accelrun trains every layer on every sample in the loader's order: drop the section"});
+    }
+  }
+  for (const char* section : {"compression_training", "sparse_attention"}) {
+    if (const Value* set = At(&json, section); IsSet(set)) {
+      refusals.push_back({diag::Kind::NativeDeepSpeed, set,
+                          fmt::format("the DeepSpeed `{}` section", section),
+                          "; it rewrites the model with DeepSpeed kernels: drop the section"});
+    }
+  }
+}
+
+// Precision under DeepSpeed: the JSON's `fp16` / `bf16` sections decide, `"enabled": "auto"`
+// following the job's mixed_precision; without a JSON the plugin passes the job's on.
+plan::MixedPrecision JsonPrecision(const Value& json, plan::MixedPrecision job) {
+  auto enabled = [&](const char* section, plan::MixedPrecision when_auto) {
+    const Value* on = At(At(&json, section), "enabled");
+    return Flag(on).value_or(false) || (IsAuto(on) && job == when_auto);
+  };
+  if (enabled("fp16", plan::MixedPrecision::fp16)) return plan::MixedPrecision::fp16;
+  if (enabled("bf16", plan::MixedPrecision::bf16)) return plan::MixedPrecision::bf16;
+  return plan::MixedPrecision::no;
+}
+
+}  // namespace
+
+plan::Sharding LowerFsdp(const Value* plugin) {
+  plan::Sharding s;
+  s.engine = plan::ShardingEngine::fsdp;
+  bool fsdp2 = Count(At(plugin, "fsdp_version")).value_or(1) == 2;
+  if (fsdp2) {
+    // FSDP2 (`fully_shard`) always shards parameters; `reshard_after_forward` (unset: true)
+    // decides, and it has no backward or forward prefetch settings (FSDP-008, FSDP-013).
+    s.stage = 3;
+    s.reshard_after_forward = Flag(At(plugin, "reshard_after_forward")).value_or(true);
+    s.backward_prefetch = plan::BackwardPrefetch::none;
+  } else {
+    // `accelerate launch` gives FSDP1 the strategy, never `reshard_after_forward` (LCH-FSDP-3).
+    ApplyStrategy(StrategyName(At(plugin, "sharding_strategy")), s);
+    std::string prefetch = Member(At(plugin, "backward_prefetch"));
+    s.backward_prefetch = prefetch == "BACKWARD_PRE"    ? plan::BackwardPrefetch::backward_pre
+                          : prefetch == "BACKWARD_POST" ? plan::BackwardPrefetch::backward_post
+                                                        : plan::BackwardPrefetch::none;
+    s.forward_prefetch = Flag(At(plugin, "forward_prefetch")).value_or(false);
+  }
+  std::string policy = Member(At(plugin, "auto_wrap_policy"));
+  if (policy == "TRANSFORMER_BASED_WRAP") {
+    s.wrap_policy = plan::WrapPolicy::transformer_based;
+    // Empty: the model's own block class, as `_no_split_modules` is for Transformers models.
+    s.transformer_layer_cls_to_wrap = ClassNames(At(plugin, "transformer_cls_names_to_wrap"));
+  } else if (policy == "SIZE_BASED_WRAP") {
+    s.wrap_policy = plan::WrapPolicy::size_based;
+    s.min_num_params = Count(At(plugin, "min_num_params")).value_or(100000000);  // the launcher's default
+  } else {
+    s.wrap_policy = plan::WrapPolicy::no_wrap;
+  }
+  s.limit_all_gathers = Flag(At(plugin, "limit_all_gathers")).value_or(true);
+  // The launcher's defaults: both on; loading on rank 0 alone needs the broadcast (FSDP-014).
+  s.cpu_ram_efficient_loading = Flag(At(plugin, "cpu_ram_efficient_loading")).value_or(true);
+  s.sync_module_states = Flag(At(plugin, "sync_module_states")).value_or(true) || s.cpu_ram_efficient_loading;
+  s.activation_checkpointing = Flag(At(plugin, "activation_checkpointing")).value_or(false);
+  // LOCAL_STATE_DICT (each rank's flat shard, FSDP1) is written as `sharded`: every rank writes
+  // its own shard and no rank gathers, which is all LOCAL promises; the sharded layout also
+  // loads into another world size, which LOCAL does not.
+  std::string layout = Member(At(plugin, "state_dict_type"));
+  s.state_dict_type = layout == "FULL_STATE_DICT" ? plan::StateDictType::full
+                      : layout == "SHARDED_STATE_DICT" || layout == "LOCAL_STATE_DICT"
+                          ? plan::StateDictType::sharded
+                      : fsdp2 ? plan::StateDictType::sharded
+                              : plan::StateDictType::full;
+  // FSDP's CPU offload moves parameters and gradients to host memory, and the optimizer
+  // steps there, so its state lives there too.
+  s.offload_params = Flag(At(plugin, "cpu_offload")).value_or(false);
+  s.offload_optimizer = s.offload_params;
+  return s;
+}
+
+plan::Sharding LowerDeepSpeed(const Value* plugin, const Value* json, const DeepSpeedJob& job,
+                              plan::TrainLoop& loop, std::vector<Refusal>& refusals) {
+  plan::Sharding s;
+  s.engine = plan::ShardingEngine::deepspeed;
+  // The plugin's stage, unset 2, is also what Accelerate writes for a JSON's "auto".
+  int64_t plugin_stage = Count(At(plugin, "zero_stage")).value_or(2);
+  const Value* zero = At(json, "zero_optimization");
+  if (json == nullptr) {
+    s.stage = plugin_stage;
+  } else {
+    const Value* stage = At(zero, "stage");
+    s.stage = IsAuto(stage) ? plugin_stage : Count(stage).value_or(0);
+  }
+  s.offload_optimizer =
+      OffloadsToCpu(At(At(zero, "offload_optimizer"), "device"), At(plugin, "offload_optimizer_device"),
+                    "offload_optimizer.device", refusals) ||
+      Flag(At(zero, "cpu_offload")).value_or(false);
+  s.offload_params = OffloadsToCpu(At(At(zero, "offload_param"), "device"),
+                                   At(plugin, "offload_param_device"), "offload_param.device", refusals) ||
+                     Flag(At(zero, "cpu_offload_param")).value_or(false);
+
+  // Buckets: "auto" is sized from the model's width as Accelerate and transformers do.
+  std::optional<int64_t> h = job.hidden_size;
+  Size(At(zero, "reduce_bucket_size"), h ? std::optional<int64_t>(*h * *h) : std::nullopt,
+       s.reduce_bucket_size);
+  Size(At(zero, "allgather_bucket_size"), std::nullopt, s.allgather_bucket_size);
+  Size(At(zero, "stage3_prefetch_bucket_size"),
+       h ? std::optional<int64_t>(static_cast<int64_t>(0.9 * static_cast<double>(*h * *h))) : std::nullopt,
+       s.prefetch_bucket_size);
+  Size(At(zero, "stage3_param_persistence_threshold"), h ? std::optional<int64_t>(10 * *h) : std::nullopt,
+       s.param_persistence_threshold);
+  Size(At(zero, "stage3_max_live_parameters"), std::nullopt, s.max_live_parameters);
+  // DeepSpeed overlaps the reduction with backward by default at stage 3 only.
+  s.overlap_comm = Flag(At(zero, "overlap_comm")).value_or(s.stage == 3);
+  s.contiguous_gradients = Flag(At(zero, "contiguous_gradients")).value_or(true);
+  const Value* gather = At(zero, "stage3_gather_16bit_weights_on_model_save");
+  bool plugin_gather = Flag(At(plugin, "zero3_save_16bit_model")).value_or(false);
+  s.gather_16bit_weights_on_model_save =
+      IsAuto(gather) || !IsSet(gather) ? plugin_gather : Flag(gather).value_or(false);
+
+  // Accumulation and clipping: the JSON's number, else the plugin's, else ("auto") the job's.
+  const Value* ga = Written(At(json, "gradient_accumulation_steps"))
+                        ? At(json, "gradient_accumulation_steps")
+                        : At(plugin, "gradient_accumulation_steps");
+  if (std::optional<int64_t> n = Count(ga)) loop.gradient_accumulation.num_steps = *n;
+  if (json == nullptr) {
+    if (std::optional<double> n = Number(At(plugin, "gradient_clipping"))) loop.max_grad_norm = *n;
+    return s;
+  }
+  const Value* clip = At(json, "gradient_clipping");
+  if (!Written(clip)) {
+    loop.max_grad_norm = 0;  // DeepSpeed's default: no clipping, whatever the job says
+  } else if (std::optional<double> n = Number(clip)) {
+    loop.max_grad_norm = *n;
+  }
+
+  loop.mixed_precision = JsonPrecision(*json, job.precision);
+  // The JSON's batch sizes describe the job's loader; a number must agree with it.
+  int64_t micro = job.batch_size;
+  if (const Value* v = At(json, "train_micro_batch_size_per_gpu"); Count(v) && *Count(v) != micro) {
+    refusals.push_back(
+        {diag::Kind::NativeDeepSpeed, v,
+         fmt::format("`train_micro_batch_size_per_gpu = {}` with `data.batch_size = {}`", *Count(v), micro),
+         "; accelrun's loader draws `data.batch_size` per process: write \"auto\", or the same number"});
+  }
+  int64_t global = micro * loop.gradient_accumulation.num_steps * job.world_size;
+  if (const Value* v = At(json, "train_batch_size"); Count(v) && *Count(v) != global) {
+    refusals.push_back(
+        {diag::Kind::NativeDeepSpeed, v,
+         fmt::format("`train_batch_size = {}` with {} per process x {} accumulation steps x {} processes",
+                     *Count(v), micro, loop.gradient_accumulation.num_steps, job.world_size),
+         fmt::format("; the job trains on {} samples per optimizer step: write \"auto\", or {}", global,
+                     global)});
+  }
+  if (const Value* optimizer = At(json, "optimizer"); IsSet(optimizer))
+    LowerOptimizer(*optimizer, loop, refusals);
+  if (const Value* scheduler = At(json, "scheduler"); IsSet(scheduler))
+    LowerScheduler(*scheduler, loop, refusals);
+  RefuseSections(*json, refusals);
+  return s;
+}
+
+}  // namespace accel::lower

@@ -1,0 +1,52 @@
+#ifndef ACCEL_COMPILER_LOWER_ENGINES_H_
+#define ACCEL_COMPILER_LOWER_ENGINES_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/plan/plan.h"
+#include "compiler/sema/value.h"
+
+// The sharding engines a launch config names (FSDP, DeepSpeed), lowered to the plan's
+// `train.sharding` and, for a DeepSpeed JSON, to the loop settings the JSON owns. Part of
+// lower.cpp's phase, kept apart because each engine is a table of its own.
+namespace accel::lower {
+
+// Something the native runtime cannot run, for lower.cpp to report: `value` (never null) is
+// where the spec wrote it, `what` and `hint` fill the A4xxx message.
+struct Refusal {
+  diag::Kind kind;
+  const sema::Value* value;
+  std::string what;
+  std::string hint;
+};
+
+// FullyShardedDataParallelPlugin (`compute.fsdp_config`) as the plan's sharding. `plugin` is
+// null when the launch config has no `fsdp_config`: `accelerate launch`'s defaults then apply.
+// Settings accelrun cannot run are refused by native_support.def, not here.
+plan::Sharding LowerFsdp(const sema::Value* plugin);
+
+// What the job itself says, for the DeepSpeed values written "auto" (as transformers'
+// HfTrainerDeepSpeedConfig and Accelerate's deepspeed_config_process fill them in).
+struct DeepSpeedJob {
+  plan::MixedPrecision precision = plan::MixedPrecision::no;  // the job's mixed_precision
+  int64_t batch_size = 0;                                     // data.batch_size, per process
+  int64_t world_size = 1;
+  // The model's width (a built-in Transformer's d_model), which sizes the buckets written
+  // "auto"; unset: DeepSpeed's own defaults, as for a model without `config.hidden_size`.
+  std::optional<int64_t> hidden_size;
+};
+
+// DeepSpeedPlugin (`compute.deepspeed_config`, null when absent) and, when it names one, the
+// checked DeepSpeed JSON (`json`, root record DeepSpeedConfig; null without one). Returns the
+// sharding and updates `loop` with what the JSON owns: precision, accumulation, clipping, and
+// the optimizer and schedule of its `optimizer` and `scheduler` sections. Appends to
+// `refusals` what accelrun cannot run (NVMe offload, other optimizers, pipeline stages, ...).
+plan::Sharding LowerDeepSpeed(const sema::Value* plugin, const sema::Value* json, const DeepSpeedJob& job,
+                              plan::TrainLoop& loop, std::vector<Refusal>& refusals);
+
+}  // namespace accel::lower
+
+#endif  // ACCEL_COMPILER_LOWER_ENGINES_H_

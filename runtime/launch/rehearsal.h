@@ -1,0 +1,30 @@
+#ifndef ACCEL_RUNTIME_LAUNCH_REHEARSAL_H_
+#define ACCEL_RUNTIME_LAUNCH_REHEARSAL_H_
+
+#include <string>
+#include <vector>
+
+#include "compiler/plan/plan.h"
+
+// A GPU job rehearsed on the CPU (`accelrun --device cpu`, or a plan compiled with
+// `compute.use_cpu`): the same steps, sharding and world size, on CPU processes over Gloo, so
+// that a job meant for a GPU cluster can be tried on one machine first (docs/launch.md).
+namespace accel::rt::launch {
+
+// Turns a plan whose device is cuda into its rehearsal on the CPU: device cpu, `rehearsal`
+// true, backend gloo. A rehearsal (one made here or compiled as one) with fp16 runs bf16: CPU
+// autocast has no fp16 and no gradient scaler. Returns what changed, one line each, for the
+// launcher to print; empty for a plan that is neither. The plan's hash is recomputed when
+// anything changed. A CPU plan that is no rehearsal is left as it is.
+std::vector<std::string> RehearseOnCpu(plan::Plan& plan);
+
+// The line that opens a rehearsal's output: which GPU job, on how many CPU processes.
+std::string RehearsalBanner(const plan::Plan& plan);
+
+// The error for a GPU plan on a host whose LibTorch sees no CUDA device (`why`, e.g. "this
+// LibTorch was built without CUDA"), suggesting the rehearsal.
+std::string NoCudaError(const plan::Plan& plan, const std::string& input, const std::string& why);
+
+}  // namespace accel::rt::launch
+
+#endif  // ACCEL_RUNTIME_LAUNCH_REHEARSAL_H_
