@@ -150,6 +150,8 @@ struct Accelerator::Impl {
     if (loop->find_executable_batch_size) refuse("find_executable_batch_size", "set a batch size");
     if (!loop->step_scheduler_with_optimizer)
       refuse("step_scheduler_with_optimizer = false", "step the schedule with the optimizer");
+    if (loop->sharding.stage > 0)
+      refuse("train.sharding.stage > 0 (ZeRO or FSDP)", "run the plan with accelrun, or use stage 0 (DDP)");
   }
 
   void Connect() {
@@ -190,9 +192,10 @@ struct Accelerator::Impl {
     // Scheduler steps per optimizer step, as the built-in executor counts them (see worker.cpp).
     const int64_t per_step = data->split_batches ? 1 : context.world_size;
     double base_lr = std::visit([](const auto& o) { return o.lr; }, loop->optimizer);
-    scheduler.emplace(train::ScheduleSpec{loop->lr_schedule, loop->warmup_steps * per_step,
-                                          loop->steps * per_step, loop->num_cycles},
-                      std::vector<double>{base_lr});
+    scheduler.emplace(
+        train::ScheduleSpec{loop->lr_schedule, loop->warmup_steps * per_step, loop->steps * per_step,
+                            loop->num_cycles, loop->warmup_curve, per_step},
+        std::vector<double>{base_lr});
     step_policy = train::SchedulerStepPolicy{data->split_batches, context.world_size, ga.adjust_scheduler};
     progress.schedule = plan::EnumName(loop->lr_schedule);
     progress.base_lr = base_lr;

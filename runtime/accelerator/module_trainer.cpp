@@ -29,6 +29,16 @@ class ModuleTrainer final : public train::Trainer {
   void CheckColumns(const data::Columns&) override {
     throw std::logic_error("the Accelerator's user loop binds its batches itself");
   }
+  // The sharded engine's hooks: the Accelerator refuses sharded plans (RefuseWhatTheLoopOwns).
+  train::ModuleNode Modules() const override {
+    throw std::logic_error("the Accelerator runs data parallelism without sharding");
+  }
+  std::vector<std::vector<size_t>> ForwardBlocks() const override {
+    throw std::logic_error("the Accelerator runs data parallelism without sharding");
+  }
+  void SetForwardGate(train::ForwardGate*) override {
+    throw std::logic_error("the Accelerator runs data parallelism without sharding");
+  }
   double ClipGradNorm(double max_norm) override {
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : NamedParameters()) parameters.push_back(tensor);

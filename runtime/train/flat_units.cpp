@@ -30,12 +30,19 @@ struct Wrapper {
       case plan::WrapPolicy::no_wrap:
         return false;
       case plan::WrapPolicy::transformer_based:
-        return std::ranges::any_of(sharding.transformer_layer_cls_to_wrap,
+        return std::ranges::any_of(LayerClasses(),
                                    [&](const std::string& name) { return NamesClass(name, node.type); });
       case plan::WrapPolicy::size_based:
         return unwrapped_numel >= sharding.min_num_params;
     }
     return false;
+  }
+
+  // The classes transformer_based wraps: the named ones, else (as Accelerate falls back to a
+  // model's `_no_split_modules`) the block the built-in Transformer repeats.
+  std::vector<std::string> LayerClasses() const {
+    if (!sharding.transformer_layer_cls_to_wrap.empty()) return sharding.transformer_layer_cls_to_wrap;
+    return {"TransformerEncoderLayer"};
   }
 
   // The parameters of `node`'s subtree that no wrapped module took.
@@ -75,9 +82,9 @@ std::vector<FlatUnit> WrapUnits(const ModuleNode& root, const std::vector<int64_
         "are "
         "{}: name one of them, or use another wrap policy",
         sharding.transformer_layer_cls_to_wrap.empty()
-            ? std::string("no class")
+            ? std::string("no class (so the built-in Transformer's TransformerEncoderLayer)")
             : fmt::format("{}", sharding.transformer_layer_cls_to_wrap),
-        sharding.transformer_layer_cls_to_wrap.size() == 1 ? "that class" : "these classes", types));
+        wrapper.LayerClasses().size() == 1 ? "that class" : "these classes", types));
   }
   // Module order: by each unit's first parameter (registration order follows the modules').
   std::sort(wrapper.wrapped.begin(), wrapper.wrapped.end(),

@@ -7,6 +7,12 @@
 namespace accel::rt::train {
 
 double LearningRateFactor(const ScheduleSpec& spec, int64_t step) {
+  if (spec.kind != ScheduleKind::constant && step < spec.warmup_steps &&
+      spec.warmup_curve == plan::WarmupCurve::log) {
+    const int64_t unit = std::max<int64_t>(1, spec.steps_per_optimizer_step);
+    const double warmup = static_cast<double>(std::max<int64_t>(2, spec.warmup_steps / unit));
+    return std::log(static_cast<double>(step / unit) + 1.0) / std::log(warmup);
+  }
   if (spec.kind != ScheduleKind::constant && step < spec.warmup_steps) {
     return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, spec.warmup_steps));
   }

@@ -21,10 +21,18 @@ struct ScheduleSpec {
   int64_t warmup_steps = 0;
   int64_t total_steps = 0;  // linear and cosine decay to 0 at this step
   double num_cycles = 0.5;  // cosine: half a cosine wave by default
+  // How warmup rises: linearly (transformers' schedules) or logarithmically (DeepSpeed's
+  // WarmupLR and WarmupDecayLR).
+  plan::WarmupCurve warmup_curve = plan::WarmupCurve::linear;
+  // Scheduler steps per optimizer step. DeepSpeed steps its scheduler once per optimizer step,
+  // so the log curve is taken over optimizer steps; the linear one is the same either way.
+  int64_t steps_per_optimizer_step = 1;
 };
 
 // The factor the base learning rate is multiplied by after `step` scheduler steps:
-//   warmup:   step / max(1, warmup_steps) while step < warmup_steps
+//   warmup:   step / max(1, warmup_steps) while step < warmup_steps; with the log curve
+//             ln(n + 1) / ln(max(2, w)) in optimizer steps n = step / steps_per_optimizer_step,
+//             w = warmup_steps / steps_per_optimizer_step, as DeepSpeed's WarmupLR computes it
 //   linear:   max(0, (total - step) / max(1, total - warmup))
 //   cosine:   max(0, (1 + cos(2π · num_cycles · progress)) / 2),
 //             progress = (step - warmup) / max(1, total - warmup)

@@ -198,8 +198,9 @@ class TrainingRun {
                              : data_.split_batches                ? 1
                                                                   : context_.world_size;
     base_lr_ = std::visit([](const auto& optimizer) { return optimizer.lr; }, loop_.optimizer);
-    schedule_ = ScheduleSpec{loop_.lr_schedule, loop_.warmup_steps * per_step, loop_.steps * per_step,
-                             loop_.num_cycles};
+    schedule_ = ScheduleSpec{loop_.lr_schedule,      loop_.warmup_steps * per_step,
+                             loop_.steps * per_step, loop_.num_cycles,
+                             loop_.warmup_curve,     per_step};
     scheduler_per_step_ = per_step;
     scheduler_.emplace(schedule_, std::vector<double>{base_lr_});
     step_policy_ = SchedulerStepPolicy{data_.split_batches, context_.world_size, ga.adjust_scheduler};
@@ -219,10 +220,19 @@ class TrainingRun {
     if (sharding.stage > 3)
       return Fail(fmt::format("`train.sharding.stage` is {}: stages are 0 (DDP) to 3 (parameters sharded)",
                               sharding.stage));
-    if (sharding.stage > 0 && sharding.state_dict_type == plan::StateDictType::sharded) {
+    // Only checkpoints are sharded: the final weights are whole either way, as save_model writes them.
+    if (sharding.stage > 0 && sharding.state_dict_type == plan::StateDictType::sharded &&
+        steps_.checkpoint != nullptr) {
       return llvm::make_error<ArgumentMismatch>(
           "`state_dict_type = sharded` checkpoints are not written by this runtime yet; use `full` (rank 0 "
           "writes whole tensors, and a resume reshards them onto any world size)");
+    }
+    // The compiler keeps fp16 only in GPU plans, and a rehearsal on the CPU turns it into bf16.
+    if (loop_.mixed_precision == plan::MixedPrecision::fp16) {
+      return llvm::make_error<ArgumentMismatch>(
+          "`mixed_precision = fp16` needs autocast with a gradient scaler on a GPU, which this runtime does "
+          "not run yet; rehearse the job on the CPU with `accelrun --device cpu` (it runs fp16 as bf16), or "
+          "use `bf16`");
     }
     return llvm::Error::success();
   }

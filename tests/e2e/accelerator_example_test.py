@@ -100,6 +100,9 @@ def main():
          "the Accelerator does not apply `train.mixed_precision` to a user's loop"),
         ("adamw", ("SGD { lr = 0.05 }", "AdamW { lr = 0.05 }"),
          "the plan's optimizer is `adamw`, Prepare got `sgd`"),
+        ("zero2", ("distributed_type = MULTI_CPU",
+                   "distributed_type = DEEPSPEED\n    use_cpu = true\n    deepspeed_config { zero_stage = 2 }"),
+         "the Accelerator does not apply `train.sharding.stage > 0 (ZeRO or FSDP)` to a user's loop"),
     ]:
         assert change[0] in text, change
         variant = os.path.join(workdir, f"{name}.accel")

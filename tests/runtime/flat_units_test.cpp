@@ -75,6 +75,21 @@ TEST(FlatUnits, TransformerBasedNamingNoClassOfTheModelListsItsClasses) {
   }
 }
 
+// As Accelerate falls back to a model's `_no_split_modules`: no class named wraps the block the
+// built-in Transformer repeats.
+TEST(FlatUnits, TransformerBasedWithoutClassesWrapsTheBuiltInTransformersLayers) {
+  ModuleNode root{"", "Transformer", {}, {}};
+  root.children.push_back({"embed", "Linear", {0, 1}, {}});
+  root.children.push_back({"layers.0", "TransformerEncoderLayer", {2, 3}, {}});
+  root.children.push_back({"layers.1", "TransformerEncoderLayer", {4, 5}, {}});
+  root.children.push_back({"head", "Linear", {6, 7}, {}});
+  std::vector<FlatUnit> units = WrapUnits(root, kNumels, Policy(plan::WrapPolicy::transformer_based));
+  EXPECT_EQ(Groups(units), (std::vector<std::vector<size_t>>{{0, 1, 6, 7}, {2, 3}, {4, 5}}));
+  // A model without that block (the tree above) is an error that lists its classes.
+  EXPECT_THROW(WrapUnits(Tree(), kNumels, Policy(plan::WrapPolicy::transformer_based)),
+               std::invalid_argument);
+}
+
 TEST(FlatUnits, SizeBasedCountsParametersNotYetWrapped) {
   plan::Sharding sharding = Policy(plan::WrapPolicy::size_based);
   // layers.N.fc (25) is too small alone; each Block (65) is large enough; then `layers` has

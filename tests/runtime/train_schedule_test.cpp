@@ -21,6 +21,22 @@ TEST(LearningRateFactor, LinearWarmsUpThenDecaysToZero) {
   EXPECT_DOUBLE_EQ(LearningRateFactor(linear, 200), 0.0);  // never negative
 }
 
+// DeepSpeed's WarmupLR with warmup_type log: ln(n + 1) / ln(warmup), in optimizer steps.
+TEST(LearningRateFactor, LogWarmupRisesAsDeepSpeedsWarmupLrOverOptimizerSteps) {
+  ScheduleSpec log{ScheduleKind::constant_with_warmup, 100, 0, 0.5, plan::WarmupCurve::log};
+  EXPECT_DOUBLE_EQ(LearningRateFactor(log, 0), 0.0);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(log, 9), 0.5);  // ln 10 / ln 100
+  EXPECT_DOUBLE_EQ(LearningRateFactor(log, 100), 1.0);
+  // Two scheduler steps per optimizer step (two processes): the same curve over optimizer steps.
+  ScheduleSpec per_process{ScheduleKind::linear, 200, 400, 0.5, plan::WarmupCurve::log, 2};
+  EXPECT_DOUBLE_EQ(LearningRateFactor(per_process, 18), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(per_process, 19), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRateFactor(per_process, 300), 0.5);  // then the linear decay
+  // DeepSpeed warms up over at least 2 steps, so a 1-step warmup does not divide by ln 1.
+  ScheduleSpec one{ScheduleKind::constant_with_warmup, 1, 0, 0.5, plan::WarmupCurve::log};
+  EXPECT_DOUBLE_EQ(LearningRateFactor(one, 0), 0.0);
+}
+
 TEST(LearningRateFactor, CosineFollowsHalfAWaveByDefault) {
   ScheduleSpec cosine{ScheduleKind::cosine, 0, 100};
   EXPECT_DOUBLE_EQ(LearningRateFactor(cosine, 0), 1.0);
