@@ -188,15 +188,18 @@ std::string EncodeShardedIndex(const ShardedIndex& index) {
   return out;
 }
 
-llvm::Expected<ShardedIndex> ParseShardedIndex(std::string_view text, const std::string& path) {
+// The JSON object of an index or a rank record, once its `format` is `expected` and its
+// `version` one this build reads.
+llvm::Expected<JsonValue> ParseVersionedObject(std::string_view text, const std::string& path,
+                                               std::string_view expected) {
   llvm::Expected<JsonValue> root = ParseJson(text);
   if (!root) return Fail(path, "not JSON: " + llvm::toString(root.takeError()));
   if (root->kind != JsonValue::Kind::kObject) return Fail(path, "not a JSON object");
   Reader reader(path);
   llvm::Expected<const JsonValue*> format = reader.Member(*root, "format", JsonValue::Kind::kString, "");
   if (!format) return format.takeError();
-  if ((*format)->text != kShardedIndexFormat) {
-    return Fail(path, fmt::format("`format` is `{}`, expected `{}`", (*format)->text, kShardedIndexFormat));
+  if ((*format)->text != expected) {
+    return Fail(path, fmt::format("`format` is `{}`, expected `{}`", (*format)->text, expected));
   }
   llvm::Expected<uint64_t> version = reader.Unsigned(*root, "version", "");
   if (!version) return version.takeError();
@@ -205,6 +208,13 @@ llvm::Expected<ShardedIndex> ParseShardedIndex(std::string_view text, const std:
                 fmt::format("version {} is not one this build reads (it reads {}); use a newer accelrun",
                             *version, kShardedIndexVersion));
   }
+  return root;
+}
+
+llvm::Expected<ShardedIndex> ParseShardedIndex(std::string_view text, const std::string& path) {
+  llvm::Expected<JsonValue> root = ParseVersionedObject(text, path, kShardedIndexFormat);
+  if (!root) return root.takeError();
+  Reader reader(path);
   llvm::Expected<uint64_t> world = reader.Unsigned(*root, "world_size", "");
   if (!world) return world.takeError();
   if (*world == 0 || *world > UINT32_MAX)
@@ -259,21 +269,9 @@ std::string EncodeRankRecord(const RankRecord& record) {
 }
 
 llvm::Expected<RankRecord> ParseRankRecord(std::string_view text, const std::string& path) {
-  llvm::Expected<JsonValue> root = ParseJson(text);
-  if (!root) return Fail(path, "not JSON: " + llvm::toString(root.takeError()));
-  if (root->kind != JsonValue::Kind::kObject) return Fail(path, "not a JSON object");
+  llvm::Expected<JsonValue> root = ParseVersionedObject(text, path, kRankRecordFormat);
+  if (!root) return root.takeError();
   Reader reader(path);
-  llvm::Expected<const JsonValue*> format = reader.Member(*root, "format", JsonValue::Kind::kString, "");
-  if (!format) return format.takeError();
-  if ((*format)->text != kRankRecordFormat) {
-    return Fail(path, fmt::format("`format` is `{}`, expected `{}`", (*format)->text, kRankRecordFormat));
-  }
-  llvm::Expected<uint64_t> version = reader.Unsigned(*root, "version", "");
-  if (!version) return version.takeError();
-  if (*version != kShardedIndexVersion) {
-    return Fail(path, fmt::format("version {} is not one this build reads (it reads {})", *version,
-                                  kShardedIndexVersion));
-  }
   RankRecord record;
   llvm::Expected<uint64_t> rank = reader.Unsigned(*root, "rank", "");
   if (!rank) return rank.takeError();

@@ -247,7 +247,8 @@ data::Dataset RaggedTokens() {
   at::Tensor ids = at::arange(1, offsets.back() + 1, at::kLong);
   // Every third token gets a wrong label, every fifth none.
   at::Tensor labels = at::remainder(ids, 3);
-  labels.index_put_({at::arange(0, offsets.back(), 3)}, at::remainder(ids.index({at::arange(0, offsets.back(), 3)}) + 1, 3));
+  labels.index_put_({at::arange(0, offsets.back(), 3)},
+                    at::remainder(ids.index({at::arange(0, offsets.back(), 3)}) + 1, 3));
   labels.index_put_({at::arange(1, offsets.back(), 5)}, -100);
   data::Dataset dataset;
   at::Tensor offset_tensor = at::tensor(offsets);
