@@ -9,8 +9,12 @@ ZeRO-3 16Ψ/N + the live gathered units (at most the two largest units, here 2 x
 during a layer's forward or backward). The table prints these bytes for this model (Ψ counted
 exactly, shards padded as the engine pads them) next to each run's measured peak RSS per worker
 (VmHWM, which also counts activations, LibTorch and the allocator's slack) and its median step
-time (from metrics.jsonl, steps after the first), with the ratio to DDP at the same N.
-Usage: sharding_memory.py ACCELC ACCELRUN [STEPS]
+time (from metrics.jsonl, steps after the first), with the ratio to DDP at the same N. Each
+sharded stage runs twice: reductions after backward, one collective per unit, no prefetch (the
+engine's plain schedule), and "overlapped" (reductions started in backward's hooks, all units in
+one bucket, stage 3 gathering one block ahead both ways), so the two schedules are compared in
+the same run.
+Usage: sharding_memory.py ACCELC ACCELRUN [STEPS] [N,...]
 """
 import json
 import os
@@ -73,12 +77,17 @@ def worker_peaks(out):
     return peaks
 
 
-def run(accelc, accelrun, workdir, procs, stage, steps):
-    out = os.path.join(workdir, f"n{procs}-stage{stage}")
+PLAIN = dict(overlap_comm=False, reduce_bucket_size=1, allgather_bucket_size=1, forward_prefetch=False,
+             backward_prefetch="none")
+OVERLAPPED = dict(overlap_comm=True, forward_prefetch=True, backward_prefetch="backward_pre")
+
+
+def run(accelc, accelrun, workdir, procs, stage, steps, schedule):
+    out = os.path.join(workdir, f"n{procs}-stage{stage}-{'overlapped' if schedule is OVERLAPPED else 'plain'}")
     text = SPEC.format(procs=procs, inp=IN, hidden=", ".join([str(HIDDEN)] * LAYERS), out=OUT, batch=BATCH,
                        steps=steps, dir=out)
-    sharding = dict(stage=stage, wrap_policy="transformer_based", transformer_layer_cls_to_wrap=["Linear"]) \
-        if stage else {}
+    sharding = dict(stage=stage, wrap_policy="transformer_based", transformer_layer_cls_to_wrap=["Linear"],
+                    **schedule) if stage else {}
     plan = compile_plan(accelc, text, out, **sharding)
     process = subprocess.Popen([accelrun, plan], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peaks = {}
@@ -96,17 +105,19 @@ def run(accelc, accelrun, workdir, procs, stage, steps):
 def main():
     accelc, accelrun = sys.argv[1:3]
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 6
+    sizes = [int(n) for n in sys.argv[4].split(",")] if len(sys.argv) > 4 else [2, 4]
     psi = sum(layers())
     print(f"MLP {IN} -> {LAYERS} x {HIDDEN} -> {OUT}: Ψ = {psi / 1e6:.1f}M parameters, AdamW, fp32, batch {BATCH}/rank")
     print("| N | stage | model state per rank (formula) | peak RSS per worker | median step | step vs DDP |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as workdir:
-        for procs in (2, 4):
+        for procs in sizes:
             ddp_time = None
-            for stage in (0, 1, 2, 3):
-                peak, step = run(accelc, accelrun, workdir, procs, stage, steps)
+            for stage, schedule in [(0, PLAIN)] + [(st, sc) for st in (1, 2, 3) for sc in (PLAIN, OVERLAPPED)]:
+                peak, step = run(accelc, accelrun, workdir, procs, stage, steps, schedule)
                 ddp_time = ddp_time or step
-                print(f"| {procs} | {stage or 'DDP'} | {model_state(stage, procs) / 2**20:.0f} MiB | "
+                label = "DDP" if stage == 0 else f"{stage}{', overlapped' if schedule is OVERLAPPED else ''}"
+                print(f"| {procs} | {label} | {model_state(stage, procs) / 2**20:.0f} MiB | "
                       f"{peak / 2**20:.0f} MiB | {step:.3f} s | {step / ddp_time:.2f} |", flush=True)
 
 

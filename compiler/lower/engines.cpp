@@ -342,6 +342,8 @@ plan::Sharding LowerFsdp(const Value* plugin) {
   s.cpu_ram_efficient_loading = Flag(At(plugin, "cpu_ram_efficient_loading")).value_or(true);
   s.sync_module_states = Flag(At(plugin, "sync_module_states")).value_or(true) || s.cpu_ram_efficient_loading;
   s.activation_checkpointing = Flag(At(plugin, "activation_checkpointing")).value_or(false);
+  // FSDP reduce-scatters each unit in its post-backward hook, while backward goes on.
+  s.overlap_comm = true;
   // LOCAL_STATE_DICT (each rank's flat shard, FSDP1) is written as `sharded`: every rank writes
   // its own shard and no rank gathers, which is all LOCAL promises; the sharded layout also
   // loads into another world size, which LOCAL does not.
@@ -387,12 +389,17 @@ plan::Sharding LowerDeepSpeed(const Value* plugin, const Value* json, const Deep
   Size(At(zero, "stage3_prefetch_bucket_size"),
        h ? std::optional<int64_t>(static_cast<int64_t>(0.9 * static_cast<double>(*h * *h))) : std::nullopt,
        s.prefetch_bucket_size);
+  s.param_persistence_threshold = 100000;  // DeepSpeed's default
   Size(At(zero, "stage3_param_persistence_threshold"), h ? std::optional<int64_t>(10 * *h) : std::nullopt,
        s.param_persistence_threshold);
   Size(At(zero, "stage3_max_live_parameters"), std::nullopt, s.max_live_parameters);
   // DeepSpeed overlaps the reduction with backward by default at stage 3 only.
   s.overlap_comm = Flag(At(zero, "overlap_comm")).value_or(s.stage == 3);
   s.contiguous_gradients = Flag(At(zero, "contiguous_gradients")).value_or(true);
+  // Stage 3 fetches the next module's parameters ahead, forward and backward, a
+  // prefetch_bucket_size at a time.
+  s.forward_prefetch = s.stage == 3;
+  s.backward_prefetch = s.stage == 3 ? plan::BackwardPrefetch::backward_pre : plan::BackwardPrefetch::none;
   const Value* gather = At(zero, "stage3_gather_16bit_weights_on_model_save");
   bool plugin_gather = Flag(At(plugin, "zero3_save_16bit_model")).value_or(false);
   s.gather_16bit_weights_on_model_save =

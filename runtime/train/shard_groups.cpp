@@ -7,6 +7,27 @@
 #include <fmt/format.h>
 
 namespace accel::rt::train {
+namespace {
+
+// A shard group's reduce-scatter, then the replicate group's all-reduce of its result.
+class ThenReplicate final : public distributed::PendingWork {
+ public:
+  ThenReplicate(std::unique_ptr<distributed::PendingWork> scatter, distributed::Collectives& replicate,
+                at::Tensor shard)
+      : scatter_(std::move(scatter)), replicate_(replicate), shard_(std::move(shard)) {}
+  void Wait() override {
+    scatter_->Wait();
+    std::vector<at::Tensor> tensors{shard_};
+    replicate_.AllReduceSum(tensors);
+  }
+
+ private:
+  std::unique_ptr<distributed::PendingWork> scatter_;
+  distributed::Collectives& replicate_;
+  at::Tensor shard_;
+};
+
+}  // namespace
 
 ShardGroups::ShardGroups(distributed::Collectives& world, bool hybrid, int processes_per_machine)
     : world_(world) {
@@ -57,6 +78,27 @@ void ShardGroups::ReduceScatterSum(const at::Tensor& flat, at::Tensor& shard) {
     std::vector<at::Tensor> tensors{shard};
     replicate_->AllReduceSum(tensors);
   }
+}
+
+std::unique_ptr<distributed::PendingWork> ShardGroups::ReduceScatterSumAsync(const at::Tensor& flat,
+                                                                             at::Tensor& shard) {
+  if (emulated_) {
+    ReduceScatterSum(flat, shard);
+    return std::make_unique<distributed::CompletedWork>();
+  }
+  std::unique_ptr<distributed::PendingWork> scatter =
+      shard_->ReduceScatterAsync(flat, shard, distributed::ReduceOp::kSum);
+  if (replicate_ == nullptr) return scatter;
+  return std::make_unique<ThenReplicate>(std::move(scatter), *replicate_, shard);
+}
+
+std::unique_ptr<distributed::PendingWork> ShardGroups::AllGatherAsync(const at::Tensor& shard,
+                                                                      at::Tensor& full) {
+  if (emulated_) {
+    AllGather(shard, full);
+    return std::make_unique<distributed::CompletedWork>();
+  }
+  return shard_->AllGatherAsync(shard, full);
 }
 
 void ShardGroups::AllGather(const at::Tensor& shard, at::Tensor& full) {

@@ -28,8 +28,14 @@ class ShardGroups {
   // `shard` = chunk shard_rank() of `flat` (shard_count() chunks), summed over every rank of
   // the world: reduce-scatter in the shard group, then all-reduce over the replicate group.
   void ReduceScatterSum(const at::Tensor& flat, at::Tensor& shard);
+  // ReduceScatterSum, started: the shard group's reduce-scatter runs while the caller goes on;
+  // the replicate group's all-reduce (hybrid) runs in the returned work's Wait, so the caller
+  // must wait in the same order on every rank. Both tensors stay untouched until then.
+  std::unique_ptr<distributed::PendingWork> ReduceScatterSumAsync(const at::Tensor& flat, at::Tensor& shard);
   // `full` = every shard of the shard group, end to end.
   void AllGather(const at::Tensor& shard, at::Tensor& full);
+  // AllGather, started; `full` is written until the returned work's Wait returns.
+  std::unique_ptr<distributed::PendingWork> AllGatherAsync(const at::Tensor& shard, at::Tensor& full);
   // Sums `value` over the shard group (the shards of one copy of the model).
   double SumOverShardGroup(double value);
 

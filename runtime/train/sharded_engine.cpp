@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <ATen/native/Resize.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/optim/optimizer.h>
 
 #include <algorithm>
@@ -34,6 +37,18 @@ struct RegatherBeforeBackward : public torch::autograd::Function<RegatherBeforeB
     engine->RegatherForBackward(static_cast<size_t>(context->saved_data["block"].toInt()));
     return {gradients[0], at::Tensor(), at::Tensor()};
   }
+};
+
+// Runs after a parameter's AccumulateGrad node, so `.grad` holds this backward's sum.
+struct GradientReadyHook final : torch::autograd::FunctionPostHook {
+  GradientReadyHook(ShardedEngine* engine, size_t index) : engine(engine), index(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    engine->OnGradientReady(index);
+    return outputs;
+  }
+  ShardedEngine* engine;
+  size_t index;
 };
 
 void Announce(int rank, const std::string& line) {
@@ -91,22 +106,31 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
   for (const auto& [name, tensor] : named_) none.parameters.push_back({name, {}, {}});
   model_->ImportOptimizerState(none);
 
+  unit_of_.assign(named_.size(), 0);
+  for (size_t u = 0; u < units_.size(); ++u)
+    for (size_t index : units_[u].parameters) unit_of_[index] = u;
   if (sharding_.stage >= 3) {
-    std::vector<size_t> unit_of(named_.size());
-    for (size_t u = 0; u < units_.size(); ++u)
-      for (size_t index : units_[u].parameters) unit_of[index] = u;
     last_block_.assign(units_.size(), 0);
     for (const std::vector<size_t>& block : model_->ForwardBlocks()) {
       std::vector<size_t>& units = block_units_.emplace_back();
       for (size_t index : block) {
-        size_t u = unit_of[index];
+        size_t u = unit_of_[index];
         if (std::find(units.begin(), units.end(), u) == units.end()) units.push_back(u);
         last_block_[u] = block_units_.size() - 1;
       }
     }
-    for (size_t u = 0; u < units_.size(); ++u) Release(u);
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const std::vector<size_t>& members = units_[u].parameters;
+      state_[u].persistent = std::all_of(members.begin(), members.end(), [&](size_t index) {
+        return numels_[index] < sharding_.param_persistence_threshold;
+      });
+      if (!state_[u].persistent) Release(u);
+    }
     model_->SetForwardGate(this);
   }
+  reductions_ = std::make_unique<ShardReductions>(units_, groups_, world_, sharding_.stage == 1,
+                                                  sharding_.reduce_bucket_size);
+  InstallGradientHooks();
 
   const int rank = world.rank();
   int64_t largest = 0;
@@ -126,10 +150,64 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
     Announce(rank, "offload to host memory has no effect: on a CPU run the state already lives there");
   if (sharding_.activation_checkpointing)
     Announce(rank, "activation_checkpointing has no effect: activations are kept for backward");
+  const size_t persistent =
+      std::count_if(state_.begin(), state_.end(), [](const UnitState& state) { return state.persistent; });
+  Announce(rank, fmt::format("gradients reduced in {} bucket{}, {}{}", reductions_->buckets().size(),
+                             reductions_->buckets().size() == 1 ? "" : "s",
+                             sharding_.overlap_comm ? "overlapping backward" : "after backward",
+                             persistent > 0 ? fmt::format("; {} unit{} kept gathered (below the persistence "
+                                                          "threshold)",
+                                                          persistent, persistent == 1 ? "" : "s")
+                                            : ""));
 }
 
 ShardedEngine::~ShardedEngine() {
+  for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
+  for (UnitState& state : state_) {
+    if (!state.gathering) continue;
+    try {
+      state.gathering->Wait();
+    } catch (const std::exception&) {
+      // Reported by the operation that saw it; a destructor must not throw.
+    }
+  }
   if (sharding_.stage >= 3) model_->SetForwardGate(nullptr);
+}
+
+void ShardedEngine::InstallGradientHooks() {
+  for (size_t index = 0; index < named_.size(); ++index) {
+    const at::Tensor& parameter = named_[index].second;
+    if (!parameter.requires_grad()) continue;
+    ++state_[unit_of_[index]].gradients_expected;
+    // The variable holds its accumulator weakly; holding it here keeps the hook in future graphs.
+    std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(parameter);
+    uintptr_t key = accumulator->add_post_hook(std::make_unique<GradientReadyHook>(this, index));
+    hooks_.emplace_back(std::move(accumulator), key);
+  }
+}
+
+void ShardedEngine::PrepareForBackward(bool sync) {
+  syncing_ = sync;
+  for (UnitState& state : state_) state.gradients_waiting = state.gradients_expected;
+  if (sync) reductions_->Begin();
+}
+
+void ShardedEngine::OnGradientReady(size_t index) {
+  UnitState& state = state_[unit_of_[index]];
+  // A parameter read twice gets one call per backward; a stray call (a backward the step loop
+  // did not prepare) finds nothing waiting.
+  if (state.gradients_waiting == 0) return;
+  if (--state.gradients_waiting == 0) UnitGradientsReady(unit_of_[index]);
+}
+
+void ShardedEngine::UnitGradientsReady(size_t unit) {
+  // Every node that reads the unit's parameters has run: its gathered copy is not needed again
+  // in this backward.
+  if (sharding_.stage >= 3 && !state_[unit].persistent) Release(unit);
+  if (!syncing_ || !sharding_.overlap_comm) return;
+  at::NoGradGuard no_grad;
+  reductions_->Ready(unit, FlatGradient(units_[unit]));
+  for (size_t index : units_[unit].parameters) named_[index].second.mutable_grad() = at::Tensor();
 }
 
 at::Tensor ShardedEngine::FlatParameters(const FlatUnit& unit) const {
@@ -167,27 +245,74 @@ void ShardedEngine::AllGatherInto(size_t unit, at::Tensor& full) {
 
 void ShardedEngine::Gather(size_t unit) {
   UnitState& state = state_[unit];
-  if (state.gathered) return;
   at::NoGradGuard no_grad;
+  if (state.gathering) {
+    std::unique_ptr<distributed::PendingWork> work = std::move(state.gathering);
+    work->Wait();
+    if (fault_ == TestFault::kShardOffset) state.full.copy_(state.full.roll(units_[unit].shard_size));
+    state.gathered = true;
+    return;
+  }
+  if (state.gathered) return;
   at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(),
                                static_cast<size_t>(units_[unit].padded) * sizeof(float));
   AllGatherInto(unit, state.full);
   state.gathered = true;
 }
 
+void ShardedEngine::Prefetch(size_t unit) {
+  UnitState& state = state_[unit];
+  if (state.gathered || state.gathering) return;
+  at::NoGradGuard no_grad;
+  at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(),
+                               static_cast<size_t>(units_[unit].padded) * sizeof(float));
+  state.gathering = groups_.AllGatherAsync(state.shard.detach(), state.full);
+}
+
+void ShardedEngine::PrefetchBlock(size_t block) {
+  int64_t live = 0;
+  for (size_t u = 0; u < units_.size(); ++u)
+    if (state_[u].gathered || state_[u].gathering) live += units_[u].padded;
+  int64_t ahead = 0;
+  for (size_t unit : block_units_.at(block)) {
+    const UnitState& state = state_[unit];
+    if (state.gathered || state.gathering) continue;
+    const int64_t size = units_[unit].padded;
+    if (live + size > sharding_.max_live_parameters) return;
+    // DeepSpeed fetches ahead until a bucket's worth is on its way (at least one unit).
+    if (sharding_.engine == plan::ShardingEngine::deepspeed && ahead > 0 &&
+        ahead + size > sharding_.prefetch_bucket_size)
+      return;
+    Prefetch(unit);
+    live += size;
+    ahead += size;
+  }
+}
+
 void ShardedEngine::Release(size_t unit) {
   UnitState& state = state_[unit];
+  if (state.gathering) {
+    // Gloo still writes into the storage: let it finish first.
+    std::unique_ptr<distributed::PendingWork> work = std::move(state.gathering);
+    work->Wait();
+  }
   at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(), 0);
   state.gathered = false;
 }
 
 void ShardedEngine::ReleaseAll() {
   for (size_t u = 0; u < units_.size(); ++u)
-    if (state_[u].gathered) Release(u);
+    if ((state_[u].gathered || state_[u].gathering) && !state_[u].persistent) Release(u);
 }
 
 void ShardedEngine::Enter(size_t block) {
   for (size_t unit : block_units_.at(block)) Gather(unit);
+  if (sharding_.forward_prefetch && block + 1 < block_units_.size()) PrefetchBlock(block + 1);
+}
+
+void ShardedEngine::RegatherForBackward(size_t block) {
+  for (size_t unit : block_units_.at(block)) Gather(unit);
+  if (sharding_.backward_prefetch != plan::BackwardPrefetch::none && block > 0) PrefetchBlock(block - 1);
 }
 
 at::Tensor ShardedEngine::Leave(size_t block, const at::Tensor& output) {
@@ -197,7 +322,7 @@ at::Tensor ShardedEngine::Leave(size_t block, const at::Tensor& output) {
   // The last block's units stay: backward starts with them (FSDP keeps its root gathered).
   if (sharding_.reshard_after_forward && block + 1 < block_units_.size()) {
     for (size_t unit : block_units_[block])
-      if (last_block_[unit] == block) Release(unit);
+      if (last_block_[unit] == block && !state_[unit].persistent) Release(unit);
   }
   return result;
 }
@@ -206,22 +331,16 @@ void ShardedEngine::Finalize() {
   if (sharding_.stage >= 3) ReleaseAll();
   if (!syncing_) return;
   at::NoGradGuard no_grad;
-  std::vector<at::Tensor> grads;
+  // What backward's hooks did not start (without overlap_comm, all of it; with it, the units
+  // with a parameter that got no gradient), in launch order.
+  for (size_t u = units_.size(); u-- > 0;)
+    if (!reductions_->ready(u)) reductions_->Ready(u, FlatGradient(units_[u]));
+  std::vector<ShardReductions::Reduced> reduced = reductions_->Finish();
   for (size_t u = 0; u < units_.size(); ++u) {
-    const FlatUnit& unit = units_[u];
-    at::Tensor flat = FlatGradient(unit);
-    at::Tensor shard;
-    if (sharding_.stage == 1) {
-      std::vector<at::Tensor> whole{flat};
-      world_.AllReduceSum(whole);
-      shard = flat.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone();
-      state_[u].full_grad = flat;
-    } else {
-      shard = at::empty({unit.shard_size}, at::kFloat);
-      groups_.ReduceScatterSum(flat, shard);
-    }
+    at::Tensor shard = reduced[u].shard;
     if (fault_ == TestFault::kGradScale) shard.mul_(kFaultGradScale);
     state_[u].shard.mutable_grad() = shard;
+    state_[u].full_grad = reduced[u].whole;
   }
   // The whole gradients are freed (stage 1 keeps the reduced flat one until the step).
   for (auto& [name, parameter] : named_) parameter.mutable_grad() = at::Tensor();
@@ -261,9 +380,43 @@ void ShardedEngine::OptimizerStep(bool skip) {
   for (auto& [name, parameter] : named_) parameter.mutable_grad() = at::Tensor();
   if (sharding_.stage >= 3) {
     ReleaseAll();  // a unit gathered for evaluation is stale now
+    for (size_t u = 0; u < units_.size(); ++u)
+      if (state_[u].persistent) AllGatherInto(u, state_[u].full);
     return;
   }
-  for (size_t u = 0; u < units_.size(); ++u) AllGatherInto(u, state_[u].full);
+  AllGatherAfterStep();
+}
+
+void ShardedEngine::AllGatherAfterStep() {
+  // Units coalesce into buckets of at most allgather_bucket_size elements (one all-gather each),
+  // in unit order; a larger unit is gathered alone, straight into its buffer.
+  at::NoGradGuard no_grad;
+  const int64_t shards = groups_.shard_count();
+  size_t first = 0;
+  while (first < units_.size()) {
+    size_t end = first + 1;
+    int64_t elements = units_[first].padded;
+    while (end < units_.size() && elements + units_[end].padded <= sharding_.allgather_bucket_size)
+      elements += units_[end++].padded;
+    if (end == first + 1) {
+      AllGatherInto(first, state_[first].full);
+    } else {
+      std::vector<at::Tensor> pieces;
+      for (size_t u = first; u < end; ++u) pieces.push_back(state_[u].shard.detach());
+      at::Tensor gathered = at::empty({elements}, at::kFloat);
+      groups_.AllGather(at::cat(pieces), gathered);
+      // Rank r's part of `gathered` is its shard of every unit, end to end.
+      at::Tensor by_rank = gathered.view({shards, elements / shards});
+      int64_t offset = 0;
+      for (size_t u = first; u < end; ++u) {
+        const int64_t size = units_[u].shard_size;
+        state_[u].full.view({shards, size}).copy_(by_rank.narrow(1, offset, size));
+        if (fault_ == TestFault::kShardOffset) state_[u].full.copy_(state_[u].full.roll(size));
+        offset += size;
+      }
+    }
+    first = end;
+  }
 }
 
 std::vector<std::pair<std::string, at::Tensor>> ShardedEngine::NamedShards() const {
@@ -418,8 +571,12 @@ void ShardedEngine::ImportShardSlices(const SliceReader& read, const std::vector
   }
   if (!state_keys.empty()) train::ImportOptimizerState(shards, type_, NamedShards(), *optimizer_);
   // Stages 1 and 2 keep whole parameters: rebuild them from the shards.
-  if (sharding_.stage < 3)
-    for (size_t u = 0; u < units_.size(); ++u) AllGatherInto(u, state_[u].full);
+  if (sharding_.stage < 3) {
+    AllGatherAfterStep();
+  } else {
+    for (size_t u = 0; u < units_.size(); ++u)
+      if (state_[u].persistent) AllGatherInto(u, state_[u].full);
+  }
 }
 
 }  // namespace accel::rt::train

@@ -15,8 +15,12 @@
 #include "runtime/train/flat_units.h"
 #include "runtime/train/gradient_sync.h"
 #include "runtime/train/shard_groups.h"
+#include "runtime/train/shard_reductions.h"
 #include "runtime/train/trainer.h"
 
+namespace torch::autograd {
+struct Node;
+}  // namespace torch::autograd
 namespace torch::optim {
 class Optimizer;
 }  // namespace torch::optim
@@ -36,7 +40,17 @@ namespace accel::rt::train {
 //            except the units of the last block), gathered again before the backward of a
 //            block that reads it, and freed after backward.
 // Gradients are the mean over the world (divided by the world size before summing, as DDP's
-// reducer does). With hybrid sharding, shards are reduced over the whole world.
+// reducer does). With hybrid sharding, shards are reduced over the whole world. A post-hook on
+// each parameter's gradient accumulator sees a unit's gradients complete during backward: stage 3
+// frees the unit's gathered parameters there (FSDP's post-backward reshard), and with
+// `overlap_comm` the unit's reduction starts there, in buckets (shard_reductions.h), while
+// backward goes on; otherwise the reductions start after backward.
+// Stage 3 gathers ahead of use: the next block's units during a block's forward
+// (`forward_prefetch`) and the previous block's during a block's backward (`backward_prefetch`),
+// never more than one block ahead nor past `max_live_parameters` gathered elements, and for
+// DeepSpeed no more than `prefetch_bucket_size` elements at once. A unit whose parameters are
+// each smaller than `param_persistence_threshold` stays gathered (DeepSpeed's persistent
+// parameters).
 //
 // It is the Trainer the worker drives: forward and evaluation pass through to the model it
 // wraps; clipping, the learning rate, the optimizer step and optimizer state are its own.
@@ -55,7 +69,7 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   const ShardGroups& groups() const { return groups_; }
 
   // GradientSync.
-  void PrepareForBackward(bool sync) override { syncing_ = sync; }
+  void PrepareForBackward(bool sync) override;
   void Finalize() override;
   void BeginFullState() override;
   void EndFullState() override;
@@ -119,8 +133,11 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   void ImportShardSlices(const SliceReader& read, const std::vector<std::string>& state_keys,
                          const std::vector<std::pair<std::string, int64_t>>& counters);
 
-  // Stage 3: regathers the units block `block` reads (the autograd node before its backward).
-  void RegatherForBackward(size_t block) { Enter(block); }
+  // Stage 3: regathers the units block `block` reads (the autograd node before its backward),
+  // and prefetches the previous block's.
+  void RegatherForBackward(size_t block);
+  // The accumulator hook: parameter `index` has its gradient for this backward.
+  void OnGradientReady(size_t index);
 
  private:
   struct UnitState {
@@ -128,6 +145,11 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
     at::Tensor full;       // the flat parameters, which the model's parameters view
     bool gathered = true;  // stage 3: whether `full` has storage (else 0 bytes)
     at::Tensor full_grad;  // stage 1: the all-reduced flat gradient, until the step
+    // Stage 3: a prefetch writing into `full`; Gather waits for it.
+    std::unique_ptr<distributed::PendingWork> gathering;
+    bool persistent = false;        // stage 3: never released
+    size_t gradients_expected = 0;  // parameters that get a gradient (require one)
+    size_t gradients_waiting = 0;   // of those, still without one in this backward
   };
 
   // ForwardGate (stage 3).
@@ -138,9 +160,14 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   at::Tensor FlatGradient(const FlatUnit& unit) const;
   void PointParametersInto(const FlatUnit& unit, const at::Tensor& full);
   void Gather(size_t unit);
+  void Prefetch(size_t unit);
+  void PrefetchBlock(size_t block);
   void Release(size_t unit);
   void ReleaseAll();
   void AllGatherInto(size_t unit, at::Tensor& full);
+  void AllGatherAfterStep();
+  void InstallGradientHooks();
+  void UnitGradientsReady(size_t unit);
   OptimizerState GatherOptimizerState();
   std::vector<std::pair<std::string, at::Tensor>> NamedShards() const;
 
@@ -158,6 +185,9 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   // Stage 3: the units each forward block reads, and each unit's last block.
   std::vector<std::vector<size_t>> block_units_;
   std::vector<size_t> last_block_;
+  std::vector<size_t> unit_of_;  // parameter index -> its unit
+  std::unique_ptr<ShardReductions> reductions_;
+  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
   std::optional<OptimizerState> full_state_;
   TestFault fault_;
   bool syncing_ = false;

@@ -8,6 +8,8 @@ step; a sharded run on N ranks must end within float32 reduction-order noise of 
     size_based, which change how parameters are laid out and padded into shards;
   * hybrid sharding: two machines (two accelrun launchers on this host) of two processes;
   * plain SGD (no momentum), where the update is the gradient itself, and Adam;
+  * reductions overlapped with backward and coalesced into buckets (one per unit, two, or all
+    in one), prefetched gathers, and persistent (never freed) units at stage 3;
   * gradient accumulation (no_sync micro-batches) at stage 3;
   * bf16 autocast at stage 3, within BF16_TOLERANCE.
 
@@ -104,18 +106,27 @@ def main():
     cases = {
         "stage 1, 2 ranks, no_wrap": ("SGD", 2, 1, dict(stage=1)),
         "stage 2, 2 ranks, size_based": ("SGD", 2, 1, dict(stage=2, wrap_policy="size_based", min_num_params=500)),
-        "stage 3, 2 ranks, Linear units": ("SGD", 2, 1, dict(stage=3, wrap_policy="transformer_based",
-                                                            transformer_layer_cls_to_wrap=["Linear"])),
-        "stage 1, 4 ranks, Linear units": ("SGD", 4, 1, dict(stage=1, wrap_policy="transformer_based",
-                                                            transformer_layer_cls_to_wrap=["Linear"])),
+        "stage 3, 2 ranks, Linear units, prefetched": ("SGD", 2, 1, dict(stage=3, wrap_policy="transformer_based",
+                                                                        transformer_layer_cls_to_wrap=["Linear"],
+                                                                        overlap_comm=True, forward_prefetch=True)),
+        "stage 1, 4 ranks, Linear units, overlapped": ("SGD", 4, 1, dict(stage=1, wrap_policy="transformer_based",
+                                                                        transformer_layer_cls_to_wrap=["Linear"],
+                                                                        overlap_comm=True, reduce_bucket_size=1)),
+        # Units of 288, 1024 and 64 elements: the first and last persist, the middle one is freed.
+        "stage 3 persistent, 2 ranks, Linear units": ("SGD", 2, 1, dict(stage=3, wrap_policy="transformer_based",
+                                                                       transformer_layer_cls_to_wrap=["Linear"],
+                                                                       param_persistence_threshold=300,
+                                                                       overlap_comm=True, forward_prefetch=True)),
         "stage 2, 4 ranks, no_wrap": ("SGD", 4, 1, dict(stage=2)),
         "stage 3 keep, 4 ranks, size_based": ("SGD", 4, 1, dict(stage=3, reshard_after_forward=False,
                                                                wrap_policy="size_based", min_num_params=100)),
         "stage 3, 2x2 hybrid, Linear units": ("SGD", 4, 2, dict(stage=3, hybrid=True, wrap_policy="transformer_based",
                                                                transformer_layer_cls_to_wrap=["Linear"])),
         "Adam stage 1, 2 ranks": ("Adam", 2, 1, dict(stage=1)),
-        "Adam stage 2, 4 ranks, Linear units": ("Adam", 4, 1, dict(stage=2, wrap_policy="transformer_based",
-                                                                  transformer_layer_cls_to_wrap=["Linear"])),
+        "Adam stage 2, 4 ranks, Linear units, 2 buckets": ("Adam", 4, 1, dict(stage=2, wrap_policy="transformer_based",
+                                                                             transformer_layer_cls_to_wrap=["Linear"],
+                                                                             overlap_comm=True, reduce_bucket_size=1100,
+                                                                             allgather_bucket_size=1100)),
         "Adam stage 3, 2 ranks, size_based": ("Adam", 2, 1, dict(stage=3, wrap_policy="size_based",
                                                                 min_num_params=100)),
         "Adam stage 3 keep, 2x2 hybrid": ("Adam", 4, 2, dict(stage=3, reshard_after_forward=False, hybrid=True)),
@@ -124,7 +135,7 @@ def main():
 
     def compare(name, reference, weights, far=False, tolerance=TOLERANCE):
         difference = max_abs_difference(reference, weights)
-        print(f"{name:44s} max |w - w_ddp| = {difference:.3g}", flush=True)
+        print(f"{name:50s} max |w - w_ddp| = {difference:.3g}", flush=True)
         if far and difference < FAULT_FLOOR:
             failures.append(f"{name}: the fault moved the weights by only {difference:.3g}: the test is blind to it")
         if not far and difference > tolerance:

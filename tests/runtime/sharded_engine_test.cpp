@@ -1,7 +1,9 @@
 // The sharded engine (runtime/train/sharded_engine.h) in a world of one process, against the
 // plain trainer: every stage steps the same weights and optimizer state bit for bit, the whole
-// state it gathers for checkpoints is the plain trainer's, and its shard slices round-trip.
-// (Multi-rank equivalence: tests/e2e/sharded_equivalence_test.py.)
+// state it gathers for checkpoints is the plain trainer's, and its shard slices round-trip. On
+// two Gloo ranks (threads): overlapped and bucketed reductions, prefetching and persistent units
+// change no bit, and stage 3 holds gathered only what it should. (Multi-rank equivalence with
+// DDP: tests/e2e/sharded_equivalence_test.py.)
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -9,10 +11,12 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "runtime/distributed/collectives.h"
 #include "runtime/train/sharded_engine.h"
+#include "tests/support/gloo_ranks.h"
 #include "tests/support/plan_builders.h"
 
 namespace accel::rt::train {
@@ -130,6 +134,93 @@ TEST_P(ShardedEngineStages, ShardSlicesRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, ShardedEngineStages, ::testing::Values(1, 2, 3));
+
+// The ranks are threads: the global generator that seeds the model is shared.
+std::unique_ptr<Trainer> SeededTrainer(const plan::TrainLoop& loop) {
+  static std::mutex seeding;
+  std::lock_guard<std::mutex> lock(seeding);
+  at::manual_seed(7);
+  return MakeTrainer(Model(), loop);
+}
+
+// Each rank trains on its own batches; returns its final parameters.
+std::vector<at::Tensor> TrainOnRank(int rank, distributed::Collectives& world, const plan::TrainLoop& loop) {
+  ShardedEngine engine(SeededTrainer(loop), loop, 2, world);
+  for (int step = 0; step < 3; ++step) {
+    at::Tensor features = at::cos(at::arange(32, at::kFloat).view({8, 4}) * (0.3 + step + rank));
+    at::Tensor targets = at::sin(at::arange(16, at::kFloat).view({8, 2}) + step - rank);
+    engine.PrepareForBackward(true);
+    engine.ForwardBackward(features, targets, 1.0);
+    engine.Finalize();
+    engine.ClipGradNorm(1e6);
+    engine.OptimizerStep(false);
+  }
+  engine.BeginFullState();
+  std::vector<at::Tensor> weights;
+  for (const auto& [name, tensor] : engine.NamedParameters()) weights.push_back(tensor.detach().clone());
+  engine.EndFullState();
+  return weights;
+}
+
+TEST(ShardedEngineOnTwoRanks, OverlapBucketsPrefetchAndPersistenceChangeNoBit) {
+  for (int64_t stage : {1, 2, 3}) {
+    plan::TrainLoop plain = Loop(stage);
+    plain.sharding.overlap_comm = false;
+    plain.sharding.reduce_bucket_size = 1;  // one collective per unit
+    plain.sharding.allgather_bucket_size = 1;
+    plain.sharding.backward_prefetch = plan::BackwardPrefetch::none;
+    plan::TrainLoop busy = Loop(stage);
+    busy.sharding.overlap_comm = true;
+    busy.sharding.reduce_bucket_size = 40;  // the two small units share a bucket
+    busy.sharding.allgather_bucket_size = 1000;
+    busy.sharding.forward_prefetch = true;
+    busy.sharding.backward_prefetch = plan::BackwardPrefetch::backward_pre;
+    busy.sharding.param_persistence_threshold = 10;  // the last Linear (3 x 2) stays gathered
+    distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+      std::vector<at::Tensor> expected = TrainOnRank(rank, *world, plain);
+      std::vector<at::Tensor> weights = TrainOnRank(rank, *world, busy);
+      ASSERT_EQ(weights.size(), expected.size());
+      for (size_t i = 0; i < weights.size(); ++i)
+        EXPECT_TRUE(SameBits(weights[i], expected[i]))
+            << "stage " << stage << ", parameter " << i << ", rank " << rank;
+    });
+  }
+}
+
+// Whether parameter `index`'s gathered storage is there.
+bool Held(const ShardedEngine& engine, size_t index) {
+  return engine.NamedParameters().at(index).second.storage().nbytes() > 0;
+}
+
+TEST(ShardedEngineOnTwoRanks, StageThreeFreesUnitsInBackwardAndKeepsPersistentOnes) {
+  plan::TrainLoop loop = Loop(3);
+  loop.sharding.param_persistence_threshold = 10;  // parameters 4 and 5 (the last Linear, 3 x 2)
+  distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+    ShardedEngine engine(SeededTrainer(loop), loop, 2, *world);
+    ASSERT_EQ(engine.NamedParameters().size(), 6u);
+    auto expect_held = [&](const std::vector<bool>& held, const char* when) {
+      for (size_t i = 0; i < held.size(); ++i)
+        EXPECT_EQ(Held(engine, i), held[i]) << when << ", parameter " << i;
+    };
+    expect_held({false, false, false, false, true, true}, "at start");
+    at::Tensor features = at::cos(at::arange(32, at::kFloat).view({8, 4}) * (0.3 + rank));
+    at::Tensor targets = at::sin(at::arange(16, at::kFloat).view({8, 2}));
+    engine.PrepareForBackward(true);
+    engine.ForwardBackward(features, targets, 1.0);
+    // Backward is over: every unit whose gradients are complete was freed then, before Finalize.
+    expect_held({false, false, false, false, true, true}, "after backward");
+    engine.Finalize();
+    engine.OptimizerStep(false);
+    expect_held({false, false, false, false, true, true}, "after the step");
+    // The persistent unit holds the stepped weights, as a gathered one would.
+    engine.BeginFullState();
+    std::vector<at::Tensor> gathered;
+    for (const auto& [name, tensor] : engine.NamedParameters()) gathered.push_back(tensor.detach().clone());
+    engine.EndFullState();
+    expect_held({false, false, false, false, true, true}, "after a save");
+    EXPECT_TRUE(SameBits(engine.NamedParameters()[4].second, gathered[4]));
+  });
+}
 
 }  // namespace
 }  // namespace accel::rt::train
