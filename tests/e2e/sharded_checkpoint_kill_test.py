@@ -142,6 +142,8 @@ def random_kill(accelc, accelrun, workdir, reference, trial, rng, failures):
         return f"{what}: the run ended before the kill (nothing to check)"
     if process.returncode != 1:
         failures.append(f"{what}: accelrun exited {process.returncode}")
+    # An unfinished save's folder: the kill landed inside a save.
+    unfinished = [n for n in os.listdir(os.path.join(root, "project", "checkpoints")) if n.endswith(".tmp")]
     found = verify_all(accelrun, root)
     # Saving every step from checkpoint_0 on: checkpoint_N holds step N + 1. Rotation never
     # removes the newest complete one, and a save reported done is complete.
@@ -149,8 +151,8 @@ def random_kill(accelc, accelrun, workdir, reference, trial, rng, failures):
         failures.append(f"{what}: step {saved[-1]} reported saved, newest complete checkpoint "
                         f"{found[-1][1] if found else None}")
     step = resume(accelrun, plan, root, reference[RANDOM_STEPS], failures, what)
-    return f"{what}: last save reported at step {saved[-1]}; {len(found)} checkpoints verify, resumed at " \
-           f"step {step}, same weights"
+    return f"{what}: last save reported at step {saved[-1]}{', killed mid-save' if unfinished else ''}; " \
+           f"{len(found)} checkpoints verify, resumed at step {step}, same weights"
 
 
 def main():
