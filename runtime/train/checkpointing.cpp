@@ -195,8 +195,8 @@ llvm::Error SaveShardedCheckpoint(checkpoint::CheckpointStore& store, const plan
       PrintWarnings(saved->warnings);
       double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-      fmt::print("checkpoint {} saved at step {} ({:.0f} ms, sharded over {} ranks{})\n", saved->path,
-                 progress.step, ms, world,
+      fmt::print("checkpoint {} saved at step {} ({:.0f} ms, sharded over {} rank{}{})\n", saved->path,
+                 progress.step, ms, world, world == 1 ? "" : "s",
                  saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
       std::fflush(stdout);
       KillIfAsked("finished", rank);
