@@ -5,8 +5,10 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/support/error.h"
+#include "runtime/train/sharded_checkpoint.h"
 #include "runtime/train/worker.h"
 
 namespace accel::rt::train {
@@ -46,6 +48,30 @@ llvm::Error WriteCheckpoint(checkpoint::CheckpointStore& store, const plan::Chec
     std::fflush(stdout);
   }
   return llvm::Error::success();
+}
+
+// Every rank's RNG state, one int32 row per rank: each rank fills its own row, zeros elsewhere,
+// and the sum is every rank's bytes, exactly. Collective.
+at::Tensor GatherRngStates(int rank, distributed::Collectives& collectives) {
+  at::Tensor mine = CaptureRngState();
+  at::Tensor rows = at::zeros({collectives.world_size(), mine.numel()}, at::kInt);
+  rows[rank].copy_(mine);
+  std::vector<at::Tensor> gathered{rows};
+  collectives.AllReduceSum(gathered);
+  return rows;
+}
+
+// The ranks whose flag is set, summed over the world: the barrier of a sharded save, which also
+// tells every rank who failed. Collective.
+std::vector<int> FailedRanks(bool failed, int rank, distributed::Collectives& collectives) {
+  at::Tensor flags = at::zeros({collectives.world_size()}, at::kInt);
+  flags[rank] = failed ? 1 : 0;
+  std::vector<at::Tensor> all{flags};
+  collectives.AllReduceSum(all);
+  std::vector<int> ranks;
+  for (int r = 0; r < collectives.world_size(); ++r)
+    if (flags[r].item<int>() != 0) ranks.push_back(r);
+  return ranks;
 }
 
 }  // namespace
@@ -112,12 +138,7 @@ llvm::Error SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Check
                            const plan::InitProcessGroup& init, const std::filesystem::path& output_dir,
                            const Trainer& trainer, const Progress& progress, int64_t data_seed, int rank,
                            distributed::Collectives& collectives) {
-  at::Tensor mine = CaptureRngState();
-  // One int32 row per rank, zeros elsewhere: the sum is every rank's bytes, exactly.
-  at::Tensor rows = at::zeros({collectives.world_size(), mine.numel()}, at::kInt);
-  rows[rank].copy_(mine);
-  std::vector<at::Tensor> gathered{rows};
-  collectives.AllReduceSum(gathered);
+  at::Tensor rows = GatherRngStates(rank, collectives);
   // A writer's failure is reported after the barrier, so the others are not left waiting.
   llvm::Error failure =
       WritesCheckpoints(spec, init, rank)
@@ -125,6 +146,73 @@ llvm::Error SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Check
           : llvm::Error::success();
   collectives.Barrier();
   return failure;
+}
+
+llvm::Error SaveShardedCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& spec,
+                                  const std::filesystem::path& output_dir, const ShardedEngine& engine,
+                                  const Progress& progress, int64_t data_seed, int rank,
+                                  distributed::Collectives& collectives) {
+  at::Tensor rows = GatherRngStates(rank, collectives);
+  auto started = std::chrono::steady_clock::now();
+  const uint32_t world = static_cast<uint32_t>(collectives.world_size());
+  const std::string manual = ManualCheckpointDir(spec, output_dir);
+  const std::string staging = spec.automatic_checkpoint_naming
+                                  ? store.ShardedStagingDir()
+                                  : checkpoint::CheckpointStore::ShardedStagingDirFor(manual);
+  // 1. Every rank writes its slices into the unfinished folder.
+  KillIfAsked("slices", rank);
+  llvm::Error written = llvm::Error::success();
+  try {
+    std::unique_ptr<RankStateSlices> slices = EncodeRankSlices(engine, /*with_buffers=*/rank == 0);
+    written = checkpoint::WriteRankSlices(staging, static_cast<uint32_t>(rank), world, slices->slices());
+  } catch (const std::invalid_argument& error) {
+    // Reported after the barrier, as a write error is, so the others are not left waiting.
+    written = Fail(fmt::format("cannot write the sharded checkpoint: {}", error.what()));
+  }
+  KillIfAsked("written", rank);
+  // 2. The barrier, bounded by the group's timeout: rank 0 finishes only when every rank wrote.
+  const bool failed = static_cast<bool>(written);
+  std::vector<int> failed_ranks = FailedRanks(failed, rank, collectives);
+  if (failed) return written;
+  if (!failed_ranks.empty()) {
+    return Fail(
+        fmt::format("the sharded checkpoint of step {} was not saved: rank {} could not write its slices",
+                    progress.step, fmt::join(failed_ranks, ", ")));
+  }
+  // 3. Rank 0: its unsharded files, the index and the manifest, then the rename and rotation.
+  llvm::Error finished = llvm::Error::success();
+  if (rank == 0) {
+    KillIfAsked("finish", rank);
+    std::vector<at::Tensor> rng_states;
+    for (int64_t r = 0; r < rows.size(0); ++r) rng_states.push_back(rows[r].to(at::kByte).contiguous());
+    llvm::Expected<std::unique_ptr<StateFiles>> files =
+        EncodeShardedTrainingState(engine.ExportOptimizerLayout(), progress, rng_states, data_seed);
+    llvm::Expected<checkpoint::SaveResult> saved =
+        !files                             ? llvm::Expected<checkpoint::SaveResult>(files.takeError())
+        : spec.automatic_checkpoint_naming ? store.FinishSharded(world, (*files)->files())
+                                           : store.FinishShardedTo(manual, world, (*files)->files());
+    if (saved) {
+      PrintWarnings(saved->warnings);
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      fmt::print("checkpoint {} saved at step {} ({:.0f} ms, sharded over {} rank{}{})\n", saved->path,
+                 progress.step, ms, world, world == 1 ? "" : "s",
+                 saved->removed.empty() ? "" : fmt::format(", removed {}", fmt::join(saved->removed, ", ")));
+      std::fflush(stdout);
+      KillIfAsked("finished", rank);
+    } else {
+      finished = saved.takeError();
+    }
+  }
+  // 4. Every rank learns whether the checkpoint is in place; the others then count it too.
+  const bool finish_failed = static_cast<bool>(finished);
+  if (!FailedRanks(finish_failed, rank, collectives).empty()) {
+    if (finish_failed) return finished;
+    return Fail(fmt::format("the sharded checkpoint of step {} was not saved: rank 0 could not finish it",
+                            progress.step));
+  }
+  if (rank != 0) store.AdvanceIteration();
+  return llvm::Error::success();
 }
 
 }  // namespace accel::rt::train

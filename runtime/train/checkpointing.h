@@ -9,6 +9,7 @@
 #include "llvm/Support/Error.h"
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/distributed/collectives.h"
+#include "runtime/train/sharded_engine.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
 
@@ -45,6 +46,19 @@ llvm::Error SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Check
                            const plan::InitProcessGroup& init, const std::filesystem::path& output_dir,
                            const Trainer& trainer, const Progress& progress, int64_t data_seed, int rank,
                            distributed::Collectives& collectives);
+
+// save_state of a `state_dict_type = sharded` checkpoint (docs/checkpoints.md, "Sharded
+// checkpoints"). Collective: every rank's RNG state travels to rank 0; every rank writes its
+// slices into the store's unfinished folder (EncodeRankSlices); a barrier (an all-reduce,
+// bounded by the group's timeout) tells every rank who failed; rank 0 writes its files
+// (EncodeShardedTrainingState), the index and the manifest last, and renames the folder into
+// place; a last all-reduce tells the others, which then advance their store's iteration. A
+// rank's failure fails the save on every rank (naming it), and leaves the earlier checkpoints
+// as they were.
+llvm::Error SaveShardedCheckpoint(checkpoint::CheckpointStore& store, const plan::Checkpoint& spec,
+                                  const std::filesystem::path& output_dir, const ShardedEngine& engine,
+                                  const Progress& progress, int64_t data_seed, int rank,
+                                  distributed::Collectives& collectives);
 
 }  // namespace accel::rt::train
 

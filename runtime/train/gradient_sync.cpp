@@ -48,7 +48,9 @@ TestFault TestFaultFromEnvironment() {
   if (fault.empty()) return TestFault::kNone;
   if (fault == "grad_scale") return TestFault::kGradScale;
   if (fault == "shard_offset") return TestFault::kShardOffset;
-  throw std::invalid_argument("ACCEL_TEST_FAULT must be grad_scale or shard_offset (a test hook)");
+  if (fault == "slice_offset") return TestFault::kSliceOffset;
+  throw std::invalid_argument(
+      "ACCEL_TEST_FAULT must be grad_scale, shard_offset or slice_offset (a test hook)");
 }
 
 }  // namespace accel::rt::train

@@ -33,9 +33,11 @@ std::unique_ptr<GradientSync> MakeDdpSync(std::unique_ptr<Reducer> reducer,
 // ACCEL_TEST_FAULT, read by the gradient synchronisation only, breaks it on purpose so that a
 // test proves its tolerance would catch the break:
 //   grad_scale    the averaged gradients are multiplied by 16;
-//   shard_offset  (sharded engine) each rank's gathered shard lands one shard further on.
+//   shard_offset  (sharded engine) each rank's gathered shard lands one shard further on;
+//   slice_offset  (sharded engine) each range read from a sharded checkpoint lands one element
+//                 further on (rolled), so a resume test proves it catches a wrong offset.
 // Unset or empty in every real run.
-enum class TestFault { kNone, kGradScale, kShardOffset };
+enum class TestFault { kNone, kGradScale, kShardOffset, kSliceOffset };
 TestFault TestFaultFromEnvironment();
 // The factory `grad_scale` applies.
 inline constexpr double kFaultGradScale = 16.0;

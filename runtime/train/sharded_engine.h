@@ -108,7 +108,8 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   // Takes this rank's shard of a whole state (any world size's checkpoint).
   void ImportOptimizerState(const OptimizerState& state) override;
 
-  // For `state_dict_type = sharded` checkpoints: what this rank holds of each parameter.
+  // For `state_dict_type = sharded` checkpoints (runtime/train/sharded_checkpoint.h writes and
+  // reads them through these): what this rank holds of each parameter.
   struct ShardSlice {
     std::string name;
     std::vector<int64_t> shape;
@@ -120,14 +121,22 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
     std::vector<std::pair<std::string, at::Tensor>> state;
     std::vector<std::pair<std::string, int64_t>> counters;
   };
-  // Every parameter this rank's shards overlap, in parameter order. Not collective.
+  // Every parameter this rank's shards overlap, in parameter order: views of the live shards
+  // and optimizer state, valid until the next optimizer step. Not collective.
   std::vector<ShardSlice> ExportShardSlices() const;
-  // The inverse: `read(name, key, start, end)` returns elements [start, end) of the named
-  // parameter's flattened tensor (`key` empty) or of its optimizer state `key`, from a sharded
-  // checkpoint of any world size; `counters` gives a parameter's counters (`step`). Writes
-  // this rank's shards and optimizer state; collective at stages 1 and 2, which gather the
-  // whole parameters again. Neither function is connected to a checkpoint format yet:
-  // `state_dict_type = sharded` is refused at start.
+  // Whether this rank's slices belong in a sharded checkpoint: with hybrid sharding only the
+  // first machine's ranks do (the other machines hold copies of the same shards).
+  bool WritesShardSlices() const { return world_.rank() < groups_.shard_count(); }
+  // The whole optimizer state's layout as an unsharded run exports it (type, hyper-parameters,
+  // every parameter by name with its counters) but without tensors: what `optimizer.json`
+  // records. Not collective.
+  OptimizerState ExportOptimizerLayout() const;
+  // The inverse of ExportShardSlices: `read(name, key, start, end)` returns elements
+  // [start, end) of the named parameter's flattened tensor (`key` empty) or of its optimizer
+  // state `key`, from a sharded checkpoint of any world size; `counters` gives every
+  // parameter's counters (`step`). Writes this rank's shards and optimizer state; collective at
+  // stages 1 and 2, which gather the whole parameters again. `read` must not fail (check the
+  // checkpoint first): a throw leaves the other ranks in the gather.
   using SliceReader =
       std::function<at::Tensor(const std::string& name, const std::string& key, int64_t start, int64_t end)>;
   void ImportShardSlices(const SliceReader& read, const std::vector<std::string>& state_keys,

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/parallel.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/support/error.h"
 #include "runtime/tensor/scalar_type.h"
 
@@ -115,10 +117,29 @@ void RestoreRngState(const at::Tensor& state) {
   generator.set_state(state);
 }
 
+// What EncodeTrainingState and EncodeShardedTrainingState share: with `model` null, no
+// safetensors of the model or the optimizer state.
+llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
+    const std::vector<std::pair<std::string, at::Tensor>>* model, const OptimizerState& optimizer,
+    const Progress& progress, const std::vector<at::Tensor>& rng_states, int64_t data_seed);
+
 llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& trainer,
                                                                 const Progress& progress,
                                                                 const std::vector<at::Tensor>& rng_states,
                                                                 int64_t data_seed) {
+  std::vector<std::pair<std::string, at::Tensor>> model = ModelState(trainer);
+  return EncodeStateFiles(&model, trainer.ExportOptimizerState(), progress, rng_states, data_seed);
+}
+
+llvm::Expected<std::unique_ptr<StateFiles>> EncodeShardedTrainingState(
+    const OptimizerState& layout, const Progress& progress, const std::vector<at::Tensor>& rng_states,
+    int64_t data_seed) {
+  return EncodeStateFiles(nullptr, layout, progress, rng_states, data_seed);
+}
+
+llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
+    const std::vector<std::pair<std::string, at::Tensor>>* model, const OptimizerState& optimizer,
+    const Progress& progress, const std::vector<at::Tensor>& rng_states, int64_t data_seed) {
   auto out = std::make_unique<StateFiles>();
   // A view of `tensor` that stays valid while `out` lives.
   auto keep = [&](const at::Tensor& tensor) -> llvm::Expected<checkpoint::TensorRef> {
@@ -145,18 +166,21 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
     out->files_.push_back({std::move(name), {out->text_.back()}});
   };
 
-  // Model weights, as Accelerate's save_state writes them.
-  std::vector<checkpoint::TensorRef> weights;
-  for (const auto& [name, tensor] : ModelState(trainer)) {
-    llvm::Expected<checkpoint::TensorRef> ref = keep(tensor);
-    if (!ref) return Fail(fmt::format("model.safetensors: `{}`: {}", name, llvm::toString(ref.takeError())));
-    ref->name = name;
-    weights.push_back(std::move(*ref));
+  // Model weights, as Accelerate's save_state writes them (a sharded checkpoint's are in the
+  // ranks' files).
+  if (model != nullptr) {
+    std::vector<checkpoint::TensorRef> weights;
+    for (const auto& [name, tensor] : *model) {
+      llvm::Expected<checkpoint::TensorRef> ref = keep(tensor);
+      if (!ref)
+        return Fail(fmt::format("model.safetensors: `{}`: {}", name, llvm::toString(ref.takeError())));
+      ref->name = name;
+      weights.push_back(std::move(*ref));
+    }
+    if (llvm::Error error = add_safetensors("model.safetensors", weights, {{"format", "pt"}})) return error;
   }
-  if (llvm::Error error = add_safetensors("model.safetensors", weights, {{"format", "pt"}})) return error;
 
   // The optimizer: tensors by parameter name, everything else in JSON.
-  OptimizerState optimizer = trainer.ExportOptimizerState();
   std::vector<checkpoint::TensorRef> state_tensors;
   json::Object counters;
   json::Array names;
@@ -174,8 +198,10 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
       counters[parameter.name] = std::move(scalars);
     }
   }
-  if (llvm::Error error = add_safetensors("optimizer.safetensors", state_tensors, {{"format", "pt"}}))
-    return error;
+  if (model != nullptr) {
+    if (llvm::Error error = add_safetensors("optimizer.safetensors", state_tensors, {{"format", "pt"}}))
+      return error;
+  }
   json::Object group = optimizer.hyperparameters;
   group["params"] = std::move(names);
   double lr = group.getNumber("lr").getValueOr(0);
@@ -266,14 +292,12 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
   return progress;
 }
 
-// optimizer.json and optimizer.safetensors into the trainer, checked completely before
-// anything changes.
-llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer) {
+// optimizer.json: the type, the hyper-parameters, every parameter by name with its counters;
+// no tensors yet.
+llvm::Expected<OptimizerState> ReadOptimizerLayout(const checkpoint::VerifiedCheckpoint& ckpt) {
   std::string optimizer_json = ckpt.path + "/optimizer.json";
   llvm::Expected<json::Object> meta = ReadJson(ckpt, "optimizer.json");
   if (!meta) return meta.takeError();
-  llvm::Expected<checkpoint::SafetensorsFile> tensors = ckpt.Safetensors("optimizer.safetensors");
-  if (!tensors) return tensors.takeError();
   OptimizerState optimizer;
   optimizer.type = meta->getString("type").getValueOr("").str();
   const json::Array* groups = meta->getArray("param_groups");
@@ -284,6 +308,66 @@ llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer
   const json::Array* names = optimizer.hyperparameters.getArray("params");
   if (names == nullptr) return Fail(fmt::format("{}: the parameter group has no `params`", optimizer_json));
   const json::Object* counters = meta->getObject("state");
+  for (const json::Value& value : *names) {
+    llvm::Optional<llvm::StringRef> name = value.getAsString();
+    if (!name) return Fail(fmt::format("{}: `params` must list parameter names", optimizer_json));
+    OptimizerState::Parameter parameter{name->str(), {}, {}};
+    if (const json::Object* scalars = counters ? counters->getObject(parameter.name) : nullptr) {
+      for (const auto& [key, scalar] : *scalars) {
+        llvm::Optional<int64_t> integer = scalar.getAsInteger();
+        if (!integer)
+          return Fail(
+              fmt::format("{}: state `{}.{}` is not an integer", optimizer_json, parameter.name, key.str()));
+        parameter.counters.emplace_back(key.str(), *integer);
+      }
+    }
+    optimizer.parameters.push_back(std::move(parameter));
+  }
+  return optimizer;
+}
+
+// `state.<parameter>.<key>` split into its parameter and key (parameter names contain dots,
+// keys do not); false for another name.
+bool SplitStateName(const std::string& name, std::string& parameter, std::string& key) {
+  size_t last_dot = name.rfind('.');
+  if (name.rfind("state.", 0) != 0 || last_dot == std::string::npos || last_dot <= 6) return false;
+  parameter = name.substr(6, last_dot - 6);
+  key = name.substr(last_dot + 1);
+  return true;
+}
+
+// Attaches `tensors` (by parameter name, then key) to `optimizer`'s parameters and puts it into
+// the trainer. `file` names the tensors' source in errors.
+llvm::Error ImportOptimizer(
+    OptimizerState& optimizer,
+    std::map<std::string, std::vector<std::pair<std::string, at::Tensor>>> by_parameter,
+    const std::string& file, const std::string& optimizer_json, Trainer& trainer) {
+  optimizer.tensors_owned = true;
+  for (OptimizerState::Parameter& parameter : optimizer.parameters) {
+    if (auto found = by_parameter.find(parameter.name); found != by_parameter.end()) {
+      parameter.tensors = std::move(found->second);
+      by_parameter.erase(found);
+    }
+  }
+  if (!by_parameter.empty()) {
+    return Fail(fmt::format("{}: state for `{}`, which `optimizer.json` does not list", file,
+                            by_parameter.begin()->first));
+  }
+  try {
+    trainer.ImportOptimizerState(optimizer);
+  } catch (const std::invalid_argument& error) {
+    return Fail(fmt::format("{}: {}", optimizer_json, error.what()));
+  }
+  return llvm::Error::success();
+}
+
+// optimizer.json and optimizer.safetensors into the trainer, checked completely before
+// anything changes.
+llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer) {
+  llvm::Expected<OptimizerState> optimizer = ReadOptimizerLayout(ckpt);
+  if (!optimizer) return optimizer.takeError();
+  llvm::Expected<checkpoint::SafetensorsFile> tensors = ckpt.Safetensors("optimizer.safetensors");
+  if (!tensors) return tensors.takeError();
   std::map<std::string, std::vector<std::pair<std::string, at::Tensor>>> by_parameter;
   std::string optimizer_file = ckpt.path + "/optimizer.safetensors";
   // The state tensors are built on the verified file's own mapping: their pages become this
@@ -299,15 +383,15 @@ llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer
   };
   std::vector<Slot> slots;
   for (const auto& [name, info] : tensors->tensors()) {
-    // `state.<parameter>.<key>`: parameter names contain dots, keys do not.
-    size_t last_dot = name.rfind('.');
-    if (name.rfind("state.", 0) != 0 || last_dot <= 6) {
+    Slot slot;
+    if (!SplitStateName(name, slot.parameter, slot.key)) {
       return Fail(fmt::format("{}: tensor `{}` is not named state.<parameter>.<key>", optimizer_file, name));
     }
     if (info.dtype != "F32")
       return Fail(fmt::format("{}: tensor `{}` is {}, expected F32", optimizer_file, name, info.dtype));
-    slots.push_back(
-        {name.substr(6, last_dot - 6), name.substr(last_dot + 1), info.shape, tensors->Bytes(name), {}});
+    slot.shape = info.shape;
+    slot.bytes = tensors->Bytes(name);
+    slots.push_back(std::move(slot));
   }
   checkpoint::ParallelFor(slots.size(), [&](size_t i) {
     Slot& slot = slots[i];
@@ -325,37 +409,8 @@ llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer
     }
   });
   for (Slot& slot : slots) by_parameter[slot.parameter].emplace_back(slot.key, std::move(slot.tensor));
-  optimizer.tensors_owned = true;
-  for (const json::Value& value : *names) {
-    llvm::Optional<llvm::StringRef> name = value.getAsString();
-    if (!name) return Fail(fmt::format("{}: `params` must list parameter names", optimizer_json));
-    OptimizerState::Parameter parameter{name->str(), {}, {}};
-    if (auto found = by_parameter.find(parameter.name); found != by_parameter.end()) {
-      parameter.tensors = std::move(found->second);
-      by_parameter.erase(found);
-    }
-    if (const json::Object* scalars = counters ? counters->getObject(parameter.name) : nullptr) {
-      for (const auto& [key, scalar] : *scalars) {
-        llvm::Optional<int64_t> integer = scalar.getAsInteger();
-        if (!integer)
-          return Fail(
-              fmt::format("{}: state `{}.{}` is not an integer", optimizer_json, parameter.name, key.str()));
-        parameter.counters.emplace_back(key.str(), *integer);
-      }
-    }
-    optimizer.parameters.push_back(std::move(parameter));
-  }
-  if (!by_parameter.empty()) {
-    return Fail(fmt::format("{}: state for `{}`, which `optimizer.json` does not list", optimizer_file,
-                            by_parameter.begin()->first));
-  }
-  try {
-    trainer.ImportOptimizerState(optimizer);
-  } catch (const std::invalid_argument& error) {
-    return Fail(fmt::format("{}: {}", optimizer_json, error.what()));
-  }
-
-  return llvm::Error::success();
+  return ImportOptimizer(*optimizer, std::move(by_parameter), optimizer_file, ckpt.path + "/optimizer.json",
+                         trainer);
 }
 
 // model.safetensors, copied in place so the optimizer's references to the parameters stay valid.
@@ -392,6 +447,139 @@ llvm::Error RestoreParameters(const checkpoint::VerifiedCheckpoint& ckpt, Traine
   return llvm::Error::success();
 }
 
+// Elements [start, end) of a sharded checkpoint's F32 tensor, as a new 1-D tensor.
+llvm::Expected<at::Tensor> ReadFloats(const checkpoint::ShardedStateReader& reader,
+                                      checkpoint::ShardedKind kind, const std::string& name, int64_t start,
+                                      int64_t end) {
+  at::Tensor out = at::empty({end - start}, at::kFloat);
+  if (llvm::Error error =
+          reader.CopyRange(kind, name, static_cast<uint64_t>(start), static_cast<uint64_t>(end),
+                           {static_cast<char*>(out.data_ptr()), out.nbytes()})) {
+    return error;
+  }
+  return out;
+}
+
+// Whether the sharded checkpoint has tensor `name` of `kind` with `target`'s dtype and shape.
+llvm::Error CheckShardedTensor(const checkpoint::ShardedStateReader& reader, checkpoint::ShardedKind kind,
+                               const std::string& name, const at::Tensor& target, const std::string& path) {
+  const auto& tensors = reader.tensors(kind);
+  const std::string where = fmt::format("{}/{}", path, checkpoint::kShardedIndexName);
+  auto found = tensors.find(name);
+  if (found == tensors.end())
+    return Fail(fmt::format("{}: no {} tensor `{}`", where, checkpoint::KindName(kind), name));
+  const char* dtype = SafetensorsDtype(target.scalar_type());
+  if (dtype == nullptr || found->second.dtype != dtype || found->second.shape != target.sizes().vec()) {
+    return Fail(fmt::format("{}: {} tensor `{}` is {} {}, this model's is {} {}", where,
+                            checkpoint::KindName(kind), name, found->second.dtype,
+                            fmt::join(found->second.shape, "x"), dtype ? dtype : "?",
+                            fmt::join(target.sizes(), "x")));
+  }
+  return llvm::Error::success();
+}
+
+// Copies the whole tensor `name` of the sharded checkpoint into `target` (checked first).
+llvm::Error CopyWhole(const checkpoint::ShardedStateReader& reader, const std::string& name,
+                      const at::Tensor& target, const std::string& path) {
+  if (llvm::Error error = CheckShardedTensor(reader, checkpoint::ShardedKind::kModel, name, target, path))
+    return error;
+  if (!target.is_contiguous()) return Fail(fmt::format("`{}` is not contiguous", name));
+  return reader.CopyRange(checkpoint::ShardedKind::kModel, name, 0, static_cast<uint64_t>(target.numel()),
+                          {static_cast<char*>(target.data_ptr()), target.nbytes()});
+}
+
+// The model tensors of a sharded checkpoint must be exactly this model's parameters and buffers.
+llvm::Error CheckShardedModelCount(const checkpoint::ShardedStateReader& reader, const Trainer& trainer,
+                                   const std::string& path) {
+  size_t count = ModelState(trainer).size();
+  size_t saved = reader.tensors(checkpoint::ShardedKind::kModel).size();
+  if (saved == count) return llvm::Error::success();
+  return Fail(fmt::format("{}/{}: {} model tensors, this model has {} parameters and buffers", path,
+                          checkpoint::kShardedIndexName, saved, count));
+}
+
+// A sharded checkpoint into a trainer that holds whole tensors (a DDP run, or a sharded one
+// before its engine takes its shards): every tensor read whole from the ranks' slices.
+llvm::Error RestoreShardedWhole(const checkpoint::VerifiedCheckpoint& ckpt,
+                                const checkpoint::ShardedStateReader& reader, Trainer& trainer) {
+  if (llvm::Error error = CheckShardedModelCount(reader, trainer, ckpt.path)) return error;
+  llvm::Expected<OptimizerState> optimizer = ReadOptimizerLayout(ckpt);
+  if (!optimizer) return optimizer.takeError();
+  const std::string index = ckpt.path + "/" + std::string(checkpoint::kShardedIndexName);
+  std::map<std::string, std::vector<std::pair<std::string, at::Tensor>>> by_parameter;
+  for (const auto& [name, tensor] : reader.tensors(checkpoint::ShardedKind::kOptimizer)) {
+    std::string parameter, key;
+    if (!SplitStateName(name, parameter, key))
+      return Fail(fmt::format("{}: optimizer tensor `{}` is not named state.<parameter>.<key>", index, name));
+    if (tensor.dtype != "F32")
+      return Fail(fmt::format("{}: optimizer tensor `{}` is {}, expected F32", index, name, tensor.dtype));
+    llvm::Expected<at::Tensor> whole =
+        ReadFloats(reader, checkpoint::ShardedKind::kOptimizer, name, 0,
+                   static_cast<int64_t>(*checkpoint::ElementCount(tensor.shape)));
+    if (!whole) return whole.takeError();
+    by_parameter[parameter].emplace_back(key, whole->view(tensor.shape));
+  }
+  // The optimizer first: it is checked completely before the parameters change.
+  if (llvm::Error error = ImportOptimizer(*optimizer, std::move(by_parameter), index,
+                                          ckpt.path + "/optimizer.json", trainer)) {
+    return error;
+  }
+  for (const auto& [name, tensor] : ModelState(trainer))
+    if (llvm::Error error = CopyWhole(reader, name, tensor, ckpt.path)) return error;
+  return llvm::Error::success();
+}
+
+// A sharded checkpoint for the sharded engine: everything checked against this model, the
+// buffers (whole on every rank) and the optimizer's hyper-parameters restored; the parameters
+// and optimizer state are left to ImportShardedResume, each rank reading its own ranges.
+llvm::Error PrepareShardedResume(const checkpoint::VerifiedCheckpoint& ckpt,
+                                 const checkpoint::ShardedStateReader& reader, Trainer& trainer,
+                                 ShardedResume& resume) {
+  if (llvm::Error error = CheckShardedModelCount(reader, trainer, ckpt.path)) return error;
+  llvm::Expected<OptimizerState> layout = ReadOptimizerLayout(ckpt);
+  if (!layout) return layout.takeError();
+  const std::string index = ckpt.path + "/" + std::string(checkpoint::kShardedIndexName);
+  std::set<std::string> keys;
+  for (const auto& [name, tensor] : reader.tensors(checkpoint::ShardedKind::kOptimizer)) {
+    std::string parameter, key;
+    if (!SplitStateName(name, parameter, key))
+      return Fail(fmt::format("{}: optimizer tensor `{}` is not named state.<parameter>.<key>", index, name));
+    keys.insert(key);
+  }
+  std::vector<std::pair<std::string, at::Tensor>> parameters = trainer.NamedParameters();
+  for (const auto& [name, tensor] : parameters) {
+    if (llvm::Error error =
+            CheckShardedTensor(reader, checkpoint::ShardedKind::kModel, name, tensor, ckpt.path))
+      return error;
+    // The engine keeps every key for every parameter (as its whole-state import does).
+    for (const std::string& key : keys) {
+      if (llvm::Error error = CheckShardedTensor(reader, checkpoint::ShardedKind::kOptimizer,
+                                                 fmt::format("state.{}.{}", name, key), tensor, ckpt.path))
+        return error;
+    }
+  }
+  if (reader.tensors(checkpoint::ShardedKind::kOptimizer).size() != keys.size() * parameters.size()) {
+    return Fail(fmt::format("{}: optimizer state for a parameter this model does not have", index));
+  }
+  // The engine keeps one set of counters per unit; every parameter of a run has the same.
+  for (const OptimizerState::Parameter& parameter : layout->parameters) {
+    if (parameter.counters.empty()) continue;
+    if (resume.counters.empty()) resume.counters = parameter.counters;
+    if (parameter.counters != resume.counters) {
+      return Fail(fmt::format("{}/optimizer.json: the counters of `{}` differ from the other parameters'",
+                              ckpt.path, parameter.name));
+    }
+  }
+  resume.state_keys.assign(keys.begin(), keys.end());
+  // The hyper-parameters now (the engine takes them from the model); no state.
+  for (OptimizerState::Parameter& parameter : layout->parameters) parameter.counters.clear();
+  if (llvm::Error error = ImportOptimizer(*layout, {}, index, ckpt.path + "/optimizer.json", trainer))
+    return error;
+  for (const auto& [name, tensor] : trainer.NamedBuffers())
+    if (llvm::Error error = CopyWhole(reader, name, tensor, ckpt.path)) return error;
+  return llvm::Error::success();
+}
+
 // random_states_<rank>.safetensors: this rank's generator.
 llvm::Error RestoreRng(const checkpoint::VerifiedCheckpoint& ckpt, int rank) {
   std::string rng_name = fmt::format("random_states_{}.safetensors", rank);
@@ -416,13 +604,27 @@ llvm::Error RestoreRng(const checkpoint::VerifiedCheckpoint& ckpt, int rank) {
 }  // namespace
 
 llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer,
-                                              int rank, int world_size, int64_t data_seed) {
+                                              int rank, int world_size, int64_t data_seed,
+                                              std::optional<ShardedResume>* sharded) {
   (void)world_size;  // any: the worker converts what depends on it (TrainingRun::Restore)
   llvm::Expected<Progress> progress = ReadProgress(ckpt, data_seed);
   if (!progress) return progress.takeError();
-  // The optimizer first: it is checked completely before the parameters change.
-  if (llvm::Error error = RestoreOptimizer(ckpt, trainer)) return error;
-  if (llvm::Error error = RestoreParameters(ckpt, trainer)) return error;
+  if (checkpoint::IsShardedCheckpoint(ckpt)) {
+    llvm::Expected<checkpoint::ShardedStateReader> reader = checkpoint::ShardedStateReader::Open(ckpt);
+    if (!reader) return reader.takeError();
+    if (sharded != nullptr) {
+      ShardedResume resume;
+      if (llvm::Error error = PrepareShardedResume(ckpt, *reader, trainer, resume)) return error;
+      resume.reader = std::make_shared<checkpoint::ShardedStateReader>(std::move(*reader));
+      *sharded = std::move(resume);
+    } else if (llvm::Error error = RestoreShardedWhole(ckpt, *reader, trainer)) {
+      return error;
+    }
+  } else {
+    // The optimizer first: it is checked completely before the parameters change.
+    if (llvm::Error error = RestoreOptimizer(ckpt, trainer)) return error;
+    if (llvm::Error error = RestoreParameters(ckpt, trainer)) return error;
+  }
   // On another world size, ranks past the saved ones reuse the saved ranks' generators.
   if (llvm::Error error = RestoreRng(ckpt, rank % static_cast<int>(progress->saved_world_size))) return error;
   return progress;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "llvm/Support/Error.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/checkpoint/checkpoint_file.h"
+#include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/train/trainer.h"
 
 // save_state / load_state of the training state as safetensors plus small JSON, never a pickle
@@ -66,9 +68,9 @@ class StateFiles {
   const std::vector<checkpoint::CheckpointFile>& files() const { return files_; }
 
  private:
-  friend llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer&, const Progress&,
-                                                                         const std::vector<at::Tensor>&,
-                                                                         int64_t);
+  friend llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
+      const std::vector<std::pair<std::string, at::Tensor>>*, const OptimizerState&, const Progress&,
+      const std::vector<at::Tensor>&, int64_t);
   std::vector<checkpoint::CheckpointFile> files_;
   std::deque<std::string> text_;     // headers and JSON the views point into
   std::vector<at::Tensor> tensors_;  // contiguous copies, where a tensor was not contiguous
@@ -86,6 +88,24 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
                                                                 const std::vector<at::Tensor>& rng_states,
                                                                 int64_t data_seed);
 
+// Rank 0's files of a sharded checkpoint (`state_dict_type = sharded`; the ranks' slices of the
+// model and the optimizer state go through checkpoint::WriteRankSlices): everything
+// EncodeTrainingState writes but `model.safetensors` and `optimizer.safetensors`. `layout` is
+// the whole optimizer state without tensors (ShardedEngine::ExportOptimizerLayout), so that
+// `optimizer.json` is a full checkpoint's.
+llvm::Expected<std::unique_ptr<StateFiles>> EncodeShardedTrainingState(
+    const OptimizerState& layout, const Progress& progress, const std::vector<at::Tensor>& rng_states,
+    int64_t data_seed);
+
+// What a sharded checkpoint leaves for the sharded engine once RestoreTrainingState has checked
+// it against the model: the reader of its slices, the optimizer state's keys (`exp_avg`, ...)
+// and the counters every parameter shares. ImportShardedResume (sharded_checkpoint.h) reads it.
+struct ShardedResume {
+  std::shared_ptr<const checkpoint::ShardedStateReader> reader;
+  std::vector<std::string> state_keys;
+  std::vector<std::pair<std::string, int64_t>> counters;
+};
+
 // Puts rank `rank`'s state back from a verified checkpoint: the parameters (copied in place,
 // on every core), the optimizer's state (built on the checkpoint's copy-on-write mapping of
 // `optimizer.safetensors`, whose state ranges it takes: see FileBytes::TakePrivate) and
@@ -94,8 +114,15 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeTrainingState(const Trainer& t
 // progress. Fails, naming the file and what was wrong, when a file is missing or invalid, the
 // checkpoint was written with another data seed, or a tensor's name, dtype or shape does not
 // match this model; the parameters may then be partly overwritten (the run must stop).
+// A sharded checkpoint (checkpoint::IsShardedCheckpoint) of any world size loads the same way,
+// every tensor read whole from the ranks' slices; unless `sharded` is set: then the parameters
+// and the optimizer state are only checked (every name, dtype and shape; every parameter with
+// every state key), the buffers and hyper-parameters are restored, and `*sharded` says what the
+// sharded engine reads for itself (ImportShardedResume). For a full checkpoint `*sharded` stays
+// unset.
 llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& checkpoint,
-                                              Trainer& trainer, int rank, int world_size, int64_t data_seed);
+                                              Trainer& trainer, int rank, int world_size, int64_t data_seed,
+                                              std::optional<ShardedResume>* sharded = nullptr);
 
 }  // namespace accel::rt::train
 

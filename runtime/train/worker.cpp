@@ -27,6 +27,7 @@
 #include "runtime/train/reducer.h"
 #include "runtime/train/run_outputs.h"
 #include "runtime/train/run_report.h"
+#include "runtime/train/sharded_checkpoint.h"
 #include "runtime/train/sharded_engine.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
@@ -82,8 +83,10 @@ class TrainingRun {
     progress::Working("building the model and the data loaders");
     if (llvm::Error error = Build()) return error;
     progress::Working("restoring the training state");
+    const auto restore_started = std::chrono::steady_clock::now();
     if (llvm::Error error = Restore()) return error;
     if (llvm::Error error = Shard()) return error;
+    ReportResume(restore_started);
     const int64_t first_step = progress_.step + 1;
     if (main_process_) {
       report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0, context_.progress_tty);
@@ -220,12 +223,13 @@ class TrainingRun {
     if (sharding.stage > 3)
       return Fail(fmt::format("`train.sharding.stage` is {}: stages are 0 (DDP) to 3 (parameters sharded)",
                               sharding.stage));
-    // Only checkpoints are sharded: the final weights are whole either way, as save_model writes them.
-    if (sharding.stage > 0 && sharding.state_dict_type == plan::StateDictType::sharded &&
-        steps_.checkpoint != nullptr) {
+    // Every rank writes its slices into one folder, which rank 0 finishes: each machine's own
+    // copy (save_on_each_node) would hold only its ranks' slices.
+    if (ShardedCheckpoints() && steps_.checkpoint->save_on_each_node && steps_.init.num_machines > 1) {
       return llvm::make_error<ArgumentMismatch>(
-          "`state_dict_type = sharded` checkpoints are not written by this runtime yet; use `full` (rank 0 "
-          "writes whole tensors, and a resume reshards them onto any world size)");
+          "`state_dict_type = sharded` checkpoints need one folder that every machine's ranks write into, "
+          "so `project_config.save_on_each_node` cannot be set with more than one machine; unset it and put "
+          "`project_dir` on a shared file system, or use `state_dict_type = full`");
     }
     // The compiler keeps fp16 only in GPU plans, and a rehearsal on the CPU turns it into bf16.
     if (loop_.mixed_precision == plan::MixedPrecision::fp16) {
@@ -237,13 +241,27 @@ class TrainingRun {
     return llvm::Error::success();
   }
 
+  // Whether checkpoints are written sharded: every rank its own slices (only the sharded
+  // engine has slices; a DDP run's state is whole on rank 0 either way). Only checkpoints: the
+  // final weights are whole, as save_model writes them.
+  bool ShardedCheckpoints() const {
+    return steps_.checkpoint != nullptr && loop_.sharding.stage > 0 &&
+           loop_.sharding.state_dict_type == plan::StateDictType::sharded;
+  }
+
   // Stages 1-3: the sharded engine takes the model over once its weights and optimizer state
-  // are final (rank 0's, or the checkpoint's), and replaces the reducer.
+  // are final (rank 0's, or the checkpoint's), and replaces the reducer. From a sharded
+  // checkpoint, it then reads its own ranges of them.
   llvm::Error Shard() {
     if (loop_.sharding.stage == 0) return llvm::Error::success();
     try {
       auto engine = std::make_unique<ShardedEngine>(
           std::move(trainer_), loop_, static_cast<int>(steps_.init.processes_per_machine), *collectives_);
+      if (sharded_resume_) {
+        ImportShardedResume(*sharded_resume_, *engine);
+        sharded_resume_.reset();
+      }
+      engine_ = engine.get();
       sync_ = engine.get();
       trainer_ = std::move(engine);
       ddp_.reset();  // the reducer's hooks go
@@ -303,8 +321,11 @@ class TrainingRun {
         FindResumePoint(*store_, spec, dir_, context_.resume, main_process_);
     if (!from) return from.takeError();
     if (*from) {
+      // A sharded run leaves a sharded checkpoint's parameters and optimizer state to its
+      // engine (Shard), each rank reading its own ranges; anything else loads whole here.
       llvm::Expected<Progress> restored = RestoreTrainingState(
-          **from, *trainer_, context_.rank, context_.world_size, DataIdentitySeed(steps_.data));
+          **from, *trainer_, context_.rank, context_.world_size, DataIdentitySeed(steps_.data),
+          loop_.sharding.stage > 0 ? &sharded_resume_ : nullptr);
       if (!restored) return restored.takeError();
       if (restored->saved_world_size != context_.world_size) ConvertWorldSize(*restored);
       if (llvm::Error error = CheckSchedule(*restored)) return error;
@@ -333,12 +354,20 @@ class TrainingRun {
         spec.automatic_checkpoint_naming) {
       if (llvm::Error error = SetAsideRejected(*store_)) return error;
     }
-    if (main_process_) {
-      fmt::print("{}\n", *from ? fmt::format("resumed from {} at step {}", (*from)->path, progress_.step)
-                               : std::string("no checkpoint to resume from; starting at step 1"));
+    if (main_process_ && !*from) {
+      fmt::print("no checkpoint to resume from; starting at step 1\n");
       std::fflush(stdout);
     }
     return llvm::Error::success();
+  }
+
+  // Rank 0, once the engine holds its shards too: where the run resumed, and how long the
+  // load took (verification, restore, and the engine's own ranges of a sharded checkpoint).
+  void ReportResume(std::chrono::steady_clock::time_point started) const {
+    if (!main_process_ || resumed_from_.empty()) return;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    fmt::print("resumed from {} at step {} (loaded in {:.0f} ms)\n", resumed_from_, progress_.step, ms);
+    std::fflush(stdout);
   }
 
   // A checkpoint of another world size: the optimizer step and the data position (batches per
@@ -496,6 +525,10 @@ class TrainingRun {
     // before the save, so that a kill right after it still finds it; a save that never
     // completes leaves a marker that no resume reads (one resumes from an earlier step).
     if (report_) report_->LogEvent(step, "checkpoint", {}, {{"elapsed_seconds", Elapsed()}});
+    if (ShardedCheckpoints()) {
+      return SaveShardedCheckpoint(*store_, *spec, dir_, *engine_, progress_, DataIdentitySeed(steps_.data),
+                                   context_.rank, *collectives_);
+    }
     sync_->BeginFullState();
     llvm::Error saved = SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
                                        DataIdentitySeed(steps_.data), context_.rank, *collectives_);
@@ -581,6 +614,9 @@ class TrainingRun {
   std::unique_ptr<GradientSync> ddp_;
   // What the step loop synchronises gradients with: ddp_, or the sharded engine (trainer_).
   GradientSync* sync_ = nullptr;
+  // Stages 1-3: the engine (trainer_), and what a sharded checkpoint left it to read.
+  ShardedEngine* engine_ = nullptr;
+  std::optional<ShardedResume> sharded_resume_;
   std::optional<GradientAccumulation> accumulation_;
   std::optional<LrScheduler> scheduler_;
   ScheduleSpec schedule_;

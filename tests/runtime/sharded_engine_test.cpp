@@ -1,9 +1,10 @@
 // The sharded engine (runtime/train/sharded_engine.h) in a world of one process, against the
 // plain trainer: every stage steps the same weights and optimizer state bit for bit, the whole
-// state it gathers for checkpoints is the plain trainer's, and its shard slices round-trip. On
-// two Gloo ranks (threads): overlapped and bucketed reductions, prefetching and persistent units
-// change no bit, and stage 3 holds gathered only what it should. (Multi-rank equivalence with
-// DDP: tests/e2e/sharded_equivalence_test.py.)
+// state it gathers for checkpoints is the plain trainer's, its shard slices round-trip, and a
+// `state_dict_type = sharded` checkpoint written from them resumes the engine and a plain
+// trainer alike. On two Gloo ranks (threads): overlapped and bucketed reductions, prefetching
+// and persistent units change no bit, and stage 3 holds gathered only what it should.
+// (Multi-rank equivalence with DDP: tests/e2e/sharded_equivalence_test.py.)
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -14,8 +15,18 @@
 #include <mutex>
 #include <string>
 
+#include <unistd.h>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+
+#include "runtime/checkpoint/checkpoint_dir.h"
+#include "runtime/checkpoint/checkpoint_store.h"
+#include "runtime/checkpoint/sharded_state.h"
 #include "runtime/distributed/collectives.h"
+#include "runtime/train/sharded_checkpoint.h"
 #include "runtime/train/sharded_engine.h"
+#include "runtime/train/train_state.h"
 #include "tests/support/gloo_ranks.h"
 #include "tests/support/plan_builders.h"
 
@@ -131,6 +142,139 @@ TEST_P(ShardedEngineStages, ShardSlicesRoundTrip) {
   fresh.BeginFullState();
   ExpectSameState(trained.NamedParameters(), trained.ExportOptimizerState(), fresh.NamedParameters(),
                   fresh.ExportOptimizerState());
+}
+
+// A fresh folder for one test's checkpoints.
+std::string FreshFolder(const std::string& name) {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("accel_sharded_ckpt_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path.string();
+}
+
+// What SaveShardedCheckpoint does on one rank: the engine's slices, rank 0's files, the finish.
+checkpoint::VerifiedCheckpoint SaveSharded(const ShardedEngine& engine, const std::string& project) {
+  checkpoint::ProjectOptions options;
+  options.project_dir = project;
+  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open(options);
+  EXPECT_TRUE(static_cast<bool>(store));
+  std::unique_ptr<RankStateSlices> slices = EncodeRankSlices(engine, /*with_buffers=*/true);
+  llvm::Error written = checkpoint::WriteRankSlices(store->ShardedStagingDir(), 0, 1, slices->slices());
+  EXPECT_FALSE(static_cast<bool>(written)) << llvm::toString(std::move(written));
+  Progress progress;
+  progress.step = 2;
+  llvm::Expected<std::unique_ptr<StateFiles>> files = EncodeShardedTrainingState(
+      engine.ExportOptimizerLayout(), progress, {CaptureRngState()}, /*data_seed=*/9);
+  EXPECT_TRUE(static_cast<bool>(files));
+  llvm::Expected<checkpoint::SaveResult> saved = store->FinishSharded(1, (*files)->files());
+  EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
+  llvm::Expected<checkpoint::VerifiedCheckpoint> verified =
+      checkpoint::VerifyCheckpointDirectory(saved->path);
+  EXPECT_TRUE(static_cast<bool>(verified)) << llvm::toString(verified.takeError());
+  return std::move(*verified);
+}
+
+TEST_P(ShardedEngineStages, ShardedCheckpointNamesTensorsAsAFullCheckpoint) {
+  std::unique_ptr<distributed::Collectives> world = distributed::MakeSingleProcess();
+  ShardedEngine trained(Plain(GetParam()), Loop(GetParam()), 1, *world);
+  Train(trained, &trained, 2);
+  std::unique_ptr<RankStateSlices> slices = EncodeRankSlices(trained, /*with_buffers=*/true);
+  std::vector<std::string> model, optimizer;
+  for (const checkpoint::TensorSlice& slice : slices->slices().model) model.push_back(slice.name);
+  for (const checkpoint::TensorSlice& slice : slices->slices().optimizer) optimizer.push_back(slice.name);
+  std::vector<std::string> expected_model, expected_optimizer;
+  for (const auto& [name, tensor] : trained.NamedParameters()) {
+    expected_model.push_back(name);
+    for (const char* key : {"exp_avg", "exp_avg_sq"})
+      expected_optimizer.push_back("state." + name + "." + key);
+  }
+  EXPECT_EQ(model, expected_model);
+  EXPECT_EQ(optimizer, expected_optimizer);
+  // The layout optimizer.json records: a full export's names, hyper-parameters and counters.
+  trained.BeginFullState();
+  OptimizerState full = trained.ExportOptimizerState();
+  trained.EndFullState();
+  OptimizerState layout = trained.ExportOptimizerLayout();
+  ASSERT_EQ(layout.parameters.size(), full.parameters.size());
+  EXPECT_TRUE(layout.hyperparameters == full.hyperparameters);
+  for (size_t i = 0; i < full.parameters.size(); ++i) {
+    EXPECT_EQ(layout.parameters[i].name, full.parameters[i].name);
+    EXPECT_EQ(layout.parameters[i].counters, full.parameters[i].counters);
+    EXPECT_TRUE(layout.parameters[i].tensors.empty());
+  }
+}
+
+TEST_P(ShardedEngineStages, ShardedCheckpointResumesTheEngineAndAPlainTrainer) {
+  std::unique_ptr<distributed::Collectives> world = distributed::MakeSingleProcess();
+  ShardedEngine trained(Plain(GetParam()), Loop(GetParam()), 1, *world);
+  Train(trained, &trained, 2);
+  checkpoint::VerifiedCheckpoint saved =
+      SaveSharded(trained, FreshFolder("resume" + std::to_string(GetParam())));
+  EXPECT_EQ(saved.files.count("model.safetensors"), 0u);
+  trained.BeginFullState();
+
+  // The engine: each rank's own ranges, after the checks.
+  at::manual_seed(99);  // other initial weights
+  std::unique_ptr<Trainer> model = MakeTrainer(Model(), Loop(GetParam()));
+  std::optional<ShardedResume> resume;
+  llvm::Expected<Progress> progress = RestoreTrainingState(saved, *model, 0, 1, 9, &resume);
+  ASSERT_TRUE(static_cast<bool>(progress)) << llvm::toString(progress.takeError());
+  EXPECT_EQ(progress->step, 2);
+  ASSERT_TRUE(resume.has_value());
+  EXPECT_EQ(resume->state_keys, (std::vector<std::string>{"exp_avg", "exp_avg_sq"}));
+  ShardedEngine fresh(std::move(model), Loop(GetParam()), 1, *world);
+  ImportShardedResume(*resume, fresh);
+  fresh.BeginFullState();
+  ExpectSameState(trained.NamedParameters(), trained.ExportOptimizerState(), fresh.NamedParameters(),
+                  fresh.ExportOptimizerState());
+  fresh.EndFullState();
+
+  // A plain (DDP) trainer: every tensor whole.
+  at::manual_seed(98);
+  std::unique_ptr<Trainer> plain = MakeTrainer(Model(), Loop(0));
+  llvm::Expected<Progress> whole = RestoreTrainingState(saved, *plain, 0, 1, 9);
+  ASSERT_TRUE(static_cast<bool>(whole)) << llvm::toString(whole.takeError());
+  ExpectSameState(trained.NamedParameters(), trained.ExportOptimizerState(), plain->NamedParameters(),
+                  plain->ExportOptimizerState());
+
+  // The mutation self-check: a wrong slice offset on load does not go unnoticed.
+  ::setenv("ACCEL_TEST_FAULT", "slice_offset", 1);
+  std::unique_ptr<Trainer> again = MakeTrainer(Model(), Loop(GetParam()));
+  std::optional<ShardedResume> resume_again;
+  ASSERT_TRUE(static_cast<bool>(RestoreTrainingState(saved, *again, 0, 1, 9, &resume_again)));
+  ShardedEngine broken(std::move(again), Loop(GetParam()), 1, *world);
+  ::unsetenv("ACCEL_TEST_FAULT");
+  ImportShardedResume(*resume_again, broken);
+  broken.BeginFullState();
+  bool same = true;
+  std::vector<std::pair<std::string, at::Tensor>> expected = trained.NamedParameters();
+  std::vector<std::pair<std::string, at::Tensor>> got = broken.NamedParameters();
+  for (size_t i = 0; i < expected.size(); ++i) same = same && SameBits(expected[i].second, got[i].second);
+  EXPECT_FALSE(same) << "slice_offset left the weights as they were: the comparison cannot catch it";
+  broken.EndFullState();
+}
+
+TEST(ShardedCheckpoint, RefusesAnotherModelNamingTheTensor) {
+  std::unique_ptr<distributed::Collectives> world = distributed::MakeSingleProcess();
+  ShardedEngine trained(Plain(3), Loop(3), 1, *world);
+  Train(trained, &trained, 1);
+  checkpoint::VerifiedCheckpoint saved = SaveSharded(trained, FreshFolder("refuse"));
+  plan::BuildModel other;
+  other.model = plan::MLP{/*inputs=*/4, /*hidden=*/{5, 4}, /*outputs=*/2};
+  std::unique_ptr<Trainer> model = MakeTrainer(other, Loop(3));
+  std::optional<ShardedResume> resume;
+  llvm::Expected<Progress> progress = RestoreTrainingState(saved, *model, 0, 1, 9, &resume);
+  ASSERT_FALSE(static_cast<bool>(progress));
+  std::string message = llvm::toString(progress.takeError());
+  EXPECT_NE(message.find("sharded_state.index.json: model tensor"), std::string::npos) << message;
+  EXPECT_NE(message.find("is F32 3x5, this model's is F32 4x5"), std::string::npos) << message;
+  EXPECT_FALSE(resume.has_value());
+  // Another data seed is refused before anything is read.
+  llvm::Expected<Progress> seed =
+      RestoreTrainingState(saved, *MakeTrainer(Model(), Loop(3)), 0, 1, 8, &resume);
+  ASSERT_FALSE(static_cast<bool>(seed));
+  EXPECT_NE(llvm::toString(seed.takeError()).find("data seed is 9, this run's is 8"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, ShardedEngineStages, ::testing::Values(1, 2, 3));
