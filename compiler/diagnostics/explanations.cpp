@@ -189,8 +189,10 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "Tensor, context or pipeline parallelism (`parallelism_config`, `torch_tp_plugin`): accelrun runs "
        "data parallelism only.\nFix: drop the setting, or run the job under Accelerate."},
       {"A4007",
-       "`mpirun_config` asks Accelerate to start the job with mpirun; accelrun does not start mpirun, it "
-       "runs under it.\nFix: run `mpirun -np N accelrun plan.json`, and drop `mpirun_config`."},
+       "Retired: `mpirun_config` was refused because accelrun did not start mpirun. A CPU job with "
+       "`mpirun_config.mpirun_hostfile` now lowers, and `accelrun plan.json` starts it through mpirun as "
+       "`accelerate launch` does (docs/launch.md); the row stays so that the code is never reused.\nFix: "
+       "nothing to fix."},
       {"A4008",
        "torch.compile (`dynamo_config`, `dynamo_plugin` or a `dynamo_backend` other than NO) exists only in "
        "Python.\nFix: drop the setting (the model then runs eagerly, with the same numbers), or run the job "
@@ -241,9 +243,10 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "seed, as synchronising `generator` does, but does not synchronise torch's global generator at each "
        "epoch.\nFix: leave `rng_types` at its default, or run the job under Accelerate."},
       {"A4022",
-       "`init_process_group.backend` names a backend accelrun's process groups do not use (MPI, XCCL, HCCL): "
-       "it forms them over Gloo on the CPU and NCCL on GPUs.\nFix: use `GLOO` (or leave it unset), or run "
-       "the job under Accelerate."},
+       "`init_process_group.backend` names a backend the job's device does not form process groups over "
+       "(MPI anywhere, NCCL on an XPU, XCCL on CUDA devices, ...): accelrun forms them over Gloo on the CPU, "
+       "and a plan for an accelerator names Gloo or that accelerator's own backend (NCCL, XCCL, HCCL, ...).\n"
+       "Fix: use `GLOO` (or leave it unset), or run the job under Accelerate."},
       {"A4023",
        "DeepSpeed offload to NVMe (`offload_optimizer_device` / `offload_param_device = nvme`, or "
        "`\"device\": "
@@ -251,10 +254,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "asynchronous I/O engine to page tensors through.\nFix: offload to `cpu` (host memory), or run the "
        "job under Accelerate."},
       {"A4024",
-       "A `distributed_type` for an accelerator other than CUDA GPUs (MULTI_XPU, MULTI_NPU, MULTI_MLU, "
-       "MULTI_SDAA, MULTI_MUSA, MULTI_HPU, MULTI_NEURON, XLA): accelrun's workers compute on the CPU or on "
-       "CUDA devices.\nFix: rehearse it on the CPU with `compute.use_cpu = true` (the same world size over "
-       "Gloo), use MULTI_GPU on CUDA devices, or run the job under Accelerate."},
+       "`distributed_type = XLA`: torch_xla compiles each step into graphs for TPU cores, and its workers "
+       "form no process group that a run on the CPU could stand in for. The other accelerators' types "
+       "(MULTI_XPU, MULTI_NPU, MULTI_MLU, MULTI_SDAA, MULTI_MUSA, MULTI_HPU, MULTI_NEURON) build into plans "
+       "for their devices, which accelrun rehearses on the CPU (`accelrun plan.json --device cpu`).\nFix: "
+       "rehearse it on the CPU with `compute.use_cpu = true` (the same world size over Gloo), use MULTI_GPU "
+       "on CUDA devices, or run the job under Accelerate."},
       {"A4030",
        "A built-in model (`MLP`, `Transformer`) on a dataset of named columns (`SafetensorsColumns`, "
        "`NpyColumns`, `TokenStream`): the built-in models read one float matrix of features.\nFix: bring a "

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -134,16 +137,24 @@ class Lowerer {
     plan::InitProcessGroup init;
     init.device = target.device;
     init.rehearsal = target.rehearsal;
-    // Unset: Accelerate picks NCCL for GPUs and Gloo for the CPU; a rehearsal is on the CPU.
-    init.backend = target.device == plan::Device::cuda ? plan::Backend::nccl : plan::Backend::gloo;
+    // Unset: Accelerate picks the device's own backend (NCCL for GPUs, XCCL for XPUs, ...) and
+    // Gloo for the CPU; a rehearsal is on the CPU.
+    init.backend = target.backend;
     if (backend.kind != Value::Kind::None && !target.rehearsal) {
+      // Gloo everywhere, or the device's own backend: what a process group on that device forms.
       std::optional<plan::Backend> native = FindPlanEnum<plan::Backend>(backend);
-      if (native) {
+      if (native && (*native == plan::Backend::gloo || *native == target.backend)) {
         init.backend = *native;
       } else {
-        Unsupported(diag::Kind::NativeBackend, backend,
-                    fmt::format("`accelerator.init_process_group.backend = {}`", backend.enum_value),
-                    "; accelrun forms its process groups over Gloo (or NCCL on GPUs): use `GLOO`" + kExport);
+        Unsupported(
+            diag::Kind::NativeBackend, backend,
+            fmt::format("`accelerator.init_process_group.backend = {}`", backend.enum_value),
+            (target.backend == plan::Backend::gloo
+                 ? std::string("; accelrun forms its process groups over Gloo: use `GLOO`")
+                 : fmt::format("; accelrun forms its process groups over Gloo, or over {} for a job on "
+                               "device {}: use `GLOO`",
+                               plan::EnumName(target.backend), plan::EnumName(target.device))) +
+                kExport);
       }
     }
     init.timeout = ipg["timeout"].int_value;
@@ -155,6 +166,13 @@ class Lowerer {
     init.main_process_ip = ip.kind == Value::Kind::None ? "127.0.0.1" : ip.text;
     const Value& port = compute["main_process_port"];
     init.main_process_port = port.kind == Value::Kind::None ? 29500 : port.int_value;
+    // `accelerate launch` starts mpirun when its simple launcher runs the job (a CPU job, or
+    // `use_cpu`); the GPU launchers ignore the section, and so does the plan.
+    const Value& mpirun = compute["mpirun_config"];
+    const Value* hostfile = mpirun.kind == Value::Kind::Record ? mpirun.Field("mpirun_hostfile") : nullptr;
+    if (hostfile != nullptr && hostfile->kind != Value::Kind::None && !hostfile->text.empty() &&
+        target.device == plan::Device::cpu)
+      init.mpirun_hostfile = SpecRelative(*hostfile);
     plan.steps.push_back(init);
 
     const Value& seed = accelerator["seed"];
@@ -182,14 +200,33 @@ class Lowerer {
 
  private:
   // Where the job's workers compute. NO and MULTI_CPU jobs run on the CPU; MULTI_GPU, FSDP and
-  // DEEPSPEED are GPU jobs on CUDA devices over NCCL, or rehearsals on the CPU over Gloo with
-  // the same world size when `compute.use_cpu` (or the Accelerator's `cpu`) asks for the CPU.
-  // Other accelerators run only as such rehearsals; Megatron-LM does not run at all.
+  // DEEPSPEED are GPU jobs on CUDA devices over NCCL; the other accelerators' data-parallel types
+  // (MULTI_XPU, MULTI_NPU, ...) are jobs on their devices over the backend Accelerate picks for
+  // them, which accelrun runs only as rehearsals (`accelrun --device cpu`). Any of them is a
+  // rehearsal on the CPU over Gloo, with the same world size, when `compute.use_cpu` (or the
+  // Accelerator's `cpu`) asks for the CPU. XLA and Megatron-LM do not run at all.
   struct Target {
     plan::Device device = plan::Device::cpu;
+    plan::Backend backend = plan::Backend::gloo;  // the device's own, as Accelerate's _prepare_backend
     bool rehearsal = false;
     bool gpu_job = false;  // configured for an accelerator (fp16 allowed), whether or not it runs there
   };
+
+  // The device and backend of an accelerator's data-parallel type, as Accelerate's
+  // PartialState picks them once it has found the device; unset for other types.
+  static std::optional<std::pair<plan::Device, plan::Backend>> AcceleratorOf(const std::string& name) {
+    using plan::Backend;
+    using plan::Device;
+    if (name == "MULTI_GPU" || name == "FSDP" || name == "DEEPSPEED") return {{Device::cuda, Backend::nccl}};
+    if (name == "MULTI_XPU") return {{Device::xpu, Backend::xccl}};
+    if (name == "MULTI_NPU") return {{Device::npu, Backend::hccl}};
+    if (name == "MULTI_MLU") return {{Device::mlu, Backend::cncl}};
+    if (name == "MULTI_SDAA") return {{Device::sdaa, Backend::tccl}};
+    if (name == "MULTI_MUSA") return {{Device::musa, Backend::mccl}};
+    if (name == "MULTI_HPU") return {{Device::hpu, Backend::hccl}};
+    if (name == "MULTI_NEURON") return {{Device::neuron, Backend::neuron}};
+    return std::nullopt;
+  }
 
   Target ChooseTarget(const Fields& compute, const Fields& accelerator) {
     const Value& type = compute["distributed_type"];
@@ -205,19 +242,21 @@ class Lowerer {
               kExport);
       return target;
     }
-    bool cuda = name == "MULTI_GPU" || name == "FSDP" || name == "DEEPSPEED";
     // Any accelerator may train in fp16; only the device is what accelrun lacks.
     target.gpu_job = true;
-    if (!cuda && !use_cpu) {
+    std::optional<std::pair<plan::Device, plan::Backend>> device = AcceleratorOf(name);
+    if (!device && !use_cpu) {
+      // XLA: torch_xla compiles the step into graphs for TPU cores, with no process group of
+      // its workers for a rehearsal to stand in for.
       Unsupported(
           diag::Kind::NativeAccelerator, type, fmt::format("`compute.distributed_type = {}`", name),
-          "; accelrun computes on CUDA GPUs or on the CPU: rehearse it on the CPU with `compute.use_cpu = "
-          "true`, or use MULTI_GPU" +
+          "; accelrun has no XLA device, and its workers form no process group: rehearse it on the CPU "
+          "with `compute.use_cpu = true`, or use MULTI_GPU" +
               kExport);
       return target;
     }
     target.rehearsal = use_cpu;
-    target.device = use_cpu ? plan::Device::cpu : plan::Device::cuda;
+    if (!use_cpu) std::tie(target.device, target.backend) = *device;
     return target;
   }
 

@@ -39,11 +39,12 @@ std::vector<std::string> RehearseOnCpu(plan::Plan& plan) {
   std::vector<std::string> changes;
   auto* init = MutableStep<plan::InitProcessGroup>(plan);
   if (init == nullptr) return changes;
-  if (init->device == plan::Device::cuda) {
+  if (init->device != plan::Device::cpu) {
+    changes.push_back(fmt::format("device {} -> cpu", plan::EnumName(init->device)));
+    if (init->backend != plan::Backend::gloo)
+      changes.push_back(fmt::format("backend {} -> gloo", plan::EnumName(init->backend)));
     init->device = plan::Device::cpu;
     init->rehearsal = true;
-    changes.push_back("device cuda -> cpu");
-    if (init->backend != plan::Backend::gloo) changes.push_back("backend nccl -> gloo");
     init->backend = plan::Backend::gloo;
   }
   if (!init->rehearsal) return changes;
@@ -68,6 +69,40 @@ std::string RehearsalBanner(const plan::Plan& plan) {
                              : "";
   return fmt::format("rehearsal of a GPU job: the {} job `{}` on {} CPU process{} over Gloo{}, not on GPUs",
                      EngineName(plan), plan.job, world, world == 1 ? "" : "es", machines);
+}
+
+std::string_view DeviceDescription(plan::Device device) {
+  switch (device) {
+    case plan::Device::cpu:
+      return "the CPU";
+    case plan::Device::cuda:
+      return "CUDA GPUs";
+    case plan::Device::xpu:
+      return "Intel XPUs";
+    case plan::Device::npu:
+      return "Ascend NPUs";
+    case plan::Device::mlu:
+      return "Cambricon MLUs";
+    case plan::Device::sdaa:
+      return "Tecorigin SDAAs";
+    case plan::Device::musa:
+      return "Moore Threads MUSA GPUs";
+    case plan::Device::hpu:
+      return "Habana Gaudi HPUs";
+    case plan::Device::neuron:
+      return "AWS Neuron cores";
+  }
+  return "an accelerator";
+}
+
+std::string OtherAcceleratorError(const plan::Plan& plan, const std::string& input) {
+  const auto* init = plan.Find<plan::InitProcessGroup>();
+  return fmt::format(
+      "`{}` is a job for {} (device {}, backend {}, {} processes), and accelrun's workers compute on the CPU "
+      "or on CUDA devices only; nothing was started. To rehearse it on this machine: `accelrun {} --device "
+      "cpu` (the same steps and world size on CPU processes over Gloo)",
+      input, DeviceDescription(init->device), plan::EnumName(init->device), plan::EnumName(init->backend),
+      WorldSize(*init), input);
 }
 
 std::string NoCudaError(const plan::Plan& plan, const std::string& input, const std::string& why) {

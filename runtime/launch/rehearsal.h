@@ -2,6 +2,7 @@
 #define ACCEL_RUNTIME_LAUNCH_REHEARSAL_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/plan/plan.h"
@@ -11,15 +12,22 @@
 // that a job meant for a GPU cluster can be tried on one machine first (docs/launch.md).
 namespace accel::rt::launch {
 
-// Turns a plan whose device is cuda into its rehearsal on the CPU: device cpu, `rehearsal`
-// true, backend gloo. A rehearsal (one made here or compiled as one) with fp16 runs bf16: CPU
-// autocast has no fp16 and no gradient scaler. Returns what changed, one line each, for the
+// Turns a plan whose device is an accelerator (cuda, xpu, ...) into its rehearsal on the CPU:
+// device cpu, `rehearsal` true, backend gloo. A rehearsal (one made here or compiled as one) with fp16 runs
+// bf16: CPU autocast has no fp16 and no gradient scaler. Returns what changed, one line each, for the
 // launcher to print; empty for a plan that is neither. The plan's hash is recomputed when
 // anything changed. A CPU plan that is no rehearsal is left as it is.
 std::vector<std::string> RehearseOnCpu(plan::Plan& plan);
 
 // The line that opens a rehearsal's output: which GPU job, on how many CPU processes.
 std::string RehearsalBanner(const plan::Plan& plan);
+
+// The accelerator a plan's device names, for messages: "CUDA GPUs", "Intel XPUs", ...
+std::string_view DeviceDescription(plan::Device device);
+
+// The error for a plan for an accelerator other than CUDA GPUs (device xpu, npu, ...), which
+// accelrun's workers cannot compute on: it names `--device cpu`, the way to rehearse it here.
+std::string OtherAcceleratorError(const plan::Plan& plan, const std::string& input);
 
 // The error for a GPU plan on a host whose LibTorch sees no CUDA device (`why`, e.g. "this
 // LibTorch was built without CUDA"), suggesting the rehearsal.

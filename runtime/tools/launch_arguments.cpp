@@ -92,9 +92,10 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
            "an id", [&placement](std::string_view v) { placement.rdzv_id = std::string(v); }),
       cli::Option{.names = {"--device"},
                   .value_name = "cpu|cuda",
-                  .help = "cpu: rehearse a GPU job (MULTI_GPU, FSDP, DeepSpeed) on CPU\n"
-                          "processes over Gloo, with its world size and sharding, all on\n"
-                          "this machine; cuda: require a GPU plan (default: the plan's)",
+                  .help = "cpu: rehearse a GPU job (MULTI_GPU, FSDP, DeepSpeed) or another\n"
+                          "accelerator's (XPU, NPU, ...) on CPU processes over Gloo, with\n"
+                          "its world size and sharding, all on this machine; cuda: require\n"
+                          "a CUDA plan (default: the plan's)",
                   .apply = [&o](std::string_view, std::string_view value) -> std::string {
                     if (value == "cpu") {
                       o.device = plan::Device::cpu;
@@ -167,6 +168,7 @@ Workers exit 3 when a collective failed because of a peer (docs/launch.md).
 }
 
 std::string ParseLaunchArguments(const std::vector<std::string>& args, LaunchCommandOptions& options) {
+  options.args = args;
   std::string error =
       cli::Parse(args, OptionTable(options), [&options](const std::string& arg) -> std::string {
         if (!options.input.empty())

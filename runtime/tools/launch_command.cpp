@@ -4,21 +4,30 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/cli/shell_word.h"
 #include "compiler/plan/plan_paths.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Program.h"
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/launch/async_printer.h"
 #include "runtime/launch/directory_lock.h"
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/mpirun.h"
 #include "runtime/launch/plan_env.h"
 #include "runtime/launch/rehearsal.h"
 #include "runtime/launch/restarts.h"
@@ -190,18 +199,31 @@ llvm::Expected<std::vector<launch::DirectoryLock>> LockJobDirectories(const plan
   return locks;
 }
 
-// Where the plan's workers compute (docs/launch.md): `--device cpu` turns a GPU plan into its
-// rehearsal on the CPU, and a GPU plan that stays one needs a CUDA device, which the worker's
-// LibTorch is asked about before anything starts. Returns the exit code of a refusal, else 0
-// with the rehearsal's changes in `changes`.
+// Where the plan's workers compute (docs/launch.md): `--device cpu` turns a plan for an
+// accelerator into its rehearsal on the CPU; a CUDA plan that stays one needs a CUDA device,
+// which the worker's LibTorch is asked about before anything starts; a plan for another
+// accelerator (XPU, NPU, ...) runs only as a rehearsal. Returns the exit code of a refusal,
+// else 0 with the rehearsal's changes in `changes`.
 int ChooseDevice(plan::Plan& plan, const LaunchCommandOptions& options, const char* argv0,
                  std::vector<std::string>& changes) {
   const auto* init = plan.Find<plan::InitProcessGroup>();
   if (options.device == plan::Device::cuda && init->device != plan::Device::cuda) {
+    if (init->device != plan::Device::cpu) {
+      fmt::print(stderr,
+                 "accelrun: error: `{}` is a job for {}, not CUDA devices: `--device cuda` runs CUDA plans "
+                 "only; rehearse it on this machine with `--device cpu`\n",
+                 options.input, launch::DeviceDescription(init->device));
+      return kExitUsage;
+    }
     fmt::print(stderr,
                "accelrun: error: `{}` is a CPU job (device cpu{}): `--device cuda` runs GPU jobs (MULTI_GPU, "
                "FSDP, DEEPSPEED) only\n",
                options.input, init->rehearsal ? ", a rehearsal compiled with `compute.use_cpu`" : "");
+    return kExitUsage;
+  }
+  if (options.device != plan::Device::cpu && init->device != plan::Device::cpu &&
+      init->device != plan::Device::cuda) {
+    fmt::print(stderr, "accelrun: error: {}\n", launch::OtherAcceleratorError(plan, options.input));
     return kExitUsage;
   }
   if (options.device == plan::Device::cpu || init->rehearsal) changes = launch::RehearseOnCpu(plan);
@@ -217,6 +239,78 @@ int ChooseDevice(plan::Plan& plan, const LaunchCommandOptions& options, const ch
   }
   if (why.empty()) return 0;
   fmt::print(stderr, "accelrun: error: {}\n", launch::NoCudaError(plan, options.input, why));
+  return kExitUsage;
+}
+
+// A plan whose `init_process_group.mpirun_hostfile` is set, run where no scheduler placed this
+// launcher, starts its job as `accelerate launch` does with `mpirun_config`: mpirun with the
+// host file, the processes per machine and in all, each task this launcher with the same
+// arguments (docs/launch.md). This process becomes mpirun; it returns only to refuse (exit 2:
+// no mpirun on PATH, or it could not be started) or after a dry run (0).
+int StartThroughMpirun(const plan::Plan& plan, const LaunchCommandOptions& options,
+                       const fs::path& inputs_dir) {
+  const auto* init = plan.Find<plan::InitProcessGroup>();
+  fs::path hostfile = init->mpirun_hostfile;
+  if (hostfile.is_relative()) hostfile = (inputs_dir / hostfile).lexically_normal();
+  std::string mpirun;
+  for (const char* name : {"mpirun", "mpiexec"}) {
+    if (llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(name)) {
+      mpirun = *found;
+      break;
+    }
+  }
+  if (mpirun.empty()) {
+    fmt::print(
+        stderr,
+        "accelrun: error: `{}` starts its job through mpirun (`compute.mpirun_config.mpirun_hostfile = "
+        "{}`), but neither mpirun nor mpiexec is on PATH; install Open MPI, Intel MPI or MPICH, or run "
+        "every process on this machine with `--launcher local`\n",
+        options.input, init->mpirun_hostfile);
+    return kExitUsage;
+  }
+  // accelerate launch tells the flavors apart by what `mpirun --version` prints.
+  llvm::SmallString<128> answer;
+  std::string version;
+  if (!llvm::sys::fs::createTemporaryFile("accelrun-mpirun", "txt", answer)) {
+    llvm::FileRemover remove(answer);
+    llvm::StringRef out = answer;
+    llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), out, out};
+    llvm::sys::ExecuteAndWait(mpirun, {mpirun, "--version"}, llvm::None, redirects, /*SecondsToWait=*/30);
+    std::ifstream in(answer.c_str());
+    std::stringstream text;
+    text << in.rdbuf();
+    version = text.str();
+  }
+  launch::MpiFlavor flavor = launch::MpiFlavorFromVersion(version);
+  std::error_code ec;
+  fs::path self = fs::canonical("/proc/self/exe", ec);
+  std::vector<std::string> args = options.args;
+  if (options.self_test) args.insert(args.begin(), "test");
+  std::vector<std::string> argv =
+      launch::MpirunCommand(mpirun, flavor, hostfile.string(), static_cast<int>(init->processes_per_machine),
+                            static_cast<int>(init->num_machines * init->processes_per_machine),
+                            launch::MpirunTask(ec ? std::string("accelrun") : self.string(), args));
+  // accelerate launch hands mpirun the rendezvous in MASTER_ADDR and MASTER_PORT, which every
+  // task's launcher reads before the plan's (an MPI job over several machines needs them).
+  std::string addr = init->main_process_ip;
+  std::string port = std::to_string(init->main_process_port);
+  std::vector<std::string> words = {"MASTER_ADDR=" + cli::ShellWord(addr), "MASTER_PORT=" + port};
+  for (const std::string& arg : argv) words.push_back(cli::ShellWord(arg));
+  fmt::print(
+      "accelrun: job `{}` ({}): starting it through mpirun ({}), as `accelerate launch` does with "
+      "`mpirun_config`: {} machines x {} processes from {}{}\n",
+      plan.job, plan.hash.substr(0, 19), launch::MpiFlavorName(flavor), init->num_machines,
+      init->processes_per_machine, hostfile.string(), options.dry_run ? "; dry run, nothing is started" : "");
+  fmt::print("accelrun: {}\n", fmt::join(words, " "));
+  std::fflush(stdout);
+  if (options.dry_run) return 0;
+  ::setenv("MASTER_ADDR", addr.c_str(), 1);
+  ::setenv("MASTER_PORT", port.c_str(), 1);
+  std::vector<char*> c_argv;
+  for (std::string& arg : argv) c_argv.push_back(arg.data());
+  c_argv.push_back(nullptr);
+  ::execv(mpirun.c_str(), c_argv.data());
+  fmt::print(stderr, "accelrun: error: cannot start {}: {}\n", mpirun, std::strerror(errno));
   return kExitUsage;
 }
 
@@ -249,6 +343,21 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   std::vector<std::string> rehearsal_changes;
   if (int refused = ChooseDevice(*plan, options, argv0, rehearsal_changes); refused != 0) return refused;
   launch::Environment env = launch::CurrentEnvironment();
+  // The plan's input files are relative to the plan file's directory (a spec compiles them
+  // relative to the working directory); the workers read the copy in the output directory, so
+  // they are told where that is.
+  std::error_code cwd_error;
+  fs::path plan_dir = fs::path(options.input).parent_path();
+  fs::path inputs_dir =
+      fs::absolute(is_spec || plan_dir.empty() ? fs::path(".") : plan_dir, cwd_error).lexically_normal();
+  // A job that starts through mpirun, where no scheduler placed this launcher yet: mpirun places
+  // every task, and each task's launcher finds its rank (`--launcher local` runs it here instead).
+  if (!init->mpirun_hostfile.empty() && options.placement.launcher == launch::LauncherKind::kAuto) {
+    llvm::Expected<std::optional<launch::ClusterTask>> cluster =
+        launch::DetectCluster(env, launch::LauncherKind::kAuto);
+    if (cluster && !*cluster) return StartThroughMpirun(*plan, options, inputs_dir);
+    if (!cluster) llvm::consumeError(cluster.takeError());  // ResolvePlacement reports it below
+  }
   // A rehearsal keeps the plan's machines and processes per machine (a hybrid sharding's groups
   // follow them) but starts every process here, meeting on this machine.
   launch::PlanPlacement planned =
@@ -290,13 +399,6 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
 
   fs::path output_dir = options.output_dir.empty() ? fs::path(save->dir) : fs::path(options.output_dir);
-  // The plan's input files are relative to the plan file's directory (a spec compiles them
-  // relative to the working directory); the workers read the copy in the output directory, so
-  // they are told where that is.
-  std::error_code cwd_error;
-  fs::path plan_dir = fs::path(options.input).parent_path();
-  fs::path inputs_dir =
-      fs::absolute(is_spec || plan_dir.empty() ? fs::path(".") : plan_dir, cwd_error).lexically_normal();
   // Rank 0's progress line is redrawn in place when this launcher prints to a terminal.
   bool progress_tty = ::isatty(STDOUT_FILENO) == 1;
   fs::path plan_path = output_dir / "plan.json";

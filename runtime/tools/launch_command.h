@@ -24,8 +24,9 @@ struct LaunchCommandOptions {
   std::string output_dir;
   rt::launch::PlacementFlags placement;
   std::optional<int> cpu_threads;  // --num-cpu-threads-per-process
-  // --device cpu: a GPU plan (device cuda) runs as its rehearsal on CPU processes over Gloo;
-  // --device cuda: the plan must be a GPU plan. Unset: the plan's device.
+  // --device cpu: a plan for an accelerator (device cuda, xpu, ...) runs as its rehearsal on CPU
+  // processes over Gloo; --device cuda: the plan must be a CUDA plan. Unset: the plan's device,
+  // which must be cpu or cuda.
   std::optional<plan::Device> device;
   bool dry_run = false;
   // `accelrun test`: the workers run the data operations' self-test instead of training.
@@ -41,6 +42,9 @@ struct LaunchCommandOptions {
   // the Accelerator, docs/accelerator.md); it gets the worker's arguments and environment.
   std::string program;
   bool help = false;  // -h, --help: print the usage, start nothing
+  // The arguments as given (without the program name and `test`): what each task runs when the
+  // plan starts its job through mpirun.
+  std::vector<std::string> args;
 };
 
 // Parses `args` (without the program name). Returns an error message for the user, or ""

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
@@ -58,6 +59,23 @@ void Announce(int rank, const std::string& line) {
 }
 
 std::string UnitName(size_t unit) { return fmt::format("unit{}", unit); }
+
+void CollectModuleTypes(const ModuleNode& node, std::map<std::string, std::string>& types) {
+  types[node.path] = node.type;
+  for (const ModuleNode& child : node.children) CollectModuleTypes(child, types);
+}
+
+// The modules the wrap policy made units of, in unit order: `the root`, then each wrapped
+// module's path with its class, so a run shows what transformer_layer_cls_to_wrap matched.
+std::string DescribeUnits(const std::vector<FlatUnit>& units, const ModuleNode& root) {
+  std::map<std::string, std::string> types;
+  CollectModuleTypes(root, types);
+  std::vector<std::string> names;
+  for (const FlatUnit& unit : units)
+    names.push_back(unit.module.empty() ? "the root"
+                                        : fmt::format("{} ({})", unit.module, types[unit.module]));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
 
 }  // namespace
 
@@ -142,6 +160,7 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
                        sharding_.hybrid
                            ? fmt::format(", replicated {} times", world.world_size() / groups_.shard_count())
                            : ""));
+  Announce(rank, "wrap units: " + DescribeUnits(units_, model_->Modules()));
   if (groups_.emulated())
     Announce(rank,
              "hybrid sharding: this back end cannot form subgroups; the world group carries their "

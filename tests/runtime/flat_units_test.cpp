@@ -85,9 +85,17 @@ TEST(FlatUnits, TransformerBasedWithoutClassesWrapsTheBuiltInTransformersLayers)
   root.children.push_back({"head", "Linear", {6, 7}, {}});
   std::vector<FlatUnit> units = WrapUnits(root, kNumels, Policy(plan::WrapPolicy::transformer_based));
   EXPECT_EQ(Groups(units), (std::vector<std::vector<size_t>>{{0, 1, 6, 7}, {2, 3}, {4, 5}}));
-  // A model without that block (the tree above) is an error that lists its classes.
-  EXPECT_THROW(WrapUnits(Tree(), kNumels, Policy(plan::WrapPolicy::transformer_based)),
-               std::invalid_argument);
+}
+
+// Accelerate with no class named and a model without `_no_split_modules` (an MLP) wraps nothing
+// but the root: one unit of every parameter, no error.
+TEST(FlatUnits, TransformerBasedWithoutClassesOnAModelWithoutLayersIsTheRootAlone) {
+  ModuleNode mlp{"", "MLP", {}, {}};
+  mlp.children.push_back({"net.0", "Linear", {0, 1, 2, 3}, {}});
+  mlp.children.push_back({"net.2", "Linear", {4, 5, 6, 7}, {}});
+  std::vector<FlatUnit> units = WrapUnits(mlp, kNumels, Policy(plan::WrapPolicy::transformer_based));
+  EXPECT_EQ(Groups(units), (std::vector<std::vector<size_t>>{{0, 1, 2, 3, 4, 5, 6, 7}}));
+  EXPECT_EQ(units[0].module, "");
 }
 
 TEST(FlatUnits, SizeBasedCountsParametersNotYetWrapped) {

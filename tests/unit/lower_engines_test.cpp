@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <fstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "compiler/driver/compile.h"
 #include "compiler/lower/lower.h"
 
@@ -76,15 +79,62 @@ TEST_F(LowerEnginesTest, UseCpuMakesAGpuJobARehearsalOverGloo) {
   EXPECT_FALSE(cpu.plan->Find<plan::InitProcessGroup>()->rehearsal);
 }
 
-TEST_F(LowerEnginesTest, OtherAcceleratorsRunOnlyAsRehearsals) {
-  Compilation xpu = Compile("distributed_type = MULTI_XPU; num_processes = 2");
-  EXPECT_FALSE(xpu.plan.has_value());
-  EXPECT_EQ(Codes(xpu), std::vector<std::string>{"A4024"});
-  Compilation rehearsed = Compile("distributed_type = MULTI_XPU; num_processes = 2; use_cpu = true");
+TEST_F(LowerEnginesTest, OtherAcceleratorsBuildForTheirDeviceAndBackend) {
+  struct Case {
+    const char* type;
+    plan::Device device;
+    plan::Backend backend;
+  };
+  for (const Case& c : {Case{"MULTI_XPU", plan::Device::xpu, plan::Backend::xccl},
+                        Case{"MULTI_NPU", plan::Device::npu, plan::Backend::hccl},
+                        Case{"MULTI_MLU", plan::Device::mlu, plan::Backend::cncl},
+                        Case{"MULTI_SDAA", plan::Device::sdaa, plan::Backend::tccl},
+                        Case{"MULTI_MUSA", plan::Device::musa, plan::Backend::mccl},
+                        Case{"MULTI_HPU", plan::Device::hpu, plan::Backend::hccl},
+                        Case{"MULTI_NEURON", plan::Device::neuron, plan::Backend::neuron}}) {
+    SCOPED_TRACE(c.type);
+    Compilation job = Compile(fmt::format("distributed_type = {}; num_processes = 2", c.type));
+    ASSERT_TRUE(job.plan.has_value()) << fmt::format("{}", fmt::join(Codes(job), " "));
+    const auto* init = job.plan->Find<plan::InitProcessGroup>();
+    EXPECT_EQ(init->device, c.device);
+    EXPECT_EQ(init->backend, c.backend);
+    EXPECT_FALSE(init->rehearsal);
+    Compilation rehearsed =
+        Compile(fmt::format("distributed_type = {}; num_processes = 2; use_cpu = true", c.type));
+    ASSERT_TRUE(rehearsed.plan.has_value());
+    EXPECT_EQ(rehearsed.plan->Find<plan::InitProcessGroup>()->device, plan::Device::cpu);
+    EXPECT_EQ(rehearsed.plan->Find<plan::InitProcessGroup>()->backend, plan::Backend::gloo);
+    EXPECT_TRUE(rehearsed.plan->Find<plan::InitProcessGroup>()->rehearsal);
+  }
+  // XLA has no device or process group accelrun could stand in for: a rehearsal only.
+  Compilation xla = Compile("distributed_type = XLA; num_processes = 2");
+  EXPECT_FALSE(xla.plan.has_value());
+  EXPECT_EQ(Codes(xla), std::vector<std::string>{"A4024"});
+  Compilation rehearsed = Compile("distributed_type = XLA; num_processes = 2; use_cpu = true");
   ASSERT_TRUE(rehearsed.plan.has_value());
   EXPECT_TRUE(rehearsed.plan->Find<plan::InitProcessGroup>()->rehearsal);
   Compilation megatron = Compile("distributed_type = MEGATRON_LM; num_processes = 2");
   EXPECT_EQ(Codes(megatron), std::vector<std::string>{"A4004"});
+}
+
+TEST_F(LowerEnginesTest, MpirunHostfileLowersForTheCpuLauncherOnly) {
+  Compilation cpu = Compile(
+      "distributed_type = MULTI_CPU; num_processes = 4; num_machines = 2; main_process_ip = \"10.0.0.1\"; "
+      "main_process_port = 29500; mpirun_config { mpirun_hostfile = "
+      "\"/etc/hosts.mpi\" }");
+  ASSERT_TRUE(cpu.plan.has_value()) << fmt::format("{}", fmt::join(Codes(cpu), " "));
+  EXPECT_EQ(cpu.plan->Find<plan::InitProcessGroup>()->mpirun_hostfile, "/etc/hosts.mpi");
+  // accelerate launch's GPU launchers ignore the section; with use_cpu its CPU launcher reads it.
+  Compilation gpu = Compile(
+      "distributed_type = MULTI_GPU; num_processes = 2; mpirun_config { mpirun_hostfile = \"/etc/hosts.mpi\" "
+      "}");
+  ASSERT_TRUE(gpu.plan.has_value());
+  EXPECT_EQ(gpu.plan->Find<plan::InitProcessGroup>()->mpirun_hostfile, "");
+  Compilation rehearsal = Compile(
+      "distributed_type = MULTI_GPU; num_processes = 2; use_cpu = true; mpirun_config { mpirun_hostfile = "
+      "\"/etc/hosts.mpi\" }");
+  ASSERT_TRUE(rehearsal.plan.has_value());
+  EXPECT_EQ(rehearsal.plan->Find<plan::InitProcessGroup>()->mpirun_hostfile, "/etc/hosts.mpi");
 }
 
 TEST_F(LowerEnginesTest, Fp16LowersForAGpuJobAndStaysRefusedOnTheCpu) {
