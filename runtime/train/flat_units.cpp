@@ -74,16 +74,17 @@ std::vector<FlatUnit> WrapUnits(const ModuleNode& root, const std::vector<int64_
                                 const plan::Sharding& sharding) {
   Wrapper wrapper{numels, sharding, {}};
   std::vector<size_t> rest = wrapper.Visit(root);
-  if (sharding.wrap_policy == plan::WrapPolicy::transformer_based && wrapper.wrapped.empty()) {
+  // An empty list means the model's `_no_split_modules`: a model without the built-in
+  // Transformer's block has none, and Accelerate's FSDP2 policy then wraps nothing.
+  if (sharding.wrap_policy == plan::WrapPolicy::transformer_based && wrapper.wrapped.empty() &&
+      !sharding.transformer_layer_cls_to_wrap.empty()) {
     std::set<std::string> types;
     CollectTypes(root, types);
     throw std::invalid_argument(fmt::format(
         "`transformer_layer_cls_to_wrap` names {}, but this model has no module of {}; its module classes "
         "are "
         "{}: name one of them, or use another wrap policy",
-        sharding.transformer_layer_cls_to_wrap.empty()
-            ? std::string("no class (so the built-in Transformer's TransformerEncoderLayer)")
-            : fmt::format("{}", sharding.transformer_layer_cls_to_wrap),
+        fmt::format("{}", sharding.transformer_layer_cls_to_wrap),
         wrapper.LayerClasses().size() == 1 ? "that class" : "these classes", types));
   }
   // Module order: by each unit's first parameter (registration order follows the modules').

@@ -48,7 +48,10 @@ TestFault TestFaultFromEnvironment() {
   if (fault.empty()) return TestFault::kNone;
   if (fault == "grad_scale") return TestFault::kGradScale;
   if (fault == "shard_offset") return TestFault::kShardOffset;
-  throw std::invalid_argument("ACCEL_TEST_FAULT must be grad_scale or shard_offset (a test hook)");
+  if (fault == "tp_backward") return TestFault::kTpBackward;
+  if (fault == "tp_offset") return TestFault::kTpOffset;
+  throw std::invalid_argument(
+      "ACCEL_TEST_FAULT must be grad_scale, shard_offset, tp_backward or tp_offset (a test hook)");
 }
 
 }  // namespace accel::rt::train

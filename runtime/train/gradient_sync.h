@@ -33,9 +33,13 @@ std::unique_ptr<GradientSync> MakeDdpSync(std::unique_ptr<Reducer> reducer,
 // ACCEL_TEST_FAULT, read by the gradient synchronisation only, breaks it on purpose so that a
 // test proves its tolerance would catch the break:
 //   grad_scale    the averaged gradients are multiplied by 16;
-//   shard_offset  (sharded engine) each rank's gathered shard lands one shard further on.
+//   shard_offset  (sharded engine) each rank's gathered shard lands one shard further on;
+//   tp_backward   (tensor parallelism) the all-reduce of the input's gradient before a
+//                 column-parallel Linear is skipped;
+//   tp_offset     (tensor parallelism) each rank keeps the next rank's slice of a row-parallel
+//                 Linear.
 // Unset or empty in every real run.
-enum class TestFault { kNone, kGradScale, kShardOffset };
+enum class TestFault { kNone, kGradScale, kShardOffset, kTpBackward, kTpOffset };
 TestFault TestFaultFromEnvironment();
 // The factory `grad_scale` applies.
 inline constexpr double kFaultGradScale = 16.0;

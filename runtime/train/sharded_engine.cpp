@@ -47,7 +47,7 @@ std::string UnitName(size_t unit) { return fmt::format("unit{}", unit); }
 }  // namespace
 
 ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLoop& loop,
-                             int processes_per_machine, distributed::Collectives& world)
+                             int processes_per_machine, distributed::Collectives& world, bool announce)
     : model_(std::move(model)),
       sharding_(loop.sharding),
       world_(world),
@@ -108,7 +108,7 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
     model_->SetForwardGate(this);
   }
 
-  const int rank = world.rank();
+  const int rank = announce ? world.rank() : -1;
   int64_t largest = 0;
   for (const FlatUnit& unit : units_) largest = std::max(largest, unit.numel);
   Announce(rank,
