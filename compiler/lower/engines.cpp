@@ -265,8 +265,9 @@ void RefuseSections(const Value& json, std::vector<Refusal>& refusals) {
                         "; accelrun runs data parallelism only (no pipeline stages)"});
   }
   if (const Value* tp = At(At(&json, "tensor_parallel"), "autotp_size"); Count(tp).value_or(0) > 1) {
-    refusals.push_back({diag::Kind::NativeParallelism, tp, "`tensor_parallel.autotp_size` above 1",
-                        "; accelrun splits models only through `parallelism_config.tp_size` (FSDP2), not DeepSpeed AutoTP"});
+    refusals.push_back(
+        {diag::Kind::NativeParallelism, tp, "`tensor_parallel.autotp_size` above 1",
+         "; accelrun splits models only through `parallelism_config.tp_size` (FSDP2), not DeepSpeed AutoTP"});
   }
   if (const Value* sp = At(&json, "sequence_parallel_size"); Count(sp).value_or(1) > 1) {
     refusals.push_back({diag::Kind::NativeParallelism, sp, "`sequence_parallel_size` above 1",

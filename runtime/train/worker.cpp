@@ -295,7 +295,8 @@ class TrainingRun {
       // With tensor parallelism the engine shards this rank's slices over its data-parallel
       // group, inside the tensor-parallel view.
       std::unique_ptr<Trainer> model = tp_ != nullptr ? tp_->Release() : std::move(trainer_);
-      auto engine = std::make_unique<ShardedEngine>(std::move(model), loop_, mesh_.shard, *dp_, mesh_.tp_rank == 0);
+      auto engine =
+          std::make_unique<ShardedEngine>(std::move(model), loop_, mesh_.shard, *dp_, mesh_.tp_rank == 0);
       ShardedEngine* sync = engine.get();
       if (tp_ != nullptr) {
         tp_->Adopt(std::move(engine), sync);

@@ -356,9 +356,10 @@ TEST_F(LowerEnginesTest, WhatTheMeshCannotRunIsRefusedWithItsOwnCode) {
             std::vector<std::string>{"A4006"});
   EXPECT_EQ(Codes(Compile(std::string(kMesh) + " }", "MLP { inputs = 4; hidden = [7] }")),
             std::vector<std::string>{"A4006"});
-  EXPECT_EQ(Codes(Compile(std::string(kMesh) + " }",
-                          "Transformer { inputs = 4; d_model = 8; heads = 2; layers = 1; feedforward = 15 }")),
-            std::vector<std::string>{"A4006"});
+  EXPECT_EQ(
+      Codes(Compile(std::string(kMesh) + " }",
+                    "Transformer { inputs = 4; d_model = 8; heads = 2; layers = 1; feedforward = 15 }")),
+      std::vector<std::string>{"A4006"});
   // The built-in Transformer's feed-forward blocks split.
   EXPECT_TRUE(Compile(std::string(kMesh) + " }",
                       "Transformer { inputs = 4; d_model = 8; heads = 2; layers = 1; feedforward = 16 }")
