@@ -16,7 +16,8 @@ The final weights must match within TOLERANCE: the split only changes the order 
 float32 sums are taken (a row-parallel Linear sums two partial products). `model.safetensors`
 has the names and shapes of the run without tensor parallelism, and every rank's digest of the
 gathered weights is the same. A full-state checkpoint of the 4-process mesh resumes to the same
-final weights. The test hook ACCEL_TEST_FAULT breaks tensor parallelism on purpose: `tp_backward`
+final weights, on the same mesh and as a DDP run. The test hook ACCEL_TEST_FAULT breaks tensor
+parallelism on purpose: `tp_backward`
 (no all-reduce of the input gradient before a column-parallel Linear: the second pair's input
 gradient is then wrong) and `tp_offset` (each
 rank keeps the next rank's row-parallel slice) must land far outside the tolerance.
@@ -152,6 +153,16 @@ def main():
     output = run([accelrun, plan, "--output-dir", out, "--resume", "auto"]).stdout
     assert "at step 5" in output, f"the resume did not load step 5:\n{output}"
     compare("tp 2 x dp_shard 2 resumed at step 5", tp_fsdp, read_safetensors(os.path.join(out, "model.safetensors")))
+
+    # The checkpoint does not depend on the mesh: DDP on 2 processes (the same data-parallel
+    # ranks, so the same samples) resumes it and ends where DDP ends.
+    cross = os.path.join(workdir, "cross")
+    cross_plan = compile_plan(accelc, spec_text(cross, 2, 2, checkpoints=5), cross)
+    output = run([accelrun, cross_plan, "--output-dir", cross, "--resume",
+                  os.path.join(base, f"checkpoint_{saved[0]}")]).stdout
+    assert "at step 5" in output, f"DDP did not resume the tensor-parallel checkpoint at step 5:\n{output}"
+    compare("DDP 2 resumed from the tp 2 x dp_shard 2 checkpoint", ddp2,
+            read_safetensors(os.path.join(cross, "model.safetensors")))
 
     compare("tp 2 without the backward all-reduce (must fail)", one,
             t("fault-backward", procs=2, dp=1, mesh=tp2, fault="tp_backward")[0], far=True)
