@@ -17,9 +17,8 @@ float32 sums are taken (a row-parallel Linear sums two partial products). `model
 has the names and shapes of the run without tensor parallelism, and every rank's digest of the
 gathered weights is the same. A full-state checkpoint of the 4-process mesh resumes to the same
 final weights, on the same mesh and as a DDP run. The test hook ACCEL_TEST_FAULT breaks tensor
-parallelism on purpose: `tp_backward`
-(no all-reduce of the input gradient before a column-parallel Linear: the second pair's input
-gradient is then wrong) and `tp_offset` (each
+parallelism on purpose: `tp_backward` (no all-reduce of the input gradient before a
+column-parallel Linear: the second pair's input gradient is then wrong) and `tp_offset` (each
 rank keeps the next rank's row-parallel slice) must land far outside the tolerance.
 
 Usage: tensor_parallel_test.py ACCELC ACCELRUN WORKDIR
