@@ -186,8 +186,15 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "fp8 training (`fp8_config`, or `mixed_precision = fp8`) needs TransformerEngine, MS-AMP or torchao, "
        "which exist only in Python.\nFix: use `bf16`, or run the job under Accelerate."},
       {"A4006",
-       "Tensor, context or pipeline parallelism (`parallelism_config`, `torch_tp_plugin`): accelrun runs "
-       "data parallelism only.\nFix: drop the setting, or run the job under Accelerate."},
+       "Parallelism accelrun does not run: context or sequence parallelism (`parallelism_config.cp_size` or "
+       "`sp_size` above 1), pipeline stages, DeepSpeed's AutoTP, the deprecated `torch_tp_plugin`, and "
+       "tensor "
+       "parallelism (`parallelism_config.tp_size`) where it has no split for the model (a TorchScript file, "
+       "a "
+       "width tp_size does not divide), with clipping, or outside FSDP version 2 (docs/sharding.md).\nFix: "
+       "use tp_size with the built-in MLP or Transformer under FSDP2, set the other sizes to 1, or run the "
+       "job "
+       "under Accelerate."},
       {"A4007",
        "Retired: `mpirun_config` was refused because accelrun did not start mpirun. A CPU job with "
        "`mpirun_config.mpirun_hostfile` now lowers, and `accelrun plan.json` starts it through mpirun as "

@@ -265,8 +265,9 @@ void RefuseSections(const Value& json, std::vector<Refusal>& refusals) {
                         "; accelrun runs data parallelism only (no pipeline stages)"});
   }
   if (const Value* tp = At(At(&json, "tensor_parallel"), "autotp_size"); Count(tp).value_or(0) > 1) {
-    refusals.push_back({diag::Kind::NativeParallelism, tp, "`tensor_parallel.autotp_size` above 1",
-                        "; accelrun runs data parallelism only (no tensor parallelism)"});
+    refusals.push_back(
+        {diag::Kind::NativeParallelism, tp, "`tensor_parallel.autotp_size` above 1",
+         "; accelrun splits models only through `parallelism_config.tp_size` (FSDP2), not DeepSpeed AutoTP"});
   }
   if (const Value* sp = At(&json, "sequence_parallel_size"); Count(sp).value_or(1) > 1) {
     refusals.push_back({diag::Kind::NativeParallelism, sp, "`sequence_parallel_size` above 1",
@@ -358,6 +359,68 @@ plan::Sharding LowerFsdp(const Value* plugin) {
   s.offload_params = Flag(At(plugin, "cpu_offload")).value_or(false);
   s.offload_optimizer = s.offload_params;
   return s;
+}
+
+void LowerParallelism(const Value& config, const std::string& distributed_type, const Value& model,
+                      const Value* clipping, plan::Sharding& s, std::vector<Refusal>& refusals) {
+  const std::string& model_type = model.type_name;
+  const Value* replicate = At(&config, "dp_replicate_size");
+  const Value* shard = At(&config, "dp_shard_size");
+  const Value* tp = At(&config, "tp_size");
+  const int64_t r = Count(replicate).value_or(1);
+  const int64_t d = Count(shard).value_or(1);
+  const int64_t t = Count(tp).value_or(1);
+  // A mesh of one process changes nothing (Accelerate then replicates over every process).
+  if (r * d * t <= 1) return;
+  if (distributed_type != "FSDP") {
+    refusals.push_back(
+        {diag::Kind::NativeParallelism, &config,
+         fmt::format("`compute.parallelism_config` with `distributed_type = {}`", distributed_type),
+         "; accelrun runs the parallelism mesh under FSDP version 2: set `distributed_type: FSDP` "
+         "and `fsdp_config.fsdp_version: 2`"});
+    return;
+  }
+  s.tensor_parallel = t;
+  s.dp_shard_size = d;
+  s.hybrid = r > 1;
+  if (t == 1) return;
+  if (model_type == "TorchScript") {
+    refusals.push_back(
+        {diag::Kind::NativeParallelism, tp,
+         fmt::format("`parallelism_config.tp_size = {}` with a TorchScript model", t),
+         "; tensor parallelism needs the model's tensor-parallel plan (Accelerate requires a model "
+         "prepared with a `tp_plan`), and a TorchScript file carries none: use tp_size 1, or the "
+         "built-in MLP"});
+  } else {
+    // The widths the split divides: the MLP's column-parallel outputs (every other hidden
+    // width), the Transformer's feed-forward width.
+    std::vector<int64_t> widths;
+    if (model_type == "Transformer") {
+      widths.push_back(Count(At(&model, "feedforward")).value_or(0));
+    } else if (const Value* hidden = At(&model, "hidden");
+               hidden != nullptr && hidden->kind == Value::Kind::List) {
+      for (size_t i = 0; i + 1 <= hidden->items.size(); i += 2) widths.push_back(hidden->items[i].int_value);
+    }
+    for (int64_t width : widths) {
+      if (width % t == 0) continue;
+      refusals.push_back(
+          {diag::Kind::NativeParallelism, tp,
+           fmt::format("`parallelism_config.tp_size = {}` with a split width of {}", t, width),
+           model_type == "Transformer"
+               ? "; the feed-forward width is divided over the tensor-parallel ranks: make "
+                 "`feedforward` a multiple of tp_size"
+               : "; each Linear pair's inner width (hidden[0], hidden[2], ...) is divided over the "
+                 "tensor-parallel ranks: make it a multiple of tp_size"});
+      break;
+    }
+  }
+  if (IsSet(clipping)) {
+    refusals.push_back(
+        {diag::Kind::NativeParallelism, clipping,
+         fmt::format("`train.max_grad_norm` with `parallelism_config.tp_size = {}`", t),
+         "; the global norm over tensor-parallel slices is not computed yet: drop `max_grad_norm` "
+         "or use tp_size 1"});
+  }
 }
 
 plan::Sharding LowerDeepSpeed(const Value* plugin, const Value* json, const DeepSpeedJob& job,

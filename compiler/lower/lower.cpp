@@ -292,6 +292,13 @@ class Lowerer {
       loop.sharding = LowerDeepSpeed(plugin.kind == Value::Kind::Record ? &plugin : nullptr, deepspeed_json_,
                                      job, loop, refusals);
     }
+    const Value& mesh = compute["parallelism_config"];
+    if (mesh.kind == Value::Kind::Record) {
+      const Value* model = spec_.root.Field("model");
+      const Value* clipping =
+          spec_.root.Field("train") != nullptr ? spec_.root.Field("train")->Field("max_grad_norm") : nullptr;
+      if (model != nullptr) LowerParallelism(mesh, name, *model, clipping, loop.sharding, refusals);
+    }
     for (const Refusal& refusal : refusals)
       Unsupported(refusal.kind, *refusal.value, refusal.what, refusal.hint + kExport);
   }

@@ -33,8 +33,8 @@ struct FlatUnit {
 // - size_based: every module other than the root whose parameters not yet wrapped number at
 //   least `min_num_params`.
 // The root unit comes first (when it has parameters), then the wrapped units in module order.
-// Throws std::invalid_argument when transformer_based names no class of this model, naming the
-// classes it has.
+// Throws std::invalid_argument when transformer_based names classes none of which this model
+// has, naming the classes it has (an empty list wraps TransformerEncoderLayer if there is one).
 std::vector<FlatUnit> WrapUnits(const ModuleNode& root, const std::vector<int64_t>& numels,
                                 const plan::Sharding& sharding);
 

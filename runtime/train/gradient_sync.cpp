@@ -49,8 +49,11 @@ TestFault TestFaultFromEnvironment() {
   if (fault == "grad_scale") return TestFault::kGradScale;
   if (fault == "shard_offset") return TestFault::kShardOffset;
   if (fault == "slice_offset") return TestFault::kSliceOffset;
+  if (fault == "tp_backward") return TestFault::kTpBackward;
+  if (fault == "tp_offset") return TestFault::kTpOffset;
   throw std::invalid_argument(
-      "ACCEL_TEST_FAULT must be grad_scale, shard_offset or slice_offset (a test hook)");
+      "ACCEL_TEST_FAULT must be grad_scale, shard_offset, slice_offset, tp_backward or tp_offset (a test "
+      "hook)");
 }
 
 }  // namespace accel::rt::train

@@ -80,7 +80,7 @@ std::string DescribeUnits(const std::vector<FlatUnit>& units, const ModuleNode& 
 }  // namespace
 
 ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLoop& loop,
-                             int processes_per_machine, distributed::Collectives& world)
+                             int processes_per_machine, distributed::Collectives& world, bool announce)
     : model_(std::move(model)),
       sharding_(loop.sharding),
       world_(world),
@@ -150,7 +150,7 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
                                                   sharding_.reduce_bucket_size);
   InstallGradientHooks();
 
-  const int rank = world.rank();
+  const int rank = announce ? world.rank() : -1;
   int64_t largest = 0;
   for (const FlatUnit& unit : units_) largest = std::max(largest, unit.numel);
   Announce(rank,

@@ -59,8 +59,12 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   // Takes `model` over, with its parameters already equal on every rank and its optimizer
   // state (a resumed checkpoint's) resharded onto this world. Collective. Throws
   // std::invalid_argument for a sharding this runtime cannot run (see WrapUnits, ShardGroups).
+  // `world` is the data-parallel group (the world, or with tensor parallelism the ranks of one
+  // tensor-parallel position); with hybrid sharding, shard groups are `processes_per_machine`
+  // of its consecutive ranks. `announce`: its rank 0 prints the layout (one group of several
+  // prints it).
   ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLoop& loop, int processes_per_machine,
-                distributed::Collectives& world);
+                distributed::Collectives& world, bool announce = true);
   ~ShardedEngine() override;
   ShardedEngine(const ShardedEngine&) = delete;
   ShardedEngine& operator=(const ShardedEngine&) = delete;
@@ -95,6 +99,7 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   ModuleNode Modules() const override { return model_->Modules(); }
   std::vector<std::vector<size_t>> ForwardBlocks() const override { return model_->ForwardBlocks(); }
   void SetForwardGate(ForwardGate* gate) override { model_->SetForwardGate(gate); }
+  std::vector<int> TensorParallelDims() const override { return model_->TensorParallelDims(); }
 
   // Trainer: the engine's own. ClipGradNorm: the global L2 norm from the shards' norms.
   double ClipGradNorm(double max_norm) override;

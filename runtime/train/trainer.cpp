@@ -20,6 +20,7 @@
 #include "runtime/train/named_inputs.h"
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
+#include "runtime/train/tensor_parallel.h"
 
 namespace accel::rt::train {
 namespace {
@@ -72,6 +73,8 @@ class Model {
   // The state_dict prefixes each block of forward reads (see Trainer::ForwardBlocks); "" reads
   // everything.
   virtual std::vector<std::vector<std::string>> BlockPrefixes() const = 0;
+  // Tensor parallelism: the dimension each parameter (by name) is split along; absent: whole.
+  virtual std::map<std::string, int> SplitDims() const { return {}; }
   void SetGate(ForwardGate* gate) { gate_ = gate; }
 
  protected:
@@ -150,10 +153,15 @@ class NnModel : public Model {
 };
 
 // The Sequential of Linear and ReLU modules (named `0`, `1`, ... as in Python), run one Linear
-// (and the ReLU after it) per block.
+// (and the ReLU after it) per block. With tensor parallelism, built whole (so every rank draws
+// the same weights from the generator), then each pair of consecutive Linears keeps this rank's
+// slices, as Megatron's MLP and the "colwise"/"rowwise" tp_plan entries split them: the first's
+// output features (weight rows and bias), the second's input features (weight columns; its bias
+// whole, added once after the partial outputs are summed). A last Linear without a partner
+// stays whole on every rank.
 class MlpModel final : public NnModel<torch::nn::Sequential> {
  public:
-  explicit MlpModel(const plan::MLP& spec) : NnModel(torch::nn::Sequential()) {
+  MlpModel(const plan::MLP& spec, const TensorParallelism& tp) : NnModel(torch::nn::Sequential()), tp_(tp) {
     int64_t width = spec.inputs;
     for (int64_t hidden : spec.hidden) {
       linears_.push_back(torch::nn::Linear(width, hidden));
@@ -163,12 +171,25 @@ class MlpModel final : public NnModel<torch::nn::Sequential> {
     }
     linears_.push_back(torch::nn::Linear(width, spec.outputs));
     net_->push_back(linears_.back());
+    roles_.assign(linears_.size(), Role::kWhole);
+    if (tp_.size > 1) Split();
   }
   torch::Tensor Forward(const torch::Tensor& features) override {
     torch::Tensor x = features;
     for (size_t block = 0; block < linears_.size(); ++block) {
       Enter(block);
-      x = linears_[block]->forward(x);
+      torch::nn::Linear& linear = linears_[block];
+      switch (roles_[block]) {
+        case Role::kWhole:
+          x = linear->forward(x);
+          break;
+        case Role::kColumn:
+          x = linear->forward(CopyToTensorParallel(x, *tp_.group));
+          break;
+        case Role::kRow:
+          x = ReduceFromTensorParallel(torch::linear(x, linear->weight), *tp_.group) + linear->bias;
+          break;
+      }
       if (block + 1 < linears_.size()) x = torch::relu(x);
       x = Leave(block, x);
     }
@@ -179,9 +200,42 @@ class MlpModel final : public NnModel<torch::nn::Sequential> {
     for (size_t block = 0; block < linears_.size(); ++block) blocks.push_back({std::to_string(2 * block)});
     return blocks;
   }
+  std::map<std::string, int> SplitDims() const override {
+    std::map<std::string, int> dims;
+    for (size_t block = 0; block < linears_.size(); ++block) {
+      const std::string module = std::to_string(2 * block);
+      if (roles_[block] == Role::kColumn) {
+        dims[module + ".weight"] = 0;
+        dims[module + ".bias"] = 0;
+      } else if (roles_[block] == Role::kRow) {
+        dims[module + ".weight"] = 1;
+      }
+    }
+    return dims;
+  }
 
  private:
+  enum class Role { kWhole, kColumn, kRow };
+
+  void Split() {
+    torch::NoGradGuard no_grad;
+    // The test hook: the row-parallel slice of the next rank, as an offset error would take it.
+    const int row_rank =
+        TestFaultFromEnvironment() == TestFault::kTpOffset ? (tp_.rank + 1) % tp_.size : tp_.rank;
+    for (size_t block = 0; block + 1 < linears_.size(); block += 2) {
+      torch::nn::Linear& column = linears_[block];
+      torch::nn::Linear& row = linears_[block + 1];
+      column->weight.set_data(TensorParallelSlice(column->weight.detach(), 0, tp_.rank, tp_.size));
+      column->bias.set_data(TensorParallelSlice(column->bias.detach(), 0, tp_.rank, tp_.size));
+      row->weight.set_data(TensorParallelSlice(row->weight.detach(), 1, row_rank, tp_.size));
+      roles_[block] = Role::kColumn;
+      roles_[block + 1] = Role::kRow;
+    }
+  }
+
   std::vector<torch::nn::Linear> linears_;
+  TensorParallelism tp_;
+  std::vector<Role> roles_;
 };
 
 // Each feature value is a token: value × a learned vector plus a learned position, then
@@ -209,6 +263,38 @@ class TransformerModelImpl : public torch::nn::Module {
   torch::Tensor Layer(size_t layer, const torch::Tensor& tokens) {
     return encoder_->layers->at<torch::nn::TransformerEncoderLayerImpl>(layer).forward(tokens);
   }
+  // The same layer with its feed-forward block split over a tensor-parallel group: linear1
+  // column-wise, linear2 row-wise (its bias added once after the sum); attention whole on every
+  // rank. The steps of TransformerEncoderLayerImpl::forward (post-norm, ReLU), in its order.
+  torch::Tensor SplitLayer(size_t layer, const torch::Tensor& tokens, distributed::Collectives& group) {
+    auto& l = encoder_->layers->at<torch::nn::TransformerEncoderLayerImpl>(layer);
+    torch::Tensor attended = std::get<0>(
+        l.self_attn->forward(tokens, tokens, tokens, at::Tensor(), /*need_weights=*/true, at::Tensor()));
+    torch::Tensor x = l.norm1(tokens + l.dropout1(attended));
+    torch::Tensor hidden = l.dropout(torch::relu(l.linear1(CopyToTensorParallel(x, group))));
+    torch::Tensor out =
+        ReduceFromTensorParallel(torch::linear(hidden, l.linear2->weight), group) + l.linear2->bias;
+    return l.norm2(x + l.dropout2(out));
+  }
+  // Keeps this rank's slices of every layer's feed-forward Linears; returns how each parameter
+  // (by state_dict name) is split.
+  std::map<std::string, int> Split(const TensorParallelism& tp) {
+    torch::NoGradGuard no_grad;
+    const int row_rank =
+        TestFaultFromEnvironment() == TestFault::kTpOffset ? (tp.rank + 1) % tp.size : tp.rank;
+    std::map<std::string, int> dims;
+    for (size_t layer = 0; layer < layers(); ++layer) {
+      auto& l = encoder_->layers->at<torch::nn::TransformerEncoderLayerImpl>(layer);
+      l.linear1->weight.set_data(TensorParallelSlice(l.linear1->weight.detach(), 0, tp.rank, tp.size));
+      l.linear1->bias.set_data(TensorParallelSlice(l.linear1->bias.detach(), 0, tp.rank, tp.size));
+      l.linear2->weight.set_data(TensorParallelSlice(l.linear2->weight.detach(), 1, row_rank, tp.size));
+      const std::string prefix = "encoder.layers." + std::to_string(layer) + ".";
+      dims[prefix + "linear1.weight"] = 0;
+      dims[prefix + "linear1.bias"] = 0;
+      dims[prefix + "linear2.weight"] = 1;
+    }
+    return dims;
+  }
   // The last block: mean over tokens and the head.
   torch::Tensor Head(const torch::Tensor& tokens) { return head_(tokens.mean(0)); }
 
@@ -222,8 +308,11 @@ TORCH_MODULE(TransformerModel);
 
 class BuiltInTransformer final : public NnModel<TransformerModel> {
  public:
-  explicit BuiltInTransformer(const plan::Transformer& spec)
-      : NnModel(TransformerModel(spec)), tokens_(spec.inputs) {}
+  BuiltInTransformer(const plan::Transformer& spec, const TensorParallelism& tp)
+      : NnModel(TransformerModel(spec)), tokens_(spec.inputs), tp_(tp) {
+    if (tp_.size > 1) split_ = net_->Split(tp_);
+  }
+  std::map<std::string, int> SplitDims() const override { return split_; }
   torch::Tensor Forward(const torch::Tensor& features) override {
     if (features.dim() != 2 || features.size(1) != tokens_) {
       throw std::invalid_argument("the transformer reads " + std::to_string(tokens_) +
@@ -233,7 +322,7 @@ class BuiltInTransformer final : public NnModel<TransformerModel> {
     torch::Tensor x = Leave(0, net_->Embed(features));
     for (size_t layer = 0; layer < net_->layers(); ++layer) {
       Enter(layer + 1);
-      x = Leave(layer + 1, net_->Layer(layer, x));
+      x = Leave(layer + 1, tp_.size > 1 ? net_->SplitLayer(layer, x, *tp_.group) : net_->Layer(layer, x));
     }
     Enter(net_->layers() + 1);
     return Leave(net_->layers() + 1, net_->Head(x));
@@ -248,6 +337,8 @@ class BuiltInTransformer final : public NnModel<TransformerModel> {
 
  private:
   int64_t tokens_;
+  TensorParallelism tp_;
+  std::map<std::string, int> split_;
 };
 
 // A module saved with `torch.jit.save(torch.jit.script(model))`: its parameter names are the
@@ -350,17 +441,27 @@ std::string LastLine(const std::string& text) {
 
 class TorchTrainer final : public Trainer {
  public:
-  TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop) : loop_(loop) {
-    model_ = std::visit(plan::Overloaded{[](const plan::MLP& m) -> std::unique_ptr<Model> {
-                                           return std::make_unique<MlpModel>(m);
-                                         },
-                                         [](const plan::Transformer& m) -> std::unique_ptr<Model> {
-                                           return std::make_unique<BuiltInTransformer>(m);
-                                         },
-                                         [](const plan::TorchScript& m) -> std::unique_ptr<Model> {
-                                           return std::make_unique<ScriptedModel>(m);
-                                         }},
-                        model.model);
+  TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop, const TensorParallelism& tp)
+      : loop_(loop) {
+    auto refuse_tp = [&tp](const char* what) {
+      if (tp.size > 1) {
+        throw std::invalid_argument(
+            fmt::format("tensor parallelism (tp_size {}) needs the model's tensor-parallel plan, and {}; use "
+                        "tp_size 1, or the built-in MLP or Transformer",
+                        tp.size, what));
+      }
+    };
+    model_ = std::visit(
+        plan::Overloaded{
+            [&](const plan::MLP& m) -> std::unique_ptr<Model> { return std::make_unique<MlpModel>(m, tp); },
+            [&](const plan::Transformer& m) -> std::unique_ptr<Model> {
+              return std::make_unique<BuiltInTransformer>(m, tp);
+            },
+            [&](const plan::TorchScript& m) -> std::unique_ptr<Model> {
+              refuse_tp("a TorchScript model carries none (Accelerate requires a `tp_plan`)");
+              return std::make_unique<ScriptedModel>(m);
+            }},
+        model.model);
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
 
@@ -547,6 +648,14 @@ class TorchTrainer final : public Trainer {
     return blocks;
   }
   void SetForwardGate(ForwardGate* gate) override { model_->SetGate(gate); }
+  std::vector<int> TensorParallelDims() const override {
+    std::map<std::string, int> split = model_->SplitDims();
+    if (split.empty()) return {};
+    std::vector<int> dims;
+    for (const auto& [name, tensor] : model_->Parameters())
+      dims.push_back(split.count(name) != 0 ? split.at(name) : -1);
+    return dims;
+  }
 
  private:
   std::map<std::string, size_t> ParameterIndex() const {
@@ -564,8 +673,9 @@ class TorchTrainer final : public Trainer {
 
 }  // namespace
 
-std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop) {
-  return std::make_unique<TorchTrainer>(model, loop);
+std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop,
+                                     const TensorParallelism& tp) {
+  return std::make_unique<TorchTrainer>(model, loop, tp);
 }
 
 }  // namespace accel::rt::train

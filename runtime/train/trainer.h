@@ -11,6 +11,10 @@
 #include "compiler/plan/plan.h"
 #include "runtime/data/dataset.h"
 
+namespace accel::rt::distributed {
+class Collectives;
+}  // namespace accel::rt::distributed
+
 namespace accel::rt::train {
 
 // The optimizer's state keyed by parameter name (PyTorch keys it by position, LibTorch by
@@ -136,13 +140,28 @@ class Trainer {
   // Calls `gate` around every block of every later forward (training and evaluation); null
   // removes it. `gate` must outlive its use.
   virtual void SetForwardGate(ForwardGate* gate) = 0;
+  // With tensor parallelism (tensor_parallel.h): per NamedParameters() entry, the dimension its
+  // whole tensor is split along over the tensor-parallel group (0 rows, 1 columns), -1 for one
+  // every rank holds whole. Empty without tensor parallelism.
+  virtual std::vector<int> TensorParallelDims() const { return {}; }
+};
+
+// This rank's place in a tensor-parallel group, for MakeTrainer.
+struct TensorParallelism {
+  distributed::Collectives* group = nullptr;  // outlives the trainer
+  int rank = 0;
+  int size = 1;
 };
 
 // Builds the model described by `model` (an MLP initialized from the global torch generator, so
 // the caller seeds first, or a TorchScript file) and the optimizer, loss and precision of
 // `loop`. Throws std::invalid_argument for a model kind, loss or optimizer this runtime does
 // not know and for a TorchScript file that does not load or has no trainable parameters.
-std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop);
+// With `tp` (size > 1) the built-in MLP is built whole from the generator, then keeps this
+// rank's slices: each pair of consecutive Linears split column- then row-wise (a last Linear
+// without a partner stays whole); other models are refused (std::invalid_argument).
+std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop,
+                                     const TensorParallelism& tp = {});
 
 }  // namespace accel::rt::train
 

@@ -29,6 +29,7 @@
 #include "runtime/train/run_report.h"
 #include "runtime/train/sharded_checkpoint.h"
 #include "runtime/train/sharded_engine.h"
+#include "runtime/train/tensor_parallel.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_length.h"
@@ -161,20 +162,37 @@ class TrainingRun {
   // (after find_executable_batch_size), the reducer, accumulation and the wrapped scheduler.
   llvm::Error Build() {
     if (llvm::Error error = CheckSharding()) return error;
+    if (llvm::Error error = FormMesh()) return error;
     if (steps_.seed != nullptr) distributed::SetSeed(static_cast<uint64_t>(steps_.seed->seed));
-    trainer_ = MakeTrainer(steps_.model, loop_);
+    TensorParallelism tp;
+    if (mesh_.tensor_parallel > 1)
+      tp = {mesh_groups_.tensor_parallel.get(), mesh_.tp_rank, mesh_.tensor_parallel};
+    try {
+      trainer_ = MakeTrainer(steps_.model, loop_, tp);
+    } catch (const std::invalid_argument& error) {
+      if (mesh_.tensor_parallel == 1) throw;
+      return Fail(error.what());
+    }
     named_ = trainer_->NamedParameters();
+    // Rank 0's weights, as DDP starts; with tensor parallelism each slice from the first
+    // data-parallel rank holding it.
     std::vector<distributed::Value> weights;
     for (const auto& [name, tensor] : named_) weights.push_back(distributed::Value::Tensor(tensor.detach()));
-    ops_->Broadcast(distributed::Value::List(std::move(weights)), 0);
+    dp_ops_->Broadcast(distributed::Value::List(std::move(weights)), 0);
     for (const auto& [name, tensor] : trainer_->NamedBuffers()) buffers_.push_back(tensor);
+    if (mesh_.tensor_parallel > 1) {
+      std::vector<int> dims = trainer_->TensorParallelDims();
+      auto tensor_parallel = std::make_unique<TensorParallelTrainer>(std::move(trainer_), std::move(dims),
+                                                                     *mesh_groups_.tensor_parallel);
+      tp_ = tensor_parallel.get();
+      trainer_ = std::move(tensor_parallel);
+    }
 
     data_ = steps_.data;  // the batch size may still be searched for
     if (llvm::Error error = OpenData()) return error;
     const plan::DistributedDataParallelKwargs& ddp = loop_.ddp;
     reducer_ = std::make_unique<Reducer>(
-        named_, ReducerOptions{ddp.bucket_cap_mb << 20, ddp.comm_hook, ddp.find_unused_parameters},
-        *collectives_);
+        named_, ReducerOptions{ddp.bucket_cap_mb << 20, ddp.comm_hook, ddp.find_unused_parameters}, *dp_);
     if (loop_.find_executable_batch_size) {
       BatchSizeSearch found = FindExecutableBatchSize(*trainer_, *reducer_, loaders_->train.dataset(),
                                                       data_.batch_size, data_.split_batches, *collectives_);
@@ -190,6 +208,10 @@ class TrainingRun {
     }
     ddp_ = MakeDdpSync(std::move(reducer_), named_);
     sync_ = ddp_.get();
+    if (tp_ != nullptr) {
+      tp_->set_sync(ddp_.get());
+      sync_ = tp_;
+    }
     if (llvm::Error error = ResolveLength()) return error;
     if (llvm::Error error = CheckColumns()) return error;
     const plan::GradientAccumulationPlugin& ga = loop_.gradient_accumulation;
@@ -217,6 +239,28 @@ class TrainingRun {
     return llvm::Error::success();
   }
 
+  // The mesh of parallelism_config: this rank's place, and with tensor parallelism its
+  // tensor-parallel and data-parallel groups (tensor_parallel.h). Without tensor parallelism the
+  // data-parallel group is the world.
+  llvm::Error FormMesh() {
+    try {
+      mesh_ = PlaceInMesh(context_.rank, context_.world_size, loop_.sharding,
+                          static_cast<int>(steps_.init.processes_per_machine));
+      mesh_groups_ = FormMeshGroups(*collectives_, mesh_);
+    } catch (const std::invalid_argument& error) {
+      return llvm::make_error<ArgumentMismatch>(error.what());
+    }
+    dp_ = mesh_groups_.data_parallel ? mesh_groups_.data_parallel.get() : collectives_;
+    dp_ops_.emplace(*dp_);
+    if (main_process_ && mesh_.tensor_parallel > 1) {
+      fmt::print("accelrun: tensor parallel over {} ranks x data parallel over {} (shard groups of {}{})\n",
+                 mesh_.tensor_parallel, mesh_.dp_size, mesh_.shard,
+                 mesh_.replicate > 1 ? fmt::format(", replicated {} times", mesh_.replicate) : "");
+      std::fflush(stdout);
+    }
+    return llvm::Error::success();
+  }
+
   // What the runtime cannot run yet is refused before anything is built.
   llvm::Error CheckSharding() const {
     const plan::Sharding& sharding = loop_.sharding;
@@ -230,6 +274,19 @@ class TrainingRun {
           "`state_dict_type = sharded` checkpoints need one folder that every machine's ranks write into, "
           "so `project_config.save_on_each_node` cannot be set with more than one machine; unset it and put "
           "`project_dir` on a shared file system, or use `state_dict_type = full`");
+    }
+    // The engine's slices under tensor parallelism are of this rank's tensor-parallel slices,
+    // which the sharded layout has no coordinates for.
+    if (ShardedCheckpoints() && sharding.tensor_parallel > 1) {
+      return llvm::make_error<ArgumentMismatch>(
+          "`state_dict_type = sharded` checkpoints with tensor parallelism are not written by this runtime "
+          "yet; use `state_dict_type = full` (rank 0 writes whole tensors, which resume on any mesh)");
+    }
+    if (sharding.tensor_parallel > 1 && loop_.max_grad_norm > 0) {
+      return llvm::make_error<ArgumentMismatch>(
+          "`max_grad_norm` with tensor parallelism: the global norm over tensor-parallel slices is not "
+          "computed "
+          "yet; drop the clipping, or run with tp_size 1");
     }
     // The compiler keeps fp16 only in GPU plans, and a rehearsal on the CPU turns it into bf16.
     if (loop_.mixed_precision == plan::MixedPrecision::fp16) {
@@ -255,15 +312,23 @@ class TrainingRun {
   llvm::Error Shard() {
     if (loop_.sharding.stage == 0) return llvm::Error::success();
     try {
-      auto engine = std::make_unique<ShardedEngine>(
-          std::move(trainer_), loop_, static_cast<int>(steps_.init.processes_per_machine), *collectives_);
+      // With tensor parallelism the engine shards this rank's slices over its data-parallel
+      // group, inside the tensor-parallel view.
+      std::unique_ptr<Trainer> model = tp_ != nullptr ? tp_->Release() : std::move(trainer_);
+      auto engine =
+          std::make_unique<ShardedEngine>(std::move(model), loop_, mesh_.shard, *dp_, mesh_.tp_rank == 0);
       if (sharded_resume_) {
         ImportShardedResume(*sharded_resume_, *engine);
         sharded_resume_.reset();
       }
       engine_ = engine.get();
-      sync_ = engine.get();
-      trainer_ = std::move(engine);
+      if (tp_ != nullptr) {
+        tp_->Adopt(std::move(engine), engine_);
+        sync_ = tp_;
+      } else {
+        sync_ = engine_;
+        trainer_ = std::move(engine);
+      }
       ddp_.reset();  // the reducer's hooks go
     } catch (const std::invalid_argument& error) {
       return Fail(error.what());
@@ -306,7 +371,7 @@ class TrainingRun {
 
   llvm::Error OpenData() {
     llvm::Expected<DataLoaders> opened =
-        OpenDataLoaders(data_, loop_.eval_samples, context_.rank, context_.world_size);
+        OpenDataLoaders(data_, loop_.eval_samples, mesh_.dp_rank, mesh_.dp_size);
     if (!opened) return opened.takeError();
     loaders_.emplace(std::move(*opened));
     return llvm::Error::success();
@@ -322,10 +387,14 @@ class TrainingRun {
     if (!from) return from.takeError();
     if (*from) {
       // A sharded run leaves a sharded checkpoint's parameters and optimizer state to its
-      // engine (Shard), each rank reading its own ranges; anything else loads whole here.
+      // engine (Shard), each rank reading its own ranges; anything else loads whole here. With
+      // tensor parallelism the checkpoint's whole tensors go into the gathered view, and
+      // EndFullState keeps this rank's slices of them.
+      if (tp_ != nullptr) tp_->BeginFullState();
       llvm::Expected<Progress> restored = RestoreTrainingState(
           **from, *trainer_, context_.rank, context_.world_size, DataIdentitySeed(steps_.data),
-          loop_.sharding.stage > 0 ? &sharded_resume_ : nullptr);
+          loop_.sharding.stage > 0 && tp_ == nullptr ? &sharded_resume_ : nullptr);
+      if (tp_ != nullptr && restored) tp_->EndFullState();
       if (!restored) return restored.takeError();
       if (restored->saved_world_size != context_.world_size) ConvertWorldSize(*restored);
       if (llvm::Error error = CheckSchedule(*restored)) return error;
@@ -488,8 +557,9 @@ class TrainingRun {
       loss_total += batch.columns.empty() ? trainer_->ForwardBackward(batch.features, batch.targets, scale)
                                           : trainer_->ForwardBackward(batch.columns, scale);
       sync_->Finalize();
-      samples_since_report_ += batch.size() * context_.world_size;
-      progress_.samples_seen += batch.size() * context_.world_size;
+      // Every rank of a tensor-parallel group reads the same batch.
+      samples_since_report_ += batch.size() * mesh_.dp_size;
+      progress_.samples_seen += batch.size() * mesh_.dp_size;
       // Not stepped with the optimizer: the loop's scheduler.step() after every micro-batch
       // reaches the scheduler itself; the sync micro-batch's comes after the optimizer step.
       if (!loop_.step_scheduler_with_optimizer && !sync) scheduler_->Step();
@@ -541,7 +611,7 @@ class TrainingRun {
     if (!loaders_->eval || !((loop_.eval_every > 0 && step % loop_.eval_every == 0) || step == loop_.steps))
       return llvm::Error::success();
     BroadcastBuffersIfDue(/*next=*/false);  // DDP: an evaluation forward runs without grad
-    llvm::Expected<EvalResult> eval = Evaluate(*trainer_, *loaders_->eval, loop_.eval_samples, *ops_);
+    llvm::Expected<EvalResult> eval = Evaluate(*trainer_, *loaders_->eval, loop_.eval_samples, *dp_ops_);
     if (!eval) return eval.takeError();
     summary_.eval_loss = eval->loss;
     summary_.eval_accuracy = eval->accuracy;
@@ -584,7 +654,7 @@ class TrainingRun {
   // leaves while a peer may still need it.
   llvm::Error Finish() {
     sync_->BeginFullState();  // stage 3: the whole weights, for the digest and model.safetensors
-    summary_.parameter_digest = ParameterDigest(named_);
+    summary_.parameter_digest = ParameterDigest(trainer_->NamedParameters());
     summary_.model_path = (dir_ / steps_.save.model_file).string();  // rank 0: the file or index written
     if (llvm::Error error = WriteRunOutputs(plan_, steps_.save, *trainer_, summary_, dir_, context_.rank,
                                             context_.world_size)) {
@@ -605,6 +675,14 @@ class TrainingRun {
   std::optional<checkpoint::CheckpointStore> store_;
   distributed::Collectives* collectives_ = nullptr;
   std::optional<distributed::DataOps> ops_;
+  // The mesh (tensor_parallel.h): this rank's place, its groups, the data-parallel group that
+  // DDP, the sharded engine, the loaders and evaluation work over (the world without tensor
+  // parallelism), and the tensor-parallel view of the trainer (null without).
+  MeshPlace mesh_;
+  MeshGroups mesh_groups_;
+  distributed::Collectives* dp_ = nullptr;
+  std::optional<distributed::DataOps> dp_ops_;
+  TensorParallelTrainer* tp_ = nullptr;
   std::unique_ptr<Trainer> trainer_;
   std::vector<std::pair<std::string, at::Tensor>> named_;
   std::vector<at::Tensor> buffers_;

@@ -85,6 +85,10 @@ TEST(FlatUnits, TransformerBasedWithoutClassesWrapsTheBuiltInTransformersLayers)
   root.children.push_back({"head", "Linear", {6, 7}, {}});
   std::vector<FlatUnit> units = WrapUnits(root, kNumels, Policy(plan::WrapPolicy::transformer_based));
   EXPECT_EQ(Groups(units), (std::vector<std::vector<size_t>>{{0, 1, 6, 7}, {2, 3}, {4, 5}}));
+  // A model without that block (the tree above) has no `_no_split_modules`: as Accelerate's
+  // FSDP2 policy, nothing is wrapped, and the root unit holds every parameter.
+  EXPECT_EQ(Groups(WrapUnits(Tree(), kNumels, Policy(plan::WrapPolicy::transformer_based))),
+            (std::vector<std::vector<size_t>>{{0, 1, 2, 3, 4, 5, 6, 7}}));
 }
 
 // Accelerate with no class named and a model without `_no_split_modules` (an MLP) wraps nothing

@@ -366,5 +366,61 @@ TEST_F(LowerEnginesTest, DeepSpeedJsonSettingsAccelrunDoesNotRunHaveTheirCodes) 
   EXPECT_EQ(Codes(missing), std::vector<std::string>{"A4002"});
 }
 
+// parallelism_config (FSDP2's device mesh): tp_size, dp_shard_size and dp_replicate_size > 1
+// become the sharding's tensor_parallel, dp_shard_size and hybrid.
+constexpr const char* kMesh =
+    "distributed_type = FSDP; num_processes = 8; use_cpu = true; fsdp_config { fsdp_version = 2 }; "
+    "parallelism_config { dp_replicate_size = 2; dp_shard_size = 2; tp_size = 2";
+
+TEST_F(LowerEnginesTest, TheParallelismMeshLowersToTensorParallelHybridSharding) {
+  Compilation c = Compile(std::string(kMesh) + " }");
+  ASSERT_TRUE(c.plan.has_value()) << (Codes(c).empty() ? "" : Codes(c)[0]);
+  EXPECT_EQ(Sharding(c).engine, plan::ShardingEngine::fsdp);
+  EXPECT_EQ(Sharding(c).stage, 3);
+  EXPECT_EQ(Sharding(c).tensor_parallel, 2);
+  EXPECT_EQ(Sharding(c).dp_shard_size, 2);
+  EXPECT_TRUE(Sharding(c).hybrid);
+
+  // Without replication: no hybrid sharding; without a mesh: the defaults.
+  Compilation fsdp_tp = Compile(
+      "distributed_type = FSDP; num_processes = 4; use_cpu = true; fsdp_config { fsdp_version = 2 }; "
+      "parallelism_config { dp_shard_size = 2; tp_size = 2 }");
+  ASSERT_TRUE(fsdp_tp.plan.has_value());
+  EXPECT_FALSE(Sharding(fsdp_tp).hybrid);
+  EXPECT_EQ(Sharding(fsdp_tp).tensor_parallel, 2);
+  Compilation plain = Compile("distributed_type = FSDP; num_processes = 4; use_cpu = true");
+  ASSERT_TRUE(plain.plan.has_value());
+  EXPECT_EQ(Sharding(plain).tensor_parallel, 1);
+  EXPECT_EQ(Sharding(plain).dp_shard_size, 0);
+}
+
+TEST_F(LowerEnginesTest, WhatTheMeshCannotRunIsRefusedWithItsOwnCode) {
+  // Context parallelism, a model without a tensor-parallel plan, clipping across slices.
+  EXPECT_EQ(
+      Codes(Compile(
+          "distributed_type = FSDP; num_processes = 4; use_cpu = true; fsdp_config { fsdp_version = 2 }; "
+          "parallelism_config { dp_shard_size = 2; cp_size = 2 }")),
+      std::vector<std::string>{"A4006"});
+  // A TorchScript file carries no tensor-parallel plan; a split width tp_size does not divide.
+  EXPECT_EQ(Codes(Compile(std::string(kMesh) + " }", "TorchScript { path = \"m.pt\" }")),
+            std::vector<std::string>{"A4006"});
+  EXPECT_EQ(Codes(Compile(std::string(kMesh) + " }", "MLP { inputs = 4; hidden = [7] }")),
+            std::vector<std::string>{"A4006"});
+  EXPECT_EQ(
+      Codes(Compile(std::string(kMesh) + " }",
+                    "Transformer { inputs = 4; d_model = 8; heads = 2; layers = 1; feedforward = 15 }")),
+      std::vector<std::string>{"A4006"});
+  // The built-in Transformer's feed-forward blocks split.
+  EXPECT_TRUE(Compile(std::string(kMesh) + " }",
+                      "Transformer { inputs = 4; d_model = 8; heads = 2; layers = 1; feedforward = 16 }")
+                  .plan.has_value());
+  EXPECT_EQ(Codes(Compile(std::string(kMesh) + " }", "MLP { inputs = 4 }", "steps = 5; max_grad_norm = 1.0")),
+            std::vector<std::string>{"A4006"});
+  // The product of the sizes is the number of processes (Accelerate's own check).
+  std::string six = std::string(kMesh) + " }";
+  six.replace(six.find("num_processes = 8"), 17, "num_processes = 6");
+  EXPECT_EQ(Codes(Compile(six)), std::vector<std::string>{"PAR-003"});
+}
+
 }  // namespace
 }  // namespace accel::driver
