@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Every published Accelerate config that builds into a plan for an accelerator (FSDP, DeepSpeed,
-MULTI_GPU on one or two machines, MULTI_XPU: device other than `cpu`), imported and built as
+MULTI_GPU on one or two machines, MULTI_XPU, FSDP2 with a tensor-parallel x HSDP mesh: device
+other than `cpu`), imported and built as
 tests/corpus/build_published.sh does (with 2 training steps), then run by
 `accelrun plan.json --device cpu`: a rehearsal on CPU processes over Gloo, with the plan's world
 size, every machine's processes on this host. Each run must say it is a rehearsal and save a
@@ -152,6 +153,7 @@ def main():
                 "accelerate/examples/config_yaml_templates/multi_node.yaml",
                 "accelerate/examples/config_yaml_templates/multi_xpu.yaml",
                 "accelerate/examples/slurm/fsdp_config.yaml",
+                "accelerate/examples/torch_native_parallelism/configs/tp_hsdp.yaml",
                 "accelerate/tests/test_configs/latest_fsdp.yaml"}
     assert set(rehearsed) == expected, f"rehearsed {sorted(rehearsed)}, expected {sorted(expected)}"
 

@@ -32,28 +32,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from e2e_support import max_abs_difference, read_safetensors, run  # noqa: E402
-from sharding_support import compile_plan  # noqa: E402
+from sharding_support import CHAIN_SPEC as SPEC, compile_plan  # noqa: E402
 
-SPEC = """job chain {{
-  compute {{ distributed_type = {dtype}; num_processes = {procs} }}
-  accelerator {{
-    seed = 5
-    init_process_group {{ timeout = 60s }}
-    dataloader_config {{ use_seedable_sampler = true }}
-    project_config {{ project_dir = "{project}"; automatic_checkpoint_naming = true }}
-  }}
-  model = MLP {{ inputs = 8; hidden = [32, 31]; outputs = 2 }}
-  data = SyntheticRegression {{ samples = 549; features = 8; batch_size = {batch}; seed = 9 }}
-  train {{
-    steps = {steps}
-    optimizer = AdamW {{ lr = 0.01 }}
-    max_grad_norm = 5.0
-    log_every = 4
-    checkpoint_every = 4
-  }}
-  output {{ dir = "{out}" }}
-}}
-"""
 TOLERANCE = 1e-6
 CHAIN = [(4, 4), (2, 8), (1, 12)]  # (processes, steps): each leg resumes the previous one's checkpoint
 SAME_WORLD = [(4, 4), (4, 8), (4, 12)]

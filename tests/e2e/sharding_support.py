@@ -10,6 +10,31 @@ import subprocess
 from e2e_support import run
 
 
+# The job the checkpoint chains train (sharded_resume_test.py, sharded_checkpoint_test.py): an MLP
+# checkpointed every 4 steps under automatic naming, on `procs` processes of distributed type
+# `dtype`, `steps` steps of a global batch of 64.
+CHAIN_SPEC = """job chain {{
+  compute {{ distributed_type = {dtype}; num_processes = {procs} }}
+  accelerator {{
+    seed = 5
+    init_process_group {{ timeout = 60s }}
+    dataloader_config {{ use_seedable_sampler = true }}
+    project_config {{ project_dir = "{project}"; automatic_checkpoint_naming = true }}
+  }}
+  model = MLP {{ inputs = 8; hidden = [32, 31]; outputs = 2 }}
+  data = SyntheticRegression {{ samples = 549; features = 8; batch_size = {batch}; seed = 9 }}
+  train {{
+    steps = {steps}
+    optimizer = AdamW {{ lr = 0.01 }}
+    max_grad_norm = 5.0
+    log_every = 4
+    checkpoint_every = 4
+  }}
+  output {{ dir = "{out}" }}
+}}
+"""
+
+
 def _closing_brace(text, opening):
     depth = 0
     for i in range(opening, len(text)):
