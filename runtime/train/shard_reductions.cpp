@@ -16,7 +16,9 @@ ShardReductions::ShardReductions(const std::vector<FlatUnit>& units, ShardGroups
   int64_t filled = 0;
   for (size_t u = units_.size(); u-- > 0;) {
     const int64_t size = units_[u].padded;
-    if (buckets_.empty() || (filled > 0 && filled + size > bucket_elements)) {
+    const bool alone = size >= kAloneElements;
+    if (buckets_.empty() ||
+        (filled > 0 && (alone || filled >= kAloneElements || filled + size > bucket_elements))) {
       buckets_.emplace_back();
       filled = 0;
     }

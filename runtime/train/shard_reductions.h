@@ -18,8 +18,9 @@
 //               step), then this rank's chunk is copied out;
 //   stages 2-3: a reduce-scatter in the shard group, then, with hybrid sharding, an all-reduce
 //               over the replicate group (ShardGroups).
-// Units are coalesced into buckets of at most `bucket_elements` gradient elements (DeepSpeed's
-// reduce_bucket_size; a unit larger than that is a bucket of its own), taken in launch order:
+// Small units are coalesced into buckets of at most `bucket_elements` gradient elements
+// (DeepSpeed's reduce_bucket_size); a unit of kAloneElements or more, or larger than the bucket,
+// is a bucket of its own. Buckets are taken in launch order:
 // the reverse of the units' order, the order backward produces them. A bucket starts as soon as
 // its units are all ready and every earlier bucket has started, so every rank starts the same
 // collectives in the same order whatever order its units become ready in; the engine calls
@@ -27,6 +28,11 @@
 // The elementwise sums do not depend on the buckets: a reduce-scatter sums each element over the
 // ranks in rank order whatever else travels with it.
 namespace accel::rt::train {
+
+// Coalescing pays for many small collectives' latency; a unit this large (4 MiB of fp32) already
+// moves megabytes in one collective, and on Gloo one collective over several such units measured
+// 2.5x slower than one per unit (docs/performance.md, "Overlapped reductions and prefetch").
+inline constexpr int64_t kAloneElements = int64_t{1} << 20;
 
 class ShardReductions {
  public:

@@ -407,15 +407,17 @@ void ShardedEngine::OptimizerStep(bool skip) {
 }
 
 void ShardedEngine::AllGatherAfterStep() {
-  // Units coalesce into buckets of at most allgather_bucket_size elements (one all-gather each),
-  // in unit order; a larger unit is gathered alone, straight into its buffer.
+  // Small units coalesce into buckets of at most allgather_bucket_size elements (one all-gather
+  // each), in unit order; a larger unit, or one of kAloneElements or more, is gathered alone,
+  // straight into its buffer.
   at::NoGradGuard no_grad;
   const int64_t shards = groups_.shard_count();
   size_t first = 0;
   while (first < units_.size()) {
     size_t end = first + 1;
     int64_t elements = units_[first].padded;
-    while (end < units_.size() && elements + units_[end].padded <= sharding_.allgather_bucket_size)
+    while (end < units_.size() && elements < kAloneElements && units_[end].padded < kAloneElements &&
+           elements + units_[end].padded <= sharding_.allgather_bucket_size)
       elements += units_[end++].padded;
     if (end == first + 1) {
       AllGatherInto(first, state_[first].full);

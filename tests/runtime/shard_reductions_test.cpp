@@ -61,6 +61,16 @@ TEST(ShardReductions, CoalescesUnitsIntoBucketsInLaunchOrder) {
   EXPECT_EQ(one.buckets(), (std::vector<std::vector<size_t>>{{3, 2, 1, 0}}));
 }
 
+// Only small units coalesce: a unit of kAloneElements or more is reduced alone, whatever the
+// bucket size allows.
+TEST(ShardReductions, ReducesLargeUnitsAlone) {
+  std::unique_ptr<distributed::Collectives> world = distributed::MakeSingleProcess();
+  ShardGroups groups(*world, false, 1);
+  std::vector<FlatUnit> units = Units({4, kAloneElements, 4, 4, kAloneElements - 16}, 1);
+  ShardReductions reductions(units, groups, *world, false, int64_t{1} << 40);
+  EXPECT_EQ(reductions.buckets(), (std::vector<std::vector<size_t>>{{4, 3, 2}, {1}, {0}}));
+}
+
 TEST(ShardReductions, RefusesToFinishWithAUnitNotReady) {
   std::unique_ptr<distributed::Collectives> world = distributed::MakeSingleProcess();
   ShardGroups groups(*world, false, 1);
