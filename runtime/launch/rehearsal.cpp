@@ -67,8 +67,10 @@ std::string RehearsalBanner(const plan::Plan& plan) {
                              ? fmt::format(" (its {} machines x {} processes all on this machine)",
                                            init->num_machines, init->processes_per_machine)
                              : "";
-  return fmt::format("rehearsal of a GPU job: the {} job `{}` on {} CPU process{} over Gloo{}, not on GPUs",
-                     EngineName(plan), plan.job, world, world == 1 ? "" : "es", machines);
+  return fmt::format(
+      "rehearsal on the CPU of an accelerator job: the {} job `{}` on {} CPU process{} over Gloo{}, not on "
+      "its accelerators",
+      EngineName(plan), plan.job, world, world == 1 ? "" : "es", machines);
 }
 
 std::string_view DeviceDescription(plan::Device device) {

@@ -19,7 +19,7 @@ namespace accel::rt::launch {
 // anything changed. A CPU plan that is no rehearsal is left as it is.
 std::vector<std::string> RehearseOnCpu(plan::Plan& plan);
 
-// The line that opens a rehearsal's output: which GPU job, on how many CPU processes.
+// The line that opens a rehearsal's output: which accelerator job, on how many CPU processes.
 std::string RehearsalBanner(const plan::Plan& plan);
 
 // The accelerator a plan's device names, for messages: "CUDA GPUs", "Intel XPUs", ...

@@ -88,7 +88,7 @@ def init_step(plan):
 def check_rehearsal(name, result, out_dir, world_size, machines):
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"{name}: accelrun exited {result.returncode}:\n{output[-3000:]}"
-    assert re.search(r"^accelrun: rehearsal of a GPU job: .* on %d CPU process" % world_size, output, re.M), \
+    assert re.search(r"^accelrun: rehearsal on the CPU of an accelerator job: .* on %d CPU process" % world_size, output, re.M), \
         f"{name}: the log does not say it was a rehearsal on {world_size} processes:\n{output[-3000:]}"
     if machines > 1:
         assert f"its {machines} machines x" in output, f"{name}: the machines are not said to run here"
