@@ -105,9 +105,9 @@ BENCHMARK(TorchSave)->Apply(DiskRow)->Name("train_state_save/torch_save+fdatasyn
 void DdReadState(benchmark::State& state) { DdRead(state, WorkDir("train_state"), StateBytes()); }
 BENCHMARK(DdReadState)->Apply(DiskRow)->Name("train_state_load/baseline:dd_cold_read");
 
-// LoadLatest (the SHA-256 of every 8 MiB piece of every file against the manifest) +
-// RestoreTrainingState (weights copied into the model, optimizer state built on the verified
-// mapping, RNG set), files cold.
+// LoadLatest (every 8 MiB piece of every file read into memory and its SHA-256 checked against
+// the manifest) + RestoreTrainingState (weights copied into the model, optimizer state built on
+// the verified bytes, RNG set), files cold.
 void AccelLoad(benchmark::State& state) {
   fs::path project = WorkDir("train_state") / "accel_load";
   std::vector<at::Tensor> rng{train::CaptureRngState()};
@@ -145,7 +145,7 @@ void AccelLoad(benchmark::State& state) {
 }
 BENCHMARK(AccelLoad)->Apply(DiskRow)->Name("train_state_load/accel_load_state_verified_cold");
 
-// The verification part of AccelLoad alone: LoadLatest maps every file and checks the SHA-256
+// The verification part of AccelLoad alone: LoadLatest reads every file and checks the SHA-256
 // of every piece.
 void AccelVerify(benchmark::State& state) {
   fs::path project = WorkDir("train_state") / "accel_load";

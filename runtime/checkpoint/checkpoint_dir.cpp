@@ -75,13 +75,13 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
   VerifiedCheckpoint checkpoint;
   checkpoint.path = directory;
   checkpoint.iteration = manifest->iteration;
-  // Map every file (pages load later, piece by piece, on the hashing threads) and check sizes.
-  std::vector<std::shared_ptr<const FileBytes>> mapped(manifest->files.size());
+  // Open every file and check its size; the hashing threads read it, piece by piece, into this
+  // process's memory, where the restore then builds its tensors.
+  std::vector<std::shared_ptr<FileBytes>> mapped(manifest->files.size());
   for (size_t i = 0; i < manifest->files.size(); ++i) {
     const ManifestEntry& entry = manifest->files[i];
     std::string path = (fs::path(directory) / entry.name).string();
-    llvm::Expected<std::shared_ptr<const FileBytes>> bytes =
-        FileBytes::Map(path, FileBytes::Access::kCopyOnWrite);
+    llvm::Expected<std::shared_ptr<FileBytes>> bytes = FileBytes::OpenForReading(path);
     if (!bytes) {
       return Fail(directory, fmt::format("`{}` is missing or unreadable: {}", entry.name,
                                          llvm::toString(bytes.takeError())));
@@ -117,7 +117,11 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
         if (failed) return;  // the checkpoint is rejected already
         const Piece& piece = pieces[k];
         const ManifestEntry& entry = manifest->files[piece.file];
-        mapped[piece.file]->Populate(piece.offset, piece.size);
+        if (llvm::Error error = mapped[piece.file]->ReadRange(piece.offset, piece.size)) {
+          failed = true;
+          errors[k] = fmt::format("`{}` cannot be read: {}", entry.name, llvm::toString(std::move(error)));
+          return;
+        }
         std::string digest = Sha256Hex(mapped[piece.file]->view().substr(piece.offset, piece.size));
         if (digest == entry.sha256[piece.index]) return;
         failed = true;
@@ -134,6 +138,7 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
     if (error) return Fail(directory, *error);
   }
   for (size_t i = 0; i < manifest->files.size(); ++i) {
+    mapped[i]->CloseFile();
     checkpoint.files.emplace(manifest->files[i].name, std::move(mapped[i]));
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {

@@ -27,8 +27,9 @@ llvm::Error WriteCheckpointDirectory(const std::string& directory, const std::ve
 struct VerifiedCheckpoint {
   std::string path;
   uint64_t iteration = 0;
-  // Every file the manifest names, mapped copy-on-write; the bytes were just checked against
-  // their SHA-256. A range taken with FileBytes::TakePrivate belongs to its taker from then on.
+  // Every file the manifest names, read into this process's memory; the bytes were just checked
+  // against their SHA-256. A range taken with FileBytes::TakePrivate belongs to its taker from
+  // then on.
   std::map<std::string, std::shared_ptr<const FileBytes>> files;
   // Problems that did not fail the check (files next to the manifest that it does not name).
   std::vector<std::string> warnings;

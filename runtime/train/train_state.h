@@ -107,8 +107,8 @@ struct ShardedResume {
 };
 
 // Puts rank `rank`'s state back from a verified checkpoint: the parameters (copied in place,
-// on every core), the optimizer's state (built on the checkpoint's copy-on-write mapping of
-// `optimizer.safetensors`, whose state ranges it takes: see FileBytes::TakePrivate) and
+// on every core), the optimizer's state (built on the verified bytes of `optimizer.safetensors`
+// in memory, whose state ranges it takes: see FileBytes::TakePrivate) and
 // hyper-parameters, and this rank's RNG state (rank mod the saved world size's, when the
 // checkpoint was written by another world size: Progress::saved_world_size); returns the
 // progress. Fails, naming the file and what was wrong, when a file is missing or invalid, the
