@@ -167,8 +167,6 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
              "collectives (same results, more traffic)");
   if (sharding_.offload_optimizer || sharding_.offload_params)
     Announce(rank, "offload to host memory has no effect: on a CPU run the state already lives there");
-  if (sharding_.activation_checkpointing)
-    Announce(rank, "activation_checkpointing has no effect: activations are kept for backward");
   const size_t persistent =
       std::count_if(state_.begin(), state_.end(), [](const UnitState& state) { return state.persistent; });
   Announce(rank, fmt::format("gradients reduced in {} bucket{}, {}{}", reductions_->buckets().size(),

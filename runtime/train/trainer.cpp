@@ -2,7 +2,6 @@
 // live here.
 #include "runtime/train/trainer.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -17,44 +16,19 @@
 #include <stdexcept>
 
 #include "runtime/tensor/scalar_type.h"
+#include "runtime/train/activation_checkpointing.h"
+#include "runtime/train/cpu_autocast.h"
 #include "runtime/train/named_inputs.h"
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
+#include "runtime/train/recompute.h"
 #include "runtime/train/tensor_parallel.h"
 
 namespace accel::rt::train {
 namespace {
 
-// `torch.autocast("cpu", dtype=torch.bfloat16, **AutocastKwargs)` for one forward pass:
-// restores the previous settings and, leaving the outermost region, drops the cast cache.
-class CpuAutocast {
- public:
-  CpuAutocast(bool enabled, bool cache_enabled)
-      : was_enabled_(at::autocast::is_cpu_enabled()),
-        was_dtype_(at::autocast::get_autocast_cpu_dtype()),
-        was_cache_enabled_(at::autocast::is_autocast_cache_enabled()) {
-    at::autocast::set_cpu_enabled(enabled);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_autocast_cache_enabled(cache_enabled);
-    at::autocast::increment_nesting();
-  }
-  ~CpuAutocast() {
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(was_dtype_);
-    at::autocast::set_autocast_cache_enabled(was_cache_enabled_);
-  }
-  CpuAutocast(const CpuAutocast&) = delete;
-  CpuAutocast& operator=(const CpuAutocast&) = delete;
-
- private:
-  bool was_enabled_;
-  at::ScalarType was_dtype_;
-  bool was_cache_enabled_;
-};
-
 // The model behind one forward(): a built-in torch::nn module or a TorchScript module.
-class Model {
+class Model : public BlockForward {
  public:
   virtual ~Model() = default;
   virtual torch::Tensor Forward(const torch::Tensor& features) = 0;
@@ -76,8 +50,23 @@ class Model {
   // Tensor parallelism: the dimension each parameter (by name) is split along; absent: whole.
   virtual std::map<std::string, int> SplitDims() const { return {}; }
   void SetGate(ForwardGate* gate) { gate_ = gate; }
+  // Activation checkpointing: per block, the trainable parameters it reads if it is recomputed
+  // in backward; empty for a block that keeps its activations.
+  void SetRecomputed(std::vector<std::vector<torch::Tensor>> parameters) {
+    recomputed_ = std::move(parameters);
+  }
 
  protected:
+  // Forward's block `block` on `input`: ComputeBlock between the gate's Enter and Leave,
+  // recomputed in backward where SetRecomputed asked for it and a graph is being built.
+  torch::Tensor RunBlock(size_t block, const torch::Tensor& input) {
+    Enter(block);
+    const bool recompute =
+        block < recomputed_.size() && !recomputed_[block].empty() && torch::GradMode::is_enabled();
+    torch::Tensor output =
+        recompute ? RecomputeInBackward(*this, block, input, recomputed_[block]) : ComputeBlock(block, input);
+    return Leave(block, output);
+  }
   void Enter(size_t block) {
     if (gate_ != nullptr) gate_->Enter(block);
   }
@@ -87,6 +76,7 @@ class Model {
 
  private:
   ForwardGate* gate_ = nullptr;
+  std::vector<std::vector<torch::Tensor>> recomputed_;
 };
 
 std::string JoinPath(const std::string& prefix, const std::string& name) {
@@ -176,24 +166,25 @@ class MlpModel final : public NnModel<torch::nn::Sequential> {
   }
   torch::Tensor Forward(const torch::Tensor& features) override {
     torch::Tensor x = features;
-    for (size_t block = 0; block < linears_.size(); ++block) {
-      Enter(block);
-      torch::nn::Linear& linear = linears_[block];
-      switch (roles_[block]) {
-        case Role::kWhole:
-          x = linear->forward(x);
-          break;
-        case Role::kColumn:
-          x = linear->forward(CopyToTensorParallel(x, *tp_.group));
-          break;
-        case Role::kRow:
-          x = ReduceFromTensorParallel(torch::linear(x, linear->weight), *tp_.group) + linear->bias;
-          break;
-      }
-      if (block + 1 < linears_.size()) x = torch::relu(x);
-      x = Leave(block, x);
-    }
+    for (size_t block = 0; block < linears_.size(); ++block) x = RunBlock(block, x);
     return x;
+  }
+  // One Linear and the ReLU after it (none after the last).
+  torch::Tensor ComputeBlock(size_t block, const torch::Tensor& input) override {
+    torch::nn::Linear& linear = linears_[block];
+    torch::Tensor x;
+    switch (roles_[block]) {
+      case Role::kWhole:
+        x = linear->forward(input);
+        break;
+      case Role::kColumn:
+        x = linear->forward(CopyToTensorParallel(input, *tp_.group));
+        break;
+      case Role::kRow:
+        x = ReduceFromTensorParallel(torch::linear(input, linear->weight), *tp_.group) + linear->bias;
+        break;
+    }
+    return block + 1 < linears_.size() ? torch::relu(x) : x;
   }
   std::vector<std::vector<std::string>> BlockPrefixes() const override {
     std::vector<std::vector<std::string>> blocks;
@@ -318,14 +309,16 @@ class BuiltInTransformer final : public NnModel<TransformerModel> {
       throw std::invalid_argument("the transformer reads " + std::to_string(tokens_) +
                                   " features per sample, the batch has shape " + c10::str(features.sizes()));
     }
-    Enter(0);
-    torch::Tensor x = Leave(0, net_->Embed(features));
-    for (size_t layer = 0; layer < net_->layers(); ++layer) {
-      Enter(layer + 1);
-      x = Leave(layer + 1, tp_.size > 1 ? net_->SplitLayer(layer, x, *tp_.group) : net_->Layer(layer, x));
-    }
-    Enter(net_->layers() + 1);
-    return Leave(net_->layers() + 1, net_->Head(x));
+    torch::Tensor x = features;
+    for (size_t block = 0; block < net_->layers() + 2; ++block) x = RunBlock(block, x);
+    return x;
+  }
+  // The embedding, each encoder layer, the head.
+  torch::Tensor ComputeBlock(size_t block, const torch::Tensor& input) override {
+    if (block == 0) return net_->Embed(input);
+    if (block > net_->layers()) return net_->Head(input);
+    const size_t layer = block - 1;
+    return tp_.size > 1 ? net_->SplitLayer(layer, input, *tp_.group) : net_->Layer(layer, input);
   }
   std::vector<std::vector<std::string>> BlockPrefixes() const override {
     std::vector<std::vector<std::string>> blocks{{"value", "position"}};
@@ -380,14 +373,15 @@ class ScriptedModel final : public Model {
     return ScriptNode(module_, "", index);
   }
   std::string Signature() const override { return binder_->signature(); }
-  torch::Tensor Forward(const torch::Tensor& features) override {
-    Enter(0);
-    torch::jit::IValue output = module_.forward({features});
+  torch::Tensor Forward(const torch::Tensor& features) override { return RunBlock(0, features); }
+  // The whole forward.
+  torch::Tensor ComputeBlock(size_t /*block*/, const torch::Tensor& input) override {
+    torch::jit::IValue output = module_.forward({input});
     if (!output.isTensor()) {
       throw std::invalid_argument("the TorchScript model's forward returned " + output.tagKind() +
                                   ", not one tensor of predictions");
     }
-    return Leave(0, output.toTensor());
+    return output.toTensor();
   }
   // ForwardColumns's gate, around the call and on the loss it returned.
   void EnterColumns() { Enter(0); }
@@ -467,6 +461,7 @@ class TorchTrainer final : public Trainer {
 
     type_ = OptimizerTypeOf(loop);
     optimizer_ = MakeOptimizer(loop, parameters);
+    if (loop.sharding.activation_checkpointing) Recompute(loop.sharding);
   }
 
   float ForwardBackward(const at::Tensor& features, const at::Tensor& targets, double loss_scale) override {
@@ -658,6 +653,25 @@ class TorchTrainer final : public Trainer {
   }
 
  private:
+  // Activation checkpointing: the blocks PlanRecomputation picks run again in backward.
+  void Recompute(const plan::Sharding& sharding) {
+    std::vector<std::pair<std::string, torch::Tensor>> named = model_->Parameters();
+    std::vector<std::string> names;
+    std::vector<int64_t> numels;
+    for (const auto& [name, tensor] : named) {
+      names.push_back(name);
+      numels.push_back(tensor.numel());
+    }
+    std::vector<std::vector<size_t>> blocks = ForwardBlocks();
+    Recomputation plan = PlanRecomputation(Modules(), blocks, names, numels, sharding);
+    std::vector<std::vector<torch::Tensor>> recomputed(blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      if (!plan.blocks[b]) continue;
+      for (size_t index : blocks[b]) recomputed[b].push_back(named[index].second);
+    }
+    model_->SetRecomputed(std::move(recomputed));
+  }
+
   std::map<std::string, size_t> ParameterIndex() const {
     std::map<std::string, size_t> index;
     std::vector<std::pair<std::string, torch::Tensor>> named = model_->Parameters();

@@ -16,6 +16,7 @@
 #include "runtime/distributed/self_test.h"
 #include "runtime/support/error.h"
 #include "runtime/support/progress.h"
+#include "runtime/train/activation_checkpointing.h"
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
@@ -174,6 +175,17 @@ class TrainingRun {
       return Fail(error.what());
     }
     named_ = trainer_->NamedParameters();
+    if (main_process_ && loop_.sharding.activation_checkpointing) {
+      std::vector<std::string> names;
+      std::vector<int64_t> numels;
+      for (const auto& [name, tensor] : named_) {
+        names.push_back(name);
+        numels.push_back(tensor.numel());
+      }
+      fmt::print("accelrun: {}\n", PlanRecomputation(trainer_->Modules(), trainer_->ForwardBlocks(), names,
+                                                     numels, loop_.sharding)
+                                       .summary);
+    }
     // Rank 0's weights, as DDP starts; with tensor parallelism each slice from the first
     // data-parallel rank holding it.
     std::vector<distributed::Value> weights;

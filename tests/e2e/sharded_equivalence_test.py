@@ -11,7 +11,8 @@ step; a sharded run on N ranks must end within float32 reduction-order noise of 
   * reductions overlapped with backward and coalesced into buckets (one per unit, two, or all
     in one), prefetched gathers, and persistent (never freed) units at stage 3;
   * gradient accumulation (no_sync micro-batches) at stage 3;
-  * bf16 autocast at stage 3, within BF16_TOLERANCE.
+  * bf16 autocast at stage 3, within BF16_TOLERANCE;
+  * activation checkpointing of the transformer's encoder layers at stage 3.
 
 Each stage also runs with the engine's test hook ACCEL_TEST_FAULT: `grad_scale` (the averaged
 gradient x16) and `shard_offset` (each gathered shard lands one shard further on) must land far
@@ -63,7 +64,7 @@ TRANSFORMER = "Transformer { inputs = 8; d_model = 16; heads = 2; layers = 2; fe
 
 
 def train(accelc, accelrun, workdir, name, procs=2, nodes=1, model=MLP, optimizer="SGD", lr=0.05, fault=None,
-          accumulate=1, bf16=False, **sharding):
+          accumulate=1, bf16=False, says=None, **sharding):
     out = os.path.join(workdir, name)
     machines = ""
     if nodes > 1:
@@ -83,6 +84,8 @@ def train(accelc, accelrun, workdir, name, procs=2, nodes=1, model=MLP, optimize
     output = run_nodes(accelrun, plan, out, nodes, env=env)
     if sharding.get("stage", 0) > 0:
         assert f"sharded data parallel, stage {sharding['stage']}" in output, f"{name}: the engine did not run"
+    if says:
+        assert says in output, f"{name}: the run does not say `{says}`:\n{output[-3000:]}"
     digests = rank_digests(out, procs // nodes) if nodes > 1 else rank_digests(out, procs)
     assert len(set(digests)) == 1, f"{name}: the ranks' weights differ: {digests}"
     return read_safetensors(os.path.join(out, "model.safetensors"))
@@ -152,6 +155,12 @@ def main():
     compare("transformer stage 3, encoder layer units", transformer_ddp,
             t("transformer3", model=TRANSFORMER, stage=3, wrap_policy="transformer_based",
               transformer_layer_cls_to_wrap=["TransformerEncoderLayer"]))
+    # The same with each encoder layer recomputed in backward (activation checkpointing).
+    compare("transformer stage 3, encoder layers recomputed", transformer_ddp,
+            t("transformer3-recomputed", model=TRANSFORMER, stage=3, wrap_policy="transformer_based",
+              transformer_layer_cls_to_wrap=["TransformerEncoderLayer"], activation_checkpointing=True,
+              says="activation checkpointing: 2 of 4 forward blocks recomputed in backward "
+                   "(encoder.layers.0, encoder.layers.1)"))
 
     # Gradient accumulation: 4 micro-batches of 8 per rank, the first 3 under no_sync (whole
     # gradients accumulate locally; stage 3 releases its units after each backward).

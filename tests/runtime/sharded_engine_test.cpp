@@ -3,7 +3,8 @@
 // state it gathers for checkpoints is the plain trainer's, its shard slices round-trip, and a
 // `state_dict_type = sharded` checkpoint written from them resumes the engine and a plain
 // trainer alike. On two Gloo ranks (threads): overlapped and bucketed reductions, prefetching
-// and persistent units change no bit, and stage 3 holds gathered only what it should.
+// and persistent units change no bit, nor does activation checkpointing, and stage 3 holds
+// gathered only what it should.
 // (Multi-rank equivalence with DDP: tests/e2e/sharded_equivalence_test.py.)
 #include <gtest/gtest.h>
 
@@ -323,6 +324,24 @@ TEST(ShardedEngineOnTwoRanks, OverlapBucketsPrefetchAndPersistenceChangeNoBit) {
     distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
       std::vector<at::Tensor> expected = TrainOnRank(rank, *world, plain);
       std::vector<at::Tensor> weights = TrainOnRank(rank, *world, busy);
+      ASSERT_EQ(weights.size(), expected.size());
+      for (size_t i = 0; i < weights.size(); ++i)
+        EXPECT_TRUE(SameBits(weights[i], expected[i]))
+            << "stage " << stage << ", parameter " << i << ", rank " << rank;
+    });
+  }
+}
+
+// Recomputed blocks run again in backward, after stage 3 has freed and regathered their units:
+// the same gradients, so the same weights.
+TEST(ShardedEngineOnTwoRanks, ActivationCheckpointingChangesNoBit) {
+  for (int64_t stage : {1, 2, 3}) {
+    plan::TrainLoop kept = Loop(stage);
+    plan::TrainLoop recomputed = Loop(stage);
+    recomputed.sharding.activation_checkpointing = true;
+    distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+      std::vector<at::Tensor> expected = TrainOnRank(rank, *world, kept);
+      std::vector<at::Tensor> weights = TrainOnRank(rank, *world, recomputed);
       ASSERT_EQ(weights.size(), expected.size());
       for (size_t i = 0; i < weights.size(); ++i)
         EXPECT_TRUE(SameBits(weights[i], expected[i]))
