@@ -10,9 +10,8 @@
 namespace accel::rt::train {
 
 ShardReductions::ShardReductions(const std::vector<FlatUnit>& units, ShardGroups& groups,
-                                 distributed::Collectives& world, bool whole_gradients,
-                                 int64_t bucket_elements)
-    : units_(units), groups_(groups), world_(world), whole_gradients_(whole_gradients) {
+                                 bool whole_gradients, int64_t bucket_elements)
+    : units_(units), groups_(groups), whole_gradients_(whole_gradients) {
   int64_t filled = 0;
   for (size_t u = units_.size(); u-- > 0;) {
     const int64_t size = units_[u].padded;
@@ -63,14 +62,6 @@ void ShardReductions::Ready(size_t unit, at::Tensor flat) {
 void ShardReductions::Launch(size_t bucket) {
   const std::vector<size_t>& members = buckets_[bucket];
   const int64_t shards = groups_.shard_count();
-  if (whole_gradients_) {
-    std::vector<at::Tensor> flats;
-    for (size_t u : members) flats.push_back(flats_[u]);
-    inputs_[bucket] = flats.size() == 1 ? flats[0] : at::cat(flats);
-    std::vector<at::Tensor> tensors{inputs_[bucket]};
-    pending_[bucket] = world_.AllReduceAsync(tensors, distributed::ReduceOp::kSum);
-    return;
-  }
   // A reduce-scatter hands chunk r of its input to rank r: the bucket's input is every unit's
   // chunk r, end to end, for r = 0, 1, ..., so rank r receives exactly its shards.
   int64_t shard_elements = 0;
@@ -104,15 +95,9 @@ std::vector<ShardReductions::Reduced> ShardReductions::Finish() {
     int64_t offset = 0;
     for (size_t u : buckets_[b]) {
       const FlatUnit& unit = units_[u];
-      if (whole_gradients_) {
-        at::Tensor whole = inputs_[b].narrow(0, offset, unit.padded);
-        reduced[u].whole = whole;
-        reduced[u].shard = whole.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone();
-        offset += unit.padded;
-      } else {
-        reduced[u].shard = outputs_[b].narrow(0, offset, unit.shard_size);
-        offset += unit.shard_size;
-      }
+      reduced[u].shard = outputs_[b].narrow(0, offset, unit.shard_size);
+      if (whole_gradients_) reduced[u].whole = flats_[u];
+      offset += unit.shard_size;
     }
   }
   for (at::Tensor& flat : flats_) flat = at::Tensor();

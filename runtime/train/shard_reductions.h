@@ -13,11 +13,11 @@
 
 // The gradient reductions of the sharded engine (sharded_engine.h), one synced backward at a
 // time: each unit's flat gradient, already divided by the world size, becomes this rank's shard
-// of the sum over every rank.
-//   stage 1:    an all-reduce over the world (ZeRO-1 keeps the whole reduced gradient until the
-//               step), then this rank's chunk is copied out;
-//   stages 2-3: a reduce-scatter in the shard group, then, with hybrid sharding, an all-reduce
-//               over the replicate group (ShardGroups).
+// of the sum over every rank, by a reduce-scatter in the shard group and, with hybrid sharding,
+// an all-reduce over the replicate group (ShardGroups). Stage 1 reduces the same way (as
+// DeepSpeed's ZeRO-1 does with its default `reduce_scatter`: the rank that owns a partition
+// receives its sum) and keeps the unit's whole gradient buffer until the step, as ZeRO-1 does not
+// partition gradients; only the shard is read.
 // Small units are coalesced into buckets of at most `bucket_elements` gradient elements
 // (DeepSpeed's reduce_bucket_size); a unit of kAloneElements or more, or larger than the bucket,
 // is a bucket of its own. Buckets are taken in launch order:
@@ -36,9 +36,10 @@ inline constexpr int64_t kAloneElements = int64_t{1} << 20;
 
 class ShardReductions {
  public:
-  // `units` (laid out) and `groups` must outlive this. `whole_gradients`: stage 1.
-  ShardReductions(const std::vector<FlatUnit>& units, ShardGroups& groups, distributed::Collectives& world,
-                  bool whole_gradients, int64_t bucket_elements);
+  // `units` (laid out) and `groups` must outlive this. `whole_gradients`: stage 1, which keeps
+  // each unit's whole gradient buffer (Reduced::whole).
+  ShardReductions(const std::vector<FlatUnit>& units, ShardGroups& groups, bool whole_gradients,
+                  int64_t bucket_elements);
   // Waits (ignoring failures) for reductions still in flight.
   ~ShardReductions();
   ShardReductions(const ShardReductions&) = delete;
@@ -53,7 +54,10 @@ class ShardReductions {
 
   struct Reduced {
     at::Tensor shard;  // this rank's shard of the summed gradient
-    at::Tensor whole;  // stage 1: the whole summed gradient (padded); else undefined
+    // Stage 1: the unit's flat gradient buffer as Ready received it (padded), held until the step
+    // as ZeRO-1 holds its unpartitioned gradients; the reduction may have used it as scratch.
+    // Else undefined.
+    at::Tensor whole;
   };
   // After backward, every unit Ready: waits for every bucket, in launch order. Throws
   // std::logic_error when a unit was not Ready, CollectiveError when a reduction failed.
@@ -67,12 +71,11 @@ class ShardReductions {
 
   const std::vector<FlatUnit>& units_;
   ShardGroups& groups_;
-  distributed::Collectives& world_;
   bool whole_gradients_;
   std::vector<std::vector<size_t>> buckets_;
   std::vector<at::Tensor> flats_;    // per unit, once Ready
   std::vector<at::Tensor> inputs_;   // per bucket, once launched: what it reduces
-  std::vector<at::Tensor> outputs_;  // per bucket (stages 2-3): the shards, end to end
+  std::vector<at::Tensor> outputs_;  // per bucket: the shards, end to end
   std::vector<std::unique_ptr<distributed::PendingWork>> pending_;  // per bucket
   size_t launched_ = 0;                                             // buckets started so far, in order
 };

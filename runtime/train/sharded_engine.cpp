@@ -146,8 +146,8 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
     }
     model_->SetForwardGate(this);
   }
-  reductions_ = std::make_unique<ShardReductions>(units_, groups_, world_, sharding_.stage == 1,
-                                                  sharding_.reduce_bucket_size);
+  reductions_ =
+      std::make_unique<ShardReductions>(units_, groups_, sharding_.stage == 1, sharding_.reduce_bucket_size);
   InstallGradientHooks();
 
   const int rank = announce ? world.rank() : -1;
@@ -359,7 +359,7 @@ void ShardedEngine::Finalize() {
     state_[u].shard.mutable_grad() = shard;
     state_[u].full_grad = reduced[u].whole;
   }
-  // The whole gradients are freed (stage 1 keeps the reduced flat one until the step).
+  // The whole gradients are freed (stage 1 keeps each unit's flat buffer until the step).
   for (auto& [name, parameter] : named_) parameter.mutable_grad() = at::Tensor();
 }
 

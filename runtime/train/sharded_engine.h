@@ -32,9 +32,10 @@ namespace accel::rt::train {
 // parameters are laid end to end in one flat fp32 buffer, and each rank of the shard group owns
 // one contiguous shard of it. The optimizer (the loop's, built over the shards) holds state for
 // this rank's shards only.
-//   stage 1: after a synced backward the flat gradients are all-reduced; the optimizer steps
-//            this rank's shard; the shards are all-gathered back into the parameters.
-//   stage 2: the flat gradients are reduce-scattered (only the shard's gradient is kept).
+//   stage 1: after a synced backward the flat gradients are reduce-scattered (the whole
+//            gradient buffers are kept until the step); the optimizer steps this rank's shard;
+//            the shards are all-gathered back into the parameters.
+//   stage 2: as stage 1, but only the shard's gradient is kept.
 //   stage 3: as stage 2, and the parameters live sharded: a unit is gathered before the first
 //            forward block that reads it, freed after the last one (reshard_after_forward,
 //            except the units of the last block), gathered again before the backward of a
@@ -158,7 +159,7 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
     at::Tensor shard;      // this rank's shard of the parameters: the optimizer's tensor
     at::Tensor full;       // the flat parameters, which the model's parameters view
     bool gathered = true;  // stage 3: whether `full` has storage (else 0 bytes)
-    at::Tensor full_grad;  // stage 1: the all-reduced flat gradient, until the step
+    at::Tensor full_grad;  // stage 1: the unit's whole gradient buffer, held until the step
     // Stage 3: a prefetch writing into `full`; Gather waits for it.
     std::unique_ptr<distributed::PendingWork> gathering;
     bool persistent = false;        // stage 3: never released

@@ -1,7 +1,7 @@
 // The sharded engine's gradient reductions (runtime/train/shard_reductions.h) over Gloo, on 2
 // and 4 ranks (threads of this process): units coalesce into buckets in launch order, and
 // whatever the buckets and whatever order the units become ready in, each rank gets exactly its
-// shard of the sum (stages 2-3) or the whole sum (stage 1).
+// shard of the sum, and stage 1 keeps each unit's whole gradient buffer.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -52,12 +52,12 @@ TEST(ShardReductions, CoalescesUnitsIntoBucketsInLaunchOrder) {
   ShardGroups groups(*world, false, 1);
   std::vector<FlatUnit> units = Units({4, 8, 4, 12}, 1);
   // Launch order 3, 2, 1, 0; at most 12 elements: 3 alone, then 2 and 1, then 0.
-  ShardReductions reductions(units, groups, *world, false, 12);
+  ShardReductions reductions(units, groups, false, 12);
   EXPECT_EQ(reductions.buckets(), (std::vector<std::vector<size_t>>{{3}, {2, 1}, {0}}));
   // A unit larger than the bucket is a bucket of its own.
-  ShardReductions small(units, groups, *world, false, 1);
+  ShardReductions small(units, groups, false, 1);
   EXPECT_EQ(small.buckets(), (std::vector<std::vector<size_t>>{{3}, {2}, {1}, {0}}));
-  ShardReductions one(units, groups, *world, false, 1000);
+  ShardReductions one(units, groups, false, 1000);
   EXPECT_EQ(one.buckets(), (std::vector<std::vector<size_t>>{{3, 2, 1, 0}}));
 }
 
@@ -67,7 +67,7 @@ TEST(ShardReductions, ReducesLargeUnitsAlone) {
   std::unique_ptr<distributed::Collectives> world = distributed::MakeSingleProcess();
   ShardGroups groups(*world, false, 1);
   std::vector<FlatUnit> units = Units({4, kAloneElements, 4, 4, kAloneElements - 16}, 1);
-  ShardReductions reductions(units, groups, *world, false, int64_t{1} << 40);
+  ShardReductions reductions(units, groups, false, int64_t{1} << 40);
   EXPECT_EQ(reductions.buckets(), (std::vector<std::vector<size_t>>{{4, 3, 2}, {1}, {0}}));
 }
 
@@ -75,7 +75,7 @@ TEST(ShardReductions, RefusesToFinishWithAUnitNotReady) {
   std::unique_ptr<distributed::Collectives> world = distributed::MakeSingleProcess();
   ShardGroups groups(*world, false, 1);
   std::vector<FlatUnit> units = Units({4, 8}, 1);
-  ShardReductions reductions(units, groups, *world, false, 1000);
+  ShardReductions reductions(units, groups, false, 1000);
   reductions.Begin();
   reductions.Ready(1, Flat(units[1], 1, 0));
   EXPECT_THROW(reductions.Finish(), std::logic_error);
@@ -88,13 +88,17 @@ void ExpectShardsOfTheSum(int world_size, bool whole, int64_t bucket_elements) {
   RunGlooRanks(world_size, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
     ShardGroups groups(*world, false, 1);
     std::vector<FlatUnit> units = Units(numels, world_size);
-    ShardReductions reductions(units, groups, *world, whole, bucket_elements);
+    ShardReductions reductions(units, groups, whole, bucket_elements);
     std::mt19937 shuffle(static_cast<unsigned>(rank) + 11);
     for (int backward = 0; backward < 2; ++backward) {
       reductions.Begin();
       std::vector<size_t> order{0, 1, 2, 3, 4};
       std::shuffle(order.begin(), order.end(), shuffle);
-      for (size_t u : order) reductions.Ready(u, Flat(units[u], u, rank));
+      std::vector<at::Tensor> flats(units.size());
+      for (size_t u : order) {
+        flats[u] = Flat(units[u], u, rank);
+        reductions.Ready(u, flats[u]);
+      }
       std::vector<ShardReductions::Reduced> reduced = reductions.Finish();
       ASSERT_EQ(reduced.size(), units.size());
       for (size_t u = 0; u < units.size(); ++u) {
@@ -103,7 +107,8 @@ void ExpectShardsOfTheSum(int world_size, bool whole, int64_t bucket_elements) {
         EXPECT_TRUE(at::equal(reduced[u].shard, expected))
             << "unit " << u << " on rank " << rank << ": " << reduced[u].shard << " against " << expected;
         if (whole) {
-          EXPECT_TRUE(at::equal(reduced[u].whole, sum)) << "unit " << u << " on rank " << rank;
+          // Stage 1 holds the whole gradient buffer it was given, until the step.
+          EXPECT_TRUE(reduced[u].whole.is_same(flats[u])) << "unit " << u << " on rank " << rank;
         } else {
           EXPECT_FALSE(reduced[u].whole.defined());
         }
@@ -116,8 +121,8 @@ TEST(ShardReductions, ReduceScatterEachUnitAloneOnTwoRanks) { ExpectShardsOfTheS
 TEST(ShardReductions, ReduceScatterInBucketsOnTwoRanks) { ExpectShardsOfTheSum(2, false, 40); }
 TEST(ShardReductions, ReduceScatterInOneBucketOnFourRanks) { ExpectShardsOfTheSum(4, false, 1000); }
 TEST(ShardReductions, ReduceScatterInBucketsOnFourRanks) { ExpectShardsOfTheSum(4, false, 30); }
-TEST(ShardReductions, AllReduceWholeGradientsInBucketsOnTwoRanks) { ExpectShardsOfTheSum(2, true, 40); }
-TEST(ShardReductions, AllReduceWholeGradientsEachAloneOnFourRanks) { ExpectShardsOfTheSum(4, true, 1); }
+TEST(ShardReductions, StageOneKeepsWholeGradientsInBucketsOnTwoRanks) { ExpectShardsOfTheSum(2, true, 40); }
+TEST(ShardReductions, StageOneKeepsWholeGradientsEachAloneOnFourRanks) { ExpectShardsOfTheSum(4, true, 1); }
 
 }  // namespace
 }  // namespace accel::rt::train
