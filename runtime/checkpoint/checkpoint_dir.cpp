@@ -60,7 +60,8 @@ llvm::Error WriteCheckpointDirectory(const std::string& directory, const std::ve
   return SyncDirectory(directory);
 }
 
-llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory) {
+llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory,
+                                                             const std::vector<std::string>& taken) {
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) return Fail(directory, "not a checkpoint directory");
   std::string manifest_path = (fs::path(directory) / std::string(kManifestName)).string();
@@ -75,13 +76,23 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
   VerifiedCheckpoint checkpoint;
   checkpoint.path = directory;
   checkpoint.iteration = manifest->iteration;
-  // Open every file and check its size; the hashing threads read it, piece by piece, into this
-  // process's memory, where the restore then builds its tensors.
-  std::vector<std::shared_ptr<FileBytes>> mapped(manifest->files.size());
+  // Open every file and check its size; the hashing threads load it piece by piece: a taken
+  // file into this process's memory, where the caller then builds its tensors, any other
+  // through the page cache.
+  std::vector<std::shared_ptr<const FileBytes>> mapped(manifest->files.size());
+  std::vector<std::shared_ptr<FileBytes>> reading(manifest->files.size());  // the taken files
   for (size_t i = 0; i < manifest->files.size(); ++i) {
     const ManifestEntry& entry = manifest->files[i];
     std::string path = (fs::path(directory) / entry.name).string();
-    llvm::Expected<std::shared_ptr<FileBytes>> bytes = FileBytes::OpenForReading(path);
+    const bool take = std::find(taken.begin(), taken.end(), entry.name) != taken.end();
+    llvm::Expected<std::shared_ptr<const FileBytes>> bytes =
+        [&]() -> llvm::Expected<std::shared_ptr<const FileBytes>> {
+      if (!take) return FileBytes::Map(path);
+      llvm::Expected<std::shared_ptr<FileBytes>> read = FileBytes::OpenForReading(path);
+      if (!read) return read.takeError();
+      reading[i] = *read;
+      return std::shared_ptr<const FileBytes>(std::move(*read));
+    }();
     if (!bytes) {
       return Fail(directory, fmt::format("`{}` is missing or unreadable: {}", entry.name,
                                          llvm::toString(bytes.takeError())));
@@ -117,7 +128,9 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
         if (failed) return;  // the checkpoint is rejected already
         const Piece& piece = pieces[k];
         const ManifestEntry& entry = manifest->files[piece.file];
-        if (llvm::Error error = mapped[piece.file]->ReadRange(piece.offset, piece.size)) {
+        if (reading[piece.file] == nullptr) {
+          mapped[piece.file]->Populate(piece.offset, piece.size);
+        } else if (llvm::Error error = reading[piece.file]->ReadRange(piece.offset, piece.size)) {
           failed = true;
           errors[k] = fmt::format("`{}` cannot be read: {}", entry.name, llvm::toString(std::move(error)));
           return;
@@ -138,7 +151,7 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
     if (error) return Fail(directory, *error);
   }
   for (size_t i = 0; i < manifest->files.size(); ++i) {
-    mapped[i]->CloseFile();
+    if (reading[i] != nullptr) reading[i]->CloseFile();
     checkpoint.files.emplace(manifest->files[i].name, std::move(mapped[i]));
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {

@@ -27,9 +27,9 @@ llvm::Error WriteCheckpointDirectory(const std::string& directory, const std::ve
 struct VerifiedCheckpoint {
   std::string path;
   uint64_t iteration = 0;
-  // Every file the manifest names, read into this process's memory; the bytes were just checked
-  // against their SHA-256. A range taken with FileBytes::TakePrivate belongs to its taker from
-  // then on.
+  // Every file the manifest names, its bytes just checked against their SHA-256: the files the
+  // caller said it takes read into this process's memory (a range taken with
+  // FileBytes::TakePrivate belongs to its taker from then on), the others mapped read-only.
   std::map<std::string, std::shared_ptr<const FileBytes>> files;
   // Problems that did not fail the check (files next to the manifest that it does not name).
   std::vector<std::string> warnings;
@@ -39,12 +39,16 @@ struct VerifiedCheckpoint {
   llvm::Expected<SafetensorsFile> Safetensors(const std::string& name) const;
 };
 
-// Maps every file the manifest of `directory` names and checks its size and the SHA-256 of
+// Opens every file the manifest of `directory` names and checks its size and the SHA-256 of
 // every piece the manifest lists (all pieces of all files in parallel, two threads per core,
-// each loading its piece's pages and hashing them). Fails, naming the directory and the first problem found,
-// when the manifest is missing (an unfinished checkpoint) or invalid, or a file is missing, has another size
-// or another digest.
-llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory);
+// each loading its piece and hashing it). The files named in `taken`, whose bytes the caller
+// will make its own tensors of, are read into this process's memory around the page cache
+// (FileBytes::OpenForReading); the others are mapped and read through the page cache, which the
+// ranks of one machine share. Fails, naming the directory and the first problem found, when the
+// manifest is missing (an unfinished checkpoint) or invalid, or a file is missing, has another
+// size or another digest.
+llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory,
+                                                             const std::vector<std::string>& taken = {});
 
 }  // namespace accel::rt::checkpoint
 

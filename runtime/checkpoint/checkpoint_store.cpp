@@ -275,7 +275,7 @@ llvm::Expected<SaveResult> CheckpointStore::SaveManual(const std::string& direct
   return result;
 }
 
-llvm::Expected<VerifiedCheckpoint> CheckpointStore::LoadLatest() {
+llvm::Expected<VerifiedCheckpoint> CheckpointStore::LoadLatest(const std::vector<std::string>& taken) {
   if (!options_.automatic_checkpoint_naming) {
     return Fail(options_.project_dir, "automatic_checkpoint_naming is off: load with Load(directory)");
   }
@@ -284,7 +284,7 @@ llvm::Expected<VerifiedCheckpoint> CheckpointStore::LoadLatest() {
   if (candidates.empty()) return Fail(directory, "no checkpoint_N folders to load");
   std::vector<std::string> skipped;
   for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    llvm::Expected<VerifiedCheckpoint> checkpoint = VerifyCheckpointDirectory(it->second);
+    llvm::Expected<VerifiedCheckpoint> checkpoint = VerifyCheckpointDirectory(it->second, taken);
     if (!checkpoint) {
       skipped.push_back("skipped " + llvm::toString(checkpoint.takeError()));
       continue;
@@ -302,8 +302,9 @@ llvm::Expected<VerifiedCheckpoint> CheckpointStore::LoadLatest() {
   return Fail(directory, fmt::format("no complete checkpoint: {}", fmt::join(skipped, "; ")));
 }
 
-llvm::Expected<VerifiedCheckpoint> CheckpointStore::Load(const std::string& directory) {
-  llvm::Expected<VerifiedCheckpoint> checkpoint = VerifyCheckpointDirectory(directory);
+llvm::Expected<VerifiedCheckpoint> CheckpointStore::Load(const std::string& directory,
+                                                         const std::vector<std::string>& taken) {
+  llvm::Expected<VerifiedCheckpoint> checkpoint = VerifyCheckpointDirectory(directory, taken);
   if (checkpoint) options_.iteration = checkpoint->iteration + 1;
   return checkpoint;
 }

@@ -93,12 +93,14 @@ class CheckpointStore {
   // The newest checkpoint whose files all match its manifest: the `checkpoint_N` folders are
   // tried from the highest N down; each one skipped adds a warning naming it and what was wrong
   // (no manifest, a file missing, a size or digest mismatch). Sets iteration() to N + 1. Fails
-  // when no checkpoint verifies, listing why each was rejected.
-  llvm::Expected<VerifiedCheckpoint> LoadLatest();
+  // when no checkpoint verifies, listing why each was rejected. `taken`: the files whose bytes
+  // the caller makes its own (see VerifyCheckpointDirectory).
+  llvm::Expected<VerifiedCheckpoint> LoadLatest(const std::vector<std::string>& taken = {});
 
   // Verifies an explicit checkpoint directory (Accelerate's `load_state(input_dir)`) and sets
   // iteration() to the manifest's iteration + 1.
-  llvm::Expected<VerifiedCheckpoint> Load(const std::string& directory);
+  llvm::Expected<VerifiedCheckpoint> Load(const std::string& directory,
+                                          const std::vector<std::string>& taken = {});
 
  private:
   explicit CheckpointStore(ProjectOptions options) : options_(std::move(options)) {}

@@ -139,6 +139,14 @@ void FileBytes::CloseFile() {
   fd_ = direct_fd_ = -1;
 }
 
+void FileBytes::Populate(size_t offset, size_t size) const {
+  if (private_ || mapping_ == nullptr || offset >= mapping_size_) return;
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page;
+  const size_t end = std::min(mapping_size_, offset + size);
+  ::madvise(static_cast<char*>(mapping_) + begin, end - begin, MADV_POPULATE_READ);
+}
+
 char* FileBytes::TakePrivate(size_t offset, size_t size) const {
   if (!private_ || mapping_ == nullptr || offset > view_.size() || size > view_.size() - offset)
     return nullptr;

@@ -32,6 +32,12 @@ class FileBytes {
 
   std::string_view view() const { return view_; }
 
+  // Loads and maps the pages under view().substr(offset, size) of a mapping in one call
+  // (MADV_POPULATE_READ): a thread about to read that range then takes no page fault per 4 KiB,
+  // and threads loading different ranges keep the disk busy while others compute. Best effort:
+  // a no-op for other bytes, and where the kernel lacks it the pages fault in on first touch.
+  void Populate(size_t offset, size_t size) const;
+
   // Reads bytes [offset, offset + size) of an OpenForReading file into view(). Disjoint ranges
   // may be read on several threads at once. Reads go around the page cache (O_DIRECT) where the
   // file system allows it: the disk writes straight into this memory, and no page of a file read

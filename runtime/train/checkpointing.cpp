@@ -107,9 +107,10 @@ llvm::Expected<std::optional<checkpoint::VerifiedCheckpoint>> FindResumePoint(
     if (!any) return std::nullopt;
   }
   llvm::Expected<checkpoint::VerifiedCheckpoint> loaded =
-      resume != "auto"                   ? store.Load(resume)
-      : spec.automatic_checkpoint_naming ? store.LoadLatest()
-                                         : store.Load(ManualCheckpointDir(spec, output_dir));
+      resume != "auto" ? store.Load(resume, FilesRestoreTakes())
+      : spec.automatic_checkpoint_naming
+          ? store.LoadLatest(FilesRestoreTakes())
+          : store.Load(ManualCheckpointDir(spec, output_dir), FilesRestoreTakes());
   if (!loaded) return Fail("cannot resume: " + llvm::toString(loaded.takeError()));
   if (report) PrintWarnings(loaded->warnings);
   return std::optional<checkpoint::VerifiedCheckpoint>(std::move(*loaded));

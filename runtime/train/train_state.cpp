@@ -199,7 +199,7 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
     }
   }
   if (model != nullptr) {
-    if (llvm::Error error = add_safetensors("optimizer.safetensors", state_tensors, {{"format", "pt"}}))
+    if (llvm::Error error = add_safetensors(kOptimizerStateFile, state_tensors, {{"format", "pt"}}))
       return error;
   }
   json::Object group = optimizer.hyperparameters;
@@ -366,14 +366,14 @@ llvm::Error ImportOptimizer(
 llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer) {
   llvm::Expected<OptimizerState> optimizer = ReadOptimizerLayout(ckpt);
   if (!optimizer) return optimizer.takeError();
-  llvm::Expected<checkpoint::SafetensorsFile> tensors = ckpt.Safetensors("optimizer.safetensors");
+  llvm::Expected<checkpoint::SafetensorsFile> tensors = ckpt.Safetensors(kOptimizerStateFile);
   if (!tensors) return tensors.takeError();
   std::map<std::string, std::vector<std::pair<std::string, at::Tensor>>> by_parameter;
   std::string optimizer_file = ckpt.path + "/optimizer.safetensors";
   // The state tensors are built on the verified file's bytes, read into this process's memory
   // by the verification: no tensor is allocated, zeroed and filled by a copy (which cost ~35% of
   // a restore). Each tensor keeps the file's memory alive.
-  std::shared_ptr<const checkpoint::FileBytes> file = ckpt.files.at("optimizer.safetensors");
+  std::shared_ptr<const checkpoint::FileBytes> file = ckpt.files.at(kOptimizerStateFile);
   struct Slot {
     std::string parameter, key;
     std::vector<int64_t> shape;

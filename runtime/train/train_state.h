@@ -106,9 +106,16 @@ struct ShardedResume {
   std::vector<std::pair<std::string, int64_t>> counters;
 };
 
+// The file of a checkpoint whose bytes RestoreTrainingState makes the optimizer state's own.
+inline constexpr const char* kOptimizerStateFile = "optimizer.safetensors";
+// What to pass as `taken` to CheckpointStore::Load and LoadLatest for RestoreTrainingState:
+// the optimizer state is then read into this process's memory, everything else (the weights,
+// copied into the parameters; a sharded checkpoint's slices) is mapped through the page cache.
+inline std::vector<std::string> FilesRestoreTakes() { return {kOptimizerStateFile}; }
+
 // Puts rank `rank`'s state back from a verified checkpoint: the parameters (copied in place,
 // on every core), the optimizer's state (built on the verified bytes of `optimizer.safetensors`
-// in memory, whose state ranges it takes: see FileBytes::TakePrivate) and
+// when the checkpoint was loaded with FilesRestoreTakes(), else copied from them) and
 // hyper-parameters, and this rank's RNG state (rank mod the saved world size's, when the
 // checkpoint was written by another world size: Progress::saved_world_size); returns the
 // progress. Fails, naming the file and what was wrong, when a file is missing or invalid, the

@@ -56,10 +56,11 @@ fs::path SaveLargeCheckpoint(const std::string& name, const std::string& large) 
   return project;
 }
 
-llvm::Expected<VerifiedCheckpoint> LoadLatest(const fs::path& project) {
+llvm::Expected<VerifiedCheckpoint> LoadLatest(const fs::path& project,
+                                              const std::vector<std::string>& taken = {}) {
   llvm::Expected<CheckpointStore> store = CheckpointStore::Open({project.string(), true, std::nullopt, 0});
   EXPECT_TRUE(static_cast<bool>(store));
-  return store->LoadLatest();
+  return store->LoadLatest(taken);
 }
 
 TEST(ChunkedSha256, HashesEachPieceWhereverTheStreamIsCut) {
@@ -117,24 +118,44 @@ TEST(Manifest, RefusesAWrongNumberOfDigestsAndAMissingChunkSize) {
             "m.json: written by a newer Accel: version 3, this build reads up to 2");
 }
 
-// Without piece-by-piece verification each of these loads would succeed on corrupted bytes.
-TEST(VerifyCheckpoint, CatchesAFlippedByteInEveryPieceOfALargeFile) {
+// Without piece-by-piece verification each of these loads would succeed on corrupted bytes; the
+// same holds whether the file is mapped or read into memory (taken).
+class FlippedByte : public ::testing::TestWithParam<bool> {};
+
+TEST_P(FlippedByte, IsCaughtInEveryPieceOfALargeFile) {
   std::string large = LargeFile();
   fs::path project = SaveLargeCheckpoint("flip", large);
   fs::path file = project / "checkpoints" / "checkpoint_0" / "model.safetensors";
-  ASSERT_TRUE(static_cast<bool>(LoadLatest(project)));
+  const std::vector<std::string> taken =
+      GetParam() ? std::vector<std::string>{"model.safetensors"} : std::vector<std::string>{};
+  ASSERT_TRUE(static_cast<bool>(LoadLatest(project, taken)));
   const uint64_t offsets[] = {0, kManifestChunkSize - 1, kManifestChunkSize + 12345, large.size() - 1};
   const int pieces[] = {1, 1, 2, 3};
   for (size_t i = 0; i < std::size(offsets); ++i) {
     FlipByte(file, offsets[i]);
-    llvm::Expected<VerifiedCheckpoint> loaded = LoadLatest(project);
+    llvm::Expected<VerifiedCheckpoint> loaded = LoadLatest(project, taken);
     ASSERT_FALSE(static_cast<bool>(loaded)) << "byte " << offsets[i] << " flipped, yet the checkpoint loaded";
     std::string error = llvm::toString(loaded.takeError());
     EXPECT_NE(error.find("`model.safetensors` has sha256 "), std::string::npos) << error;
     EXPECT_NE(error.find("(piece " + std::to_string(pieces[i]) + " of 3)"), std::string::npos) << error;
     FlipByte(file, offsets[i]);  // back to the saved bytes
-    EXPECT_TRUE(static_cast<bool>(LoadLatest(project))) << "byte " << offsets[i] << " restored";
+    EXPECT_TRUE(static_cast<bool>(LoadLatest(project, taken))) << "byte " << offsets[i] << " restored";
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(MappedOrTaken, FlippedByte, ::testing::Bool());
+
+// A taken file is read into this process's memory, whose ranges the caller may take; the
+// others stay mapped read-only (the page cache the ranks of a machine share).
+TEST(VerifyCheckpoint, OnlyTakenFilesAreReadIntoPrivateMemory) {
+  std::string large = LargeFile();
+  fs::path project = SaveLargeCheckpoint("taken", large);
+  llvm::Expected<VerifiedCheckpoint> loaded = LoadLatest(project, {"model.safetensors"});
+  ASSERT_TRUE(static_cast<bool>(loaded)) << llvm::toString(loaded.takeError());
+  const FileBytes& model = *loaded->files.at("model.safetensors");
+  EXPECT_TRUE(model.view() == large);
+  EXPECT_NE(model.TakePrivate(0, large.size()), nullptr);
+  EXPECT_EQ(loaded->files.at("small.json")->TakePrivate(0, 2), nullptr);
 }
 
 TEST(VerifyCheckpoint, CatchesAFlippedByteInASmallFile) {
