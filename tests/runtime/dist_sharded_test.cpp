@@ -179,6 +179,9 @@ TEST(NewGroup, ASubgroupsErrorNamesItsMembersByWorldRank) {
       4,
       [](int rank, Group& world) {
         Group shard = world->NewGroup(rank < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3});
+        // Every rank is past new_group before rank 3 leaves: else a rank still forming the groups
+        // over the world can see rank 3's world connections close, and fail there instead.
+        world->Barrier();
         at::Tensor output = at::empty({2});
         if (rank == 3) return;  // leaves: its subgroup closes
         if (rank < 2) {
