@@ -87,4 +87,14 @@ Recomputation PlanRecomputation(const ModuleNode& root, const std::vector<std::v
   return result;
 }
 
+Recomputation PlanRecomputation(const Trainer& trainer, const plan::Sharding& sharding) {
+  std::vector<std::string> names;
+  std::vector<int64_t> numels;
+  for (const auto& [name, tensor] : trainer.NamedParameters()) {
+    names.push_back(name);
+    numels.push_back(tensor.numel());
+  }
+  return PlanRecomputation(trainer.Modules(), trainer.ForwardBlocks(), names, numels, sharding);
+}
+
 }  // namespace accel::rt::train

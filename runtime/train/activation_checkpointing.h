@@ -29,6 +29,8 @@ struct Recomputation {
 Recomputation PlanRecomputation(const ModuleNode& root, const std::vector<std::vector<size_t>>& blocks,
                                 const std::vector<std::string>& names, const std::vector<int64_t>& numels,
                                 const plan::Sharding& sharding);
+// The same for `trainer`'s parameters, modules and blocks.
+Recomputation PlanRecomputation(const Trainer& trainer, const plan::Sharding& sharding);
 
 }  // namespace accel::rt::train
 

@@ -369,7 +369,7 @@ llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer
   llvm::Expected<checkpoint::SafetensorsFile> tensors = ckpt.Safetensors(kOptimizerStateFile);
   if (!tensors) return tensors.takeError();
   std::map<std::string, std::vector<std::pair<std::string, at::Tensor>>> by_parameter;
-  std::string optimizer_file = ckpt.path + "/optimizer.safetensors";
+  std::string optimizer_file = ckpt.path + "/" + kOptimizerStateFile;
   // The state tensors are built on the verified file's bytes, read into this process's memory
   // by the verification: no tensor is allocated, zeroed and filled by a copy (which cost ~35% of
   // a restore). Each tensor keeps the file's memory alive.

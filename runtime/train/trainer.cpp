@@ -656,14 +656,8 @@ class TorchTrainer final : public Trainer {
   // Activation checkpointing: the blocks PlanRecomputation picks run again in backward.
   void Recompute(const plan::Sharding& sharding) {
     std::vector<std::pair<std::string, torch::Tensor>> named = model_->Parameters();
-    std::vector<std::string> names;
-    std::vector<int64_t> numels;
-    for (const auto& [name, tensor] : named) {
-      names.push_back(name);
-      numels.push_back(tensor.numel());
-    }
     std::vector<std::vector<size_t>> blocks = ForwardBlocks();
-    Recomputation plan = PlanRecomputation(Modules(), blocks, names, numels, sharding);
+    Recomputation plan = PlanRecomputation(*this, sharding);
     std::vector<std::vector<torch::Tensor>> recomputed(blocks.size());
     for (size_t b = 0; b < blocks.size(); ++b) {
       if (!plan.blocks[b]) continue;

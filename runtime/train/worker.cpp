@@ -175,17 +175,8 @@ class TrainingRun {
       return Fail(error.what());
     }
     named_ = trainer_->NamedParameters();
-    if (main_process_ && loop_.sharding.activation_checkpointing) {
-      std::vector<std::string> names;
-      std::vector<int64_t> numels;
-      for (const auto& [name, tensor] : named_) {
-        names.push_back(name);
-        numels.push_back(tensor.numel());
-      }
-      fmt::print("accelrun: {}\n", PlanRecomputation(trainer_->Modules(), trainer_->ForwardBlocks(), names,
-                                                     numels, loop_.sharding)
-                                       .summary);
-    }
+    if (main_process_ && loop_.sharding.activation_checkpointing)
+      fmt::print("accelrun: {}\n", PlanRecomputation(*trainer_, loop_.sharding).summary);
     // Rank 0's weights, as DDP starts; with tensor parallelism each slice from the first
     // data-parallel rank holding it.
     std::vector<distributed::Value> weights;
