@@ -1,5 +1,6 @@
 // The collectives of sharded data parallelism on any c10d process group: a reduce-scatter built
-// from one all-to-all and a local reduction, and subgroups over prefixes of the group's store.
+// from one all-to-all and a local reduction, a scatter, and subgroups over prefixes of the
+// group's store.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
@@ -92,6 +93,22 @@ std::unique_ptr<PendingWork> C10dCollectives::ReduceScatterAsync(const at::Tenso
 
 void C10dCollectives::ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) {
   ReduceScatterAsync(input, output, op)->Wait();
+}
+
+void C10dCollectives::Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root) {
+  CheckScatterChunks(chunks, output, rank() == root ? world_size() : 0);
+  if (!output.is_contiguous()) throw std::invalid_argument("scatter: the output must be contiguous");
+  Guard("scatter", [&] {
+    c10d::ScatterOptions scatter;
+    scatter.rootRank = root;
+    std::vector<at::Tensor> outputs{output};
+    std::vector<std::vector<at::Tensor>> inputs;
+    if (rank() == root) {
+      inputs.emplace_back();
+      for (const at::Tensor& chunk : chunks) inputs[0].push_back(chunk.contiguous());
+    }
+    group_->scatter(outputs, inputs, scatter)->wait(scope_.options.timeout);
+  });
 }
 
 std::unique_ptr<Collectives> C10dCollectives::NewGroup(const std::vector<int>& ranks) {

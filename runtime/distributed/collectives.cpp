@@ -32,6 +32,26 @@ std::unique_ptr<PendingWork> Collectives::AllGatherAsync(const at::Tensor& input
   return std::make_unique<CompletedWork>();
 }
 
+void Collectives::Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root) {
+  CheckScatterChunks(chunks, output, rank() == root ? world_size() : 0);
+  std::vector<at::Tensor> all;
+  for (int r = 0; r < world_size(); ++r)
+    all.push_back(rank() == root ? chunks[r].contiguous() : at::empty_like(output));
+  Broadcast(all, root);
+  output.copy_(all[rank()]);
+}
+
+void CheckScatterChunks(const std::vector<at::Tensor>& chunks, const at::Tensor& output, int expected) {
+  if (static_cast<int>(chunks.size()) != expected) {
+    throw std::invalid_argument(expected == 0 ? "Scatter: only the root passes chunks"
+                                              : "Scatter: the root must pass world_size chunks");
+  }
+  for (const at::Tensor& chunk : chunks) {
+    if (chunk.sizes() != output.sizes() || chunk.scalar_type() != output.scalar_type())
+      throw std::invalid_argument("Scatter: every chunk must have the output's shape and dtype");
+  }
+}
+
 std::unique_ptr<Collectives> Collectives::NewGroup(const std::vector<int>& ranks) {
   if (world_size() == 1 && ranks == std::vector<int>{0}) return MakeSingleProcess();
   throw std::logic_error("this process group cannot form subgroups");

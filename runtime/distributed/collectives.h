@@ -84,6 +84,12 @@ class Collectives {
                                                           ReduceOp op);
   // AllGather, started and returned before it finishes.
   virtual std::unique_ptr<PendingWork> AllGatherAsync(const at::Tensor& input, at::Tensor& output);
+  // Rank `root` sends chunk r of `chunks` (world_size() tensors of output's size and dtype) to
+  // rank r, into `output`; the other ranks pass no chunks. For weights only rank 0 holds
+  // (cpu_ram_efficient_loading): each rank receives its shard and never the whole. The default
+  // broadcasts every chunk and keeps this rank's (correct, but every rank receives them all).
+  // Throws std::invalid_argument, before anything is sent, when the root's chunks do not fit.
+  virtual void Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root);
   // A group of the ranks `ranks` (ranks of this group, ascending, containing rank()), for
   // hybrid sharding: shard within a machine, replicate across machines. Collective over this
   // group: every rank calls it, in the same order, with the list of its own new group; ranks in
@@ -93,6 +99,10 @@ class Collectives {
   // std::logic_error otherwise. A back end throws std::invalid_argument for a bad `ranks`.
   virtual std::unique_ptr<Collectives> NewGroup(const std::vector<int>& ranks);
 };
+
+// Scatter's argument check, for back ends that override it: `expected` chunks (world_size on
+// the root, none elsewhere), each of output's shape and dtype.
+void CheckScatterChunks(const std::vector<at::Tensor>& chunks, const at::Tensor& output, int expected);
 
 // A world of one process without a backend (distributed type NO): every operation is the
 // identity and distributed() is false.

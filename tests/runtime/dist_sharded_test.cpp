@@ -1,11 +1,12 @@
 // The collectives of sharded data parallelism over Gloo, on 2 and 4 ranks (threads of this
-// process on loopback): reduce-scatter, its asynchronous form, the asynchronous all-gather, and
-// subgroups for hybrid sharding.
+// process on loopback): reduce-scatter, its asynchronous form, the asynchronous all-gather,
+// scatter, and subgroups for hybrid sharding.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -110,7 +111,9 @@ TEST(ReduceScatter, AsyncReduceScatterAndAllGatherOverlap) {
   });
 }
 
-TEST(ReduceScatter, PeerThatLeavesMakesItFailInsteadOfHanging) {
+// Rank 0 of 2 calls `collective` after rank 1 has left: it must throw a CollectiveError
+// containing `message` well within the test's bound, not hang.
+void ExpectFailsOnceThePeerLeft(const std::function<void(Group&)>& collective, const std::string& message) {
   int port = launch::PickFreePort();
   std::promise<void> rank0_connected;
   std::promise<void> rank1_gone;
@@ -131,16 +134,87 @@ TEST(ReduceScatter, PeerThatLeavesMakesItFailInsteadOfHanging) {
   rank1_gone.get_future().wait();
   rank1.get();
   auto started = std::chrono::steady_clock::now();
-  at::Tensor output = at::empty({4});
   try {
-    group->ReduceScatter(at::ones({8}), output, ReduceOp::kSum);
-    FAIL() << "the reduce-scatter completed without rank 1";
+    collective(group);
+    FAIL() << "the collective completed without rank 1";
   } catch (const CollectiveError& error) {
-    EXPECT_NE(std::string(error.what()).find("reduce_scatter failed on rank 0 of 2 (timeout 2000 ms)"),
-              std::string::npos)
-        << error.what();
+    EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 10.0);
+}
+
+TEST(ReduceScatter, PeerThatLeavesMakesItFailInsteadOfHanging) {
+  ExpectFailsOnceThePeerLeft(
+      [](Group& group) {
+        at::Tensor output = at::empty({4});
+        group->ReduceScatter(at::ones({8}), output, ReduceOp::kSum);
+      },
+      "reduce_scatter failed on rank 0 of 2 (timeout 2000 ms)");
+}
+
+// Chunk r of the root's is element i = 100 r + i: a rank that got another's chunk, or a part of
+// two, reads different numbers.
+std::vector<at::Tensor> NumberedChunks(int world, int64_t numel) {
+  std::vector<at::Tensor> chunks;
+  for (int r = 0; r < world; ++r) chunks.push_back(at::arange(numel, at::kFloat) + 100.0f * r);
+  return chunks;
+}
+
+void ExpectScatterDeliversEachRanksChunk(int world, int root) {
+  RunGlooRanks(world, [&](int rank, Group& group) {
+    at::Tensor output = at::full({5}, -1.0f);
+    group->Scatter(rank == root ? NumberedChunks(world, 5) : std::vector<at::Tensor>{}, output, root);
+    EXPECT_TRUE(at::equal(output, NumberedChunks(world, 5)[rank])) << "rank " << rank << ": " << output;
+  });
+}
+
+TEST(Scatter, EachRankGetsItsChunkFromTheRootOnTwoRanks) { ExpectScatterDeliversEachRanksChunk(2, 0); }
+
+TEST(Scatter, EachRankGetsItsChunkFromTheRootOnFourRanks) { ExpectScatterDeliversEachRanksChunk(4, 2); }
+
+// A back end without a scatter of its own: Collectives' default (broadcasting every chunk).
+class WithoutScatter final : public Collectives {
+ public:
+  explicit WithoutScatter(Collectives& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  void AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) override { inner_.AllReduce(tensors, op); }
+  void Broadcast(std::vector<at::Tensor>& tensors, int root) override { inner_.Broadcast(tensors, root); }
+  void AllGather(const at::Tensor& input, at::Tensor& output) override { inner_.AllGather(input, output); }
+  void Barrier() override { inner_.Barrier(); }
+
+ private:
+  Collectives& inner_;
+};
+
+TEST(Scatter, TheDefaultGivesEachRankItsChunkToo) {
+  RunGlooRanks(4, [](int rank, Group& group) {
+    WithoutScatter plain(*group);
+    at::Tensor output = at::full({3}, -1.0f);
+    plain.Scatter(rank == 1 ? NumberedChunks(4, 3) : std::vector<at::Tensor>{}, output, 1);
+    EXPECT_TRUE(at::equal(output, NumberedChunks(4, 3)[rank])) << "rank " << rank << ": " << output;
+  });
+}
+
+TEST(Scatter, RefusesChunksThatDoNotFitBeforeSendingAnything) {
+  RunGlooRanks(2, [](int rank, Group& group) {
+    at::Tensor output = at::empty({4});
+    if (rank == 0) {
+      EXPECT_THROW(group->Scatter(NumberedChunks(1, 4), output, 0), std::invalid_argument);
+      EXPECT_THROW(group->Scatter(NumberedChunks(2, 5), output, 0), std::invalid_argument);
+    } else {
+      EXPECT_THROW(group->Scatter(NumberedChunks(2, 4), output, 0), std::invalid_argument);
+    }
+  });
+}
+
+TEST(Scatter, RootThatLeavesMakesItFailInsteadOfHanging) {
+  ExpectFailsOnceThePeerLeft(
+      [](Group& group) {
+        at::Tensor output = at::empty({4});
+        group->Scatter({}, output, 1);
+      },
+      "scatter failed on rank 0 of 2 (timeout 2000 ms)");
 }
 
 // Hybrid sharding on 4 ranks: shard groups {0, 1} and {2, 3}, then replicate groups {0, 2} and

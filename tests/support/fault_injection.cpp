@@ -80,6 +80,10 @@ std::unique_ptr<PendingWork> FaultInjectingCollectives::AllGatherAsync(const at:
   return inner_->AllGatherAsync(input, output);
 }
 
+void FaultInjectingCollectives::Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root) {
+  if (Before("scatter")) inner_->Scatter(chunks, output, root);
+}
+
 std::unique_ptr<Collectives> FaultInjectingCollectives::NewGroup(const std::vector<int>& ranks) {
   return inner_->NewGroup(ranks);
 }
@@ -100,7 +104,7 @@ std::vector<Fault> ParseFaults(const std::string& text) {
     fault.primitive = item.substr(0, first);
     if (fault.primitive != "*" && fault.primitive != "all_reduce" && fault.primitive != "broadcast" &&
         fault.primitive != "all_gather" && fault.primitive != "reduce_scatter" &&
-        fault.primitive != "barrier") {
+        fault.primitive != "scatter" && fault.primitive != "barrier") {
       throw std::invalid_argument(fmt::format("fault `{}`: unknown primitive `{}`", item, fault.primitive));
     }
     std::string call = item.substr(first + 1, second - first - 1);
