@@ -1,7 +1,6 @@
 #include "runtime/train/sharded_engine.h"
 
 #include <ATen/ATen.h>
-#include <ATen/native/Resize.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
@@ -19,6 +18,7 @@
 
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
+#include "runtime/train/weight_storage.h"
 
 namespace accel::rt::train {
 namespace {
@@ -80,7 +80,8 @@ std::string DescribeUnits(const std::vector<FlatUnit>& units, const ModuleNode& 
 }  // namespace
 
 ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLoop& loop,
-                             int processes_per_machine, distributed::Collectives& world, bool announce)
+                             int processes_per_machine, distributed::Collectives& world, bool announce,
+                             InitialWeights weights)
     : model_(std::move(model)),
       sharding_(loop.sharding),
       world_(world),
@@ -99,19 +100,28 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
   OptimizerState whole = model_->ExportOptimizerState();
   const double lr = model_->learning_rate();
   std::vector<at::Tensor> shards;
+  const bool from_rank0 = weights == InitialWeights::kShapesOnly;
   {
     at::NoGradGuard no_grad;
     for (const FlatUnit& unit : units_) {
-      at::Tensor full = FlatParameters(unit);
       UnitState state;
-      state.shard = full.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone();
+      at::Tensor full;
+      if (from_rank0) {
+        TakeFromRankZero(unit, full, state.shard);
+      } else {
+        full = FlatParameters(unit);
+        state.shard = full.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone();
+      }
       state.shard.set_requires_grad(true);
       // The parameters become views into the unit's flat buffer for good; stage 3 frees and
       // refills the buffer's storage under them (as FSDP does), so every view autograd saved
-      // sees the gathered values again and holds no memory while the unit is released.
+      // sees the gathered values again and holds no memory while the unit is released. It
+      // frees each unit at once, so building holds the model and one unit's copy at most.
       state.full = full;
-      state.gathered = true;
       PointParametersInto(unit, full);
+      state.persistent = sharding_.stage >= 3 && Persistent(unit);
+      state.gathered = sharding_.stage < 3 || state.persistent;
+      if (!state.gathered) ReleaseBytes(full);
       shards.push_back(state.shard);
       state_.push_back(std::move(state));
     }
@@ -136,13 +146,6 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
         if (std::find(units.begin(), units.end(), u) == units.end()) units.push_back(u);
         last_block_[u] = block_units_.size() - 1;
       }
-    }
-    for (size_t u = 0; u < units_.size(); ++u) {
-      const std::vector<size_t>& members = units_[u].parameters;
-      state_[u].persistent = std::all_of(members.begin(), members.end(), [&](size_t index) {
-        return numels_[index] < sharding_.param_persistence_threshold;
-      });
-      if (!state_[u].persistent) Release(u);
     }
     model_->SetForwardGate(this);
   }
@@ -236,6 +239,34 @@ at::Tensor ShardedEngine::FlatParameters(const FlatUnit& unit) const {
   return flat;
 }
 
+bool ShardedEngine::Persistent(const FlatUnit& unit) const {
+  return std::all_of(unit.parameters.begin(), unit.parameters.end(),
+                     [&](size_t index) { return numels_[index] < sharding_.param_persistence_threshold; });
+}
+
+// Stage 3 scatters: each rank receives only its shard (rank r of the world the shard r mod
+// shard_count, so every replica of a hybrid layout gets its copy), and `full` holds no bytes
+// until the unit is first gathered. Otherwise every rank keeps the whole unit (stages 1-2, and
+// stage 3's persistent units), so rank 0 broadcasts it, straight into `full`.
+void ShardedEngine::TakeFromRankZero(const FlatUnit& unit, at::Tensor& full, at::Tensor& shard) {
+  const bool root = world_.rank() == 0;
+  const bool scatter = sharding_.stage >= 3 && !Persistent(unit);
+  full = root      ? FlatParameters(unit)
+         : scatter ? ShapeOnly({unit.padded}, at::kFloat)
+                   : at::empty({unit.padded}, at::kFloat);
+  if (!scatter) {
+    std::vector<at::Tensor> whole{full};
+    world_.Broadcast(whole, 0);
+    shard = full.narrow(0, unit.shard_size * groups_.shard_rank(), unit.shard_size).clone();
+    return;
+  }
+  std::vector<at::Tensor> chunks;
+  for (int r = 0; root && r < world_.world_size(); ++r)
+    chunks.push_back(full.narrow(0, unit.shard_size * (r % groups_.shard_count()), unit.shard_size));
+  shard = at::empty({unit.shard_size}, at::kFloat);
+  world_.Scatter(chunks, shard, 0);
+}
+
 at::Tensor ShardedEngine::FlatGradient(const FlatUnit& unit) const {
   at::Tensor flat = at::zeros({unit.padded}, at::kFloat);
   // Divided before the sum, as DDP's reducer does, so the averages round alike.
@@ -251,7 +282,7 @@ at::Tensor ShardedEngine::FlatGradient(const FlatUnit& unit) const {
 void ShardedEngine::PointParametersInto(const FlatUnit& unit, const at::Tensor& full) {
   for (size_t i = 0; i < unit.parameters.size(); ++i) {
     size_t index = unit.parameters[i];
-    named_[index].second.set_data(full.narrow(0, unit.offsets[i], numels_[index]).view(shapes_[index]));
+    named_[index].second.set_data(ViewOfStorage(full, unit.offsets[i], shapes_[index]));
   }
 }
 
@@ -271,8 +302,7 @@ void ShardedEngine::Gather(size_t unit) {
     return;
   }
   if (state.gathered) return;
-  at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(),
-                               static_cast<size_t>(units_[unit].padded) * sizeof(float));
+  AllocateBytes(state.full);
   AllGatherInto(unit, state.full);
   state.gathered = true;
 }
@@ -281,8 +311,7 @@ void ShardedEngine::Prefetch(size_t unit) {
   UnitState& state = state_[unit];
   if (state.gathered || state.gathering) return;
   at::NoGradGuard no_grad;
-  at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(),
-                               static_cast<size_t>(units_[unit].padded) * sizeof(float));
+  AllocateBytes(state.full);
   state.gathering = groups_.AllGatherAsync(state.shard.detach(), state.full);
 }
 
@@ -313,7 +342,7 @@ void ShardedEngine::Release(size_t unit) {
     std::unique_ptr<distributed::PendingWork> work = std::move(state.gathering);
     work->Wait();
   }
-  at::native::resize_bytes_cpu(state.full.storage().unsafeGetStorageImpl(), 0);
+  ReleaseBytes(state.full);
   state.gathered = false;
 }
 

@@ -63,9 +63,13 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   // `world` is the data-parallel group (the world, or with tensor parallelism the ranks of one
   // tensor-parallel position); with hybrid sharding, shard groups are `processes_per_machine`
   // of its consecutive ranks. `announce`: its rank 0 prints the layout (one group of several
-  // prints it).
+  // prints it). `weights` kShapesOnly (cpu_ram_efficient_loading): only rank 0 of `world` holds
+  // the values, the other ranks' parameters may be shapes only (weight_storage.h), and each
+  // unit reaches them from rank 0: at stage 3 as their shards alone (a scatter), so no rank
+  // but 0 ever holds the whole model; at stages 1-2, which keep whole parameters, broadcast.
   ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLoop& loop, int processes_per_machine,
-                distributed::Collectives& world, bool announce = true);
+                distributed::Collectives& world, bool announce = true,
+                InitialWeights weights = InitialWeights::kValues);
   ~ShardedEngine() override;
   ShardedEngine(const ShardedEngine&) = delete;
   ShardedEngine& operator=(const ShardedEngine&) = delete;
@@ -172,6 +176,10 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   at::Tensor Leave(size_t block, const at::Tensor& output) override;
 
   at::Tensor FlatParameters(const FlatUnit& unit) const;
+  // Stage 3 keeps the unit gathered: each of its parameters is below param_persistence_threshold.
+  bool Persistent(const FlatUnit& unit) const;
+  // InitialWeights::kShapesOnly: the unit's flat parameters and this rank's shard, from rank 0.
+  void TakeFromRankZero(const FlatUnit& unit, at::Tensor& full, at::Tensor& shard);
   at::Tensor FlatGradient(const FlatUnit& unit) const;
   void PointParametersInto(const FlatUnit& unit, const at::Tensor& full);
   void Gather(size_t unit);

@@ -23,6 +23,7 @@
 #include "runtime/train/optimizer_state.h"
 #include "runtime/train/recompute.h"
 #include "runtime/train/tensor_parallel.h"
+#include "runtime/train/weight_storage.h"
 
 namespace accel::rt::train {
 namespace {
@@ -111,6 +112,21 @@ std::vector<std::pair<std::string, torch::Tensor>> Named(
   return named;
 }
 
+// InitialWeights::kShapesOnly for built-in models: `module` (or `tensor`) keeps its shapes and
+// drops its bytes when `drop`, as soon as it is built.
+template <typename Holder>
+Holder BytesDroppedIf(bool drop, Holder module) {
+  if (drop) {
+    for (const torch::Tensor& tensor : module->parameters()) ReleaseBytes(tensor);
+    for (const torch::Tensor& tensor : module->buffers()) ReleaseBytes(tensor);
+  }
+  return module;
+}
+torch::Tensor BytesDroppedIf(bool drop, torch::Tensor tensor) {
+  if (drop) ReleaseBytes(tensor);
+  return tensor;
+}
+
 // A model built from torch::nn modules (named as Python names them).
 template <typename Net>
 class NnModel : public Model {
@@ -151,15 +167,16 @@ class NnModel : public Model {
 // stays whole on every rank.
 class MlpModel final : public NnModel<torch::nn::Sequential> {
  public:
-  MlpModel(const plan::MLP& spec, const TensorParallelism& tp) : NnModel(torch::nn::Sequential()), tp_(tp) {
+  MlpModel(const plan::MLP& spec, const TensorParallelism& tp, bool shapes_only)
+      : NnModel(torch::nn::Sequential()), tp_(tp) {
     int64_t width = spec.inputs;
     for (int64_t hidden : spec.hidden) {
-      linears_.push_back(torch::nn::Linear(width, hidden));
+      linears_.push_back(BytesDroppedIf(shapes_only, torch::nn::Linear(width, hidden)));
       net_->push_back(linears_.back());
       net_->push_back(torch::nn::ReLU());
       width = hidden;
     }
-    linears_.push_back(torch::nn::Linear(width, spec.outputs));
+    linears_.push_back(BytesDroppedIf(shapes_only, torch::nn::Linear(width, spec.outputs)));
     net_->push_back(linears_.back());
     roles_.assign(linears_.size(), Role::kWhole);
     if (tp_.size > 1) Split();
@@ -234,16 +251,21 @@ class MlpModel final : public NnModel<torch::nn::Sequential> {
 // tokens, and a Linear head.
 class TransformerModelImpl : public torch::nn::Module {
  public:
-  explicit TransformerModelImpl(const plan::Transformer& spec)
-      : value_(register_module("value", torch::nn::Linear(1, spec.d_model))),
-        position_(register_parameter("position", torch::randn({spec.inputs, 1, spec.d_model}) * 0.02)),
-        encoder_(
-            register_module("encoder", torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
-                                           torch::nn::TransformerEncoderLayerOptions(spec.d_model, spec.heads)
-                                               .dim_feedforward(spec.feedforward)
-                                               .dropout(0.0),
-                                           spec.layers)))),
-        head_(register_module("head", torch::nn::Linear(spec.d_model, spec.outputs))) {}
+  // `shapes_only`: each top-level module drops its bytes once built (the encoder builds all its
+  // layers at once).
+  TransformerModelImpl(const plan::Transformer& spec, bool shapes_only)
+      : value_(register_module("value", BytesDroppedIf(shapes_only, torch::nn::Linear(1, spec.d_model)))),
+        position_(register_parameter(
+            "position", BytesDroppedIf(shapes_only, torch::randn({spec.inputs, 1, spec.d_model}) * 0.02))),
+        encoder_(register_module(
+            "encoder", BytesDroppedIf(shapes_only,
+                                      torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
+                                          torch::nn::TransformerEncoderLayerOptions(spec.d_model, spec.heads)
+                                              .dim_feedforward(spec.feedforward)
+                                              .dropout(0.0),
+                                          spec.layers))))),
+        head_(register_module("head",
+                              BytesDroppedIf(shapes_only, torch::nn::Linear(spec.d_model, spec.outputs)))) {}
 
   // Block 0: [batch, tokens] -> [tokens, batch, 1] -> [tokens, batch, d_model] (sequence first).
   torch::Tensor Embed(const torch::Tensor& features) {
@@ -299,8 +321,8 @@ TORCH_MODULE(TransformerModel);
 
 class BuiltInTransformer final : public NnModel<TransformerModel> {
  public:
-  BuiltInTransformer(const plan::Transformer& spec, const TensorParallelism& tp)
-      : NnModel(TransformerModel(spec)), tokens_(spec.inputs), tp_(tp) {
+  BuiltInTransformer(const plan::Transformer& spec, const TensorParallelism& tp, bool shapes_only)
+      : NnModel(TransformerModel(spec, shapes_only)), tokens_(spec.inputs), tp_(tp) {
     if (tp_.size > 1) split_ = net_->Split(tp_);
   }
   std::map<std::string, int> SplitDims() const override { return split_; }
@@ -338,7 +360,7 @@ class BuiltInTransformer final : public NnModel<TransformerModel> {
 // Python model's state_dict keys.
 class ScriptedModel final : public Model {
  public:
-  explicit ScriptedModel(const plan::TorchScript& spec) {
+  ScriptedModel(const plan::TorchScript& spec, bool shapes_only) {
     const std::string& path = spec.path;
     // The save hint is for a file that is there but is not a TorchScript archive.
     std::error_code ec;
@@ -349,7 +371,9 @@ class ScriptedModel final : public Model {
           " (a relative path in a plan is relative to the plan file's directory, in a spec to the spec's)");
     }
     try {
-      module_ = torch::jit::load(path);
+      // On the meta device the file's tensors are read one at a time and dropped.
+      module_ = torch::jit::load(path, c10::Device(shapes_only ? c10::kMeta : c10::kCPU));
+      if (shapes_only && !KeepShapesOnly()) module_ = torch::jit::load(path);
     } catch (const c10::Error& error) {
       std::string text = error.what_without_backtrace();
       throw std::invalid_argument("cannot load the TorchScript model " + path + ": " +
@@ -407,6 +431,34 @@ class ScriptedModel final : public Model {
   }
 
  private:
+  // After a load onto the meta device: every parameter and buffer becomes a CPU tensor of its
+  // shape without bytes. False, changing nothing, when a tensor attribute is neither (it
+  // could not be filled from rank 0).
+  bool KeepShapesOnly() {
+    std::map<std::string, bool> state;  // name -> is a buffer
+    for (const auto& item : module_.named_parameters(/*recurse=*/true)) state[item.name] = false;
+    for (const auto& item : module_.named_buffers(/*recurse=*/true)) state[item.name] = true;
+    for (const auto& item : module_.named_attributes(/*recurse=*/true)) {
+      if (item.value.isTensor() && state.count(item.name) == 0) return false;
+    }
+    std::map<std::string, torch::jit::Module> owners;
+    for (const auto& item : module_.named_modules()) owners.emplace(item.name, item.value);
+    for (const auto& [name, is_buffer] : state) {
+      const size_t dot = name.rfind('.');
+      torch::jit::Module& owner = owners.at(dot == std::string::npos ? "" : name.substr(0, dot));
+      const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
+      const torch::Tensor meta = owner.attr(leaf).toTensor();
+      torch::Tensor shaped = ShapeOnly(meta.sizes(), meta.scalar_type());
+      if (is_buffer) {
+        owner.register_buffer(leaf, shaped);
+      } else {
+        shaped.set_requires_grad(meta.requires_grad());
+        owner.register_parameter(leaf, shaped, /*is_buffer=*/false);
+      }
+    }
+    return true;
+  }
+
   static ModuleNode ScriptNode(const torch::jit::Module& module, const std::string& path,
                                const std::map<std::string, size_t>& index) {
     ModuleNode node{path, module.type()->name() ? module.type()->name()->qualifiedName() : "", {}, {}};
@@ -435,8 +487,12 @@ std::string LastLine(const std::string& text) {
 
 class TorchTrainer final : public Trainer {
  public:
-  TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop, const TensorParallelism& tp)
+  TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop, const TensorParallelism& tp,
+               InitialWeights weights)
       : loop_(loop) {
+    const bool shapes_only = weights == InitialWeights::kShapesOnly;
+    if (shapes_only && tp.size > 1)
+      throw std::logic_error("tensor-parallel slices are cut from the weights' values: build them whole");
     auto refuse_tp = [&tp](const char* what) {
       if (tp.size > 1) {
         throw std::invalid_argument(
@@ -446,15 +502,16 @@ class TorchTrainer final : public Trainer {
       }
     };
     model_ = std::visit(
-        plan::Overloaded{
-            [&](const plan::MLP& m) -> std::unique_ptr<Model> { return std::make_unique<MlpModel>(m, tp); },
-            [&](const plan::Transformer& m) -> std::unique_ptr<Model> {
-              return std::make_unique<BuiltInTransformer>(m, tp);
-            },
-            [&](const plan::TorchScript& m) -> std::unique_ptr<Model> {
-              refuse_tp("a TorchScript model carries none (Accelerate requires a `tp_plan`)");
-              return std::make_unique<ScriptedModel>(m);
-            }},
+        plan::Overloaded{[&](const plan::MLP& m) -> std::unique_ptr<Model> {
+                           return std::make_unique<MlpModel>(m, tp, shapes_only);
+                         },
+                         [&](const plan::Transformer& m) -> std::unique_ptr<Model> {
+                           return std::make_unique<BuiltInTransformer>(m, tp, shapes_only);
+                         },
+                         [&](const plan::TorchScript& m) -> std::unique_ptr<Model> {
+                           refuse_tp("a TorchScript model carries none (Accelerate requires a `tp_plan`)");
+                           return std::make_unique<ScriptedModel>(m, shapes_only);
+                         }},
         model.model);
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
@@ -682,8 +739,8 @@ class TorchTrainer final : public Trainer {
 }  // namespace
 
 std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop,
-                                     const TensorParallelism& tp) {
-  return std::make_unique<TorchTrainer>(model, loop, tp);
+                                     const TensorParallelism& tp, InitialWeights weights) {
+  return std::make_unique<TorchTrainer>(model, loop, tp, weights);
 }
 
 }  // namespace accel::rt::train

@@ -153,15 +153,31 @@ struct TensorParallelism {
   int size = 1;
 };
 
+// What a rank holds of the model's weights once it is built.
+enum class InitialWeights {
+  // Every value: built from the generator, or read from the TorchScript file.
+  kValues,
+  // Shapes only (weight_storage.h: no bytes), for a rank that receives rank 0's weights
+  // (cpu_ram_efficient_loading). A built-in model is still built from the generator, so the
+  // generator ends where rank 0's does, but each top-level module drops its bytes as soon as it
+  // is built (an MLP's Linears one by one); a TorchScript file is loaded onto the meta device,
+  // one tensor in memory at a time. Buffers too hold no bytes. A TorchScript module with
+  // tensor attributes that are neither parameters nor buffers has nothing to receive them by,
+  // so it loads its values as kValues does.
+  kShapesOnly,
+};
+
 // Builds the model described by `model` (an MLP initialized from the global torch generator, so
 // the caller seeds first, or a TorchScript file) and the optimizer, loss and precision of
 // `loop`. Throws std::invalid_argument for a model kind, loss or optimizer this runtime does
 // not know and for a TorchScript file that does not load or has no trainable parameters.
 // With `tp` (size > 1) the built-in MLP is built whole from the generator, then keeps this
 // rank's slices: each pair of consecutive Linears split column- then row-wise (a last Linear
-// without a partner stays whole); other models are refused (std::invalid_argument).
+// without a partner stays whole); other models are refused (std::invalid_argument). `weights`
+// kShapesOnly with `tp` is a std::logic_error: the slices are cut from the values.
 std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop,
-                                     const TensorParallelism& tp = {});
+                                     const TensorParallelism& tp = {},
+                                     InitialWeights weights = InitialWeights::kValues);
 
 }  // namespace accel::rt::train
 

@@ -34,6 +34,7 @@
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_length.h"
+#include "runtime/train/weight_storage.h"
 
 namespace accel::rt::train {
 namespace {
@@ -89,6 +90,7 @@ class TrainingRun {
     if (llvm::Error error = Restore()) return error;
     if (llvm::Error error = Shard()) return error;
     ReportResume(restore_started);
+    if (llvm::Error error = CheckColumns()) return error;
     const int64_t first_step = progress_.step + 1;
     if (main_process_) {
       report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0, context_.progress_tty);
@@ -168,8 +170,17 @@ class TrainingRun {
     TensorParallelism tp;
     if (mesh_.tensor_parallel > 1)
       tp = {mesh_groups_.tensor_parallel.get(), mesh_.tp_rank, mesh_.tensor_parallel};
+    // cpu_ram_efficient_loading: only rank 0 builds the weights' values; the other ranks build
+    // their shapes and receive rank 0's, as their shards from the engine (Shard) where it
+    // takes them, else whole here. Not with tensor parallelism: its slices are cut from values.
+    rank_zero_loads_ =
+        loop_.sharding.cpu_ram_efficient_loading && mesh_.tensor_parallel == 1 && context_.world_size > 1;
+    // A batch-size search runs steps before the engine exists.
+    engine_takes_weights_ = rank_zero_loads_ && loop_.sharding.stage > 0 && !loop_.find_executable_batch_size;
+    shapes_only_ = rank_zero_loads_ && context_.rank != 0;
     try {
-      trainer_ = MakeTrainer(steps_.model, loop_, tp);
+      trainer_ = MakeTrainer(steps_.model, loop_, tp,
+                             shapes_only_ ? InitialWeights::kShapesOnly : InitialWeights::kValues);
     } catch (const std::invalid_argument& error) {
       if (mesh_.tensor_parallel == 1) throw;
       return Fail(error.what());
@@ -177,12 +188,31 @@ class TrainingRun {
     named_ = trainer_->NamedParameters();
     if (main_process_ && loop_.sharding.activation_checkpointing)
       fmt::print("accelrun: {}\n", PlanRecomputation(*trainer_, loop_.sharding).summary);
+    if (main_process_ && rank_zero_loads_) {
+      fmt::print(
+          "accelrun: cpu_ram_efficient_loading: only rank 0 holds the model's values; the other ranks "
+          "built its shapes and receive {}\n",
+          !engine_takes_weights_      ? "rank 0's weights whole (every rank keeps them whole)"
+          : loop_.sharding.stage >= 3 ? "only their shards of rank 0's weights"
+                                      : "rank 0's weights whole, unit by unit (stages 1-2 keep them whole)");
+      std::fflush(stdout);
+    }
     // Rank 0's weights, as DDP starts; with tensor parallelism each slice from the first
     // data-parallel rank holding it.
-    std::vector<distributed::Value> weights;
-    for (const auto& [name, tensor] : named_) weights.push_back(distributed::Value::Tensor(tensor.detach()));
-    dp_ops_->Broadcast(distributed::Value::List(std::move(weights)), 0);
-    for (const auto& [name, tensor] : trainer_->NamedBuffers()) buffers_.push_back(tensor);
+    if (!engine_takes_weights_) {
+      std::vector<distributed::Value> weights;
+      for (const auto& [name, tensor] : named_) {
+        AllocateBytes(tensor);
+        weights.push_back(distributed::Value::Tensor(tensor.detach()));
+      }
+      dp_ops_->Broadcast(distributed::Value::List(std::move(weights)), 0);
+      shapes_only_ = false;
+    }
+    for (const auto& [name, tensor] : trainer_->NamedBuffers()) {
+      AllocateBytes(tensor);
+      buffers_.push_back(tensor);
+    }
+    if (rank_zero_loads_ && !buffers_.empty()) collectives_->Broadcast(buffers_, 0);
     if (mesh_.tensor_parallel > 1) {
       std::vector<int> dims = trainer_->TensorParallelDims();
       auto tensor_parallel = std::make_unique<TensorParallelTrainer>(std::move(trainer_), std::move(dims),
@@ -216,7 +246,6 @@ class TrainingRun {
       sync_ = tp_;
     }
     if (llvm::Error error = ResolveLength()) return error;
-    if (llvm::Error error = CheckColumns()) return error;
     const plan::GradientAccumulationPlugin& ga = loop_.gradient_accumulation;
     accumulation_.emplace(
         GradientAccumulationSpec{ga.num_steps, ga.sync_with_dataloader, ga.sync_each_batch});
@@ -318,8 +347,9 @@ class TrainingRun {
       // With tensor parallelism the engine shards this rank's slices over its data-parallel
       // group, inside the tensor-parallel view.
       std::unique_ptr<Trainer> model = tp_ != nullptr ? tp_->Release() : std::move(trainer_);
-      auto engine =
-          std::make_unique<ShardedEngine>(std::move(model), loop_, mesh_.shard, *dp_, mesh_.tp_rank == 0);
+      auto engine = std::make_unique<ShardedEngine>(
+          std::move(model), loop_, mesh_.shard, *dp_, mesh_.tp_rank == 0,
+          engine_takes_weights_ ? InitialWeights::kShapesOnly : InitialWeights::kValues);
       if (sharded_resume_) {
         ImportShardedResume(*sharded_resume_, *engine);
         sharded_resume_.reset();
@@ -394,6 +424,11 @@ class TrainingRun {
       // tensor parallelism the checkpoint's whole tensors go into the gathered view, and
       // EndFullState keeps this rank's slices of them.
       if (tp_ != nullptr) tp_->BeginFullState();
+      // A whole checkpoint loads into every rank's parameters (the engine then takes rank 0's).
+      if (shapes_only_) {
+        for (const auto& [name, tensor] : named_) AllocateBytes(tensor);
+        shapes_only_ = false;
+      }
       llvm::Expected<Progress> restored = RestoreTrainingState(
           **from, *trainer_, context_.rank, context_.world_size, DataIdentitySeed(steps_.data),
           loop_.sharding.stage > 0 && tp_ == nullptr ? &sharded_resume_ : nullptr);
@@ -698,6 +733,12 @@ class TrainingRun {
   // Stages 1-3: the engine (trainer_), and what a sharded checkpoint left it to read.
   ShardedEngine* engine_ = nullptr;
   std::optional<ShardedResume> sharded_resume_;
+  // cpu_ram_efficient_loading (Build): rank 0 alone builds the weights' values; the engine
+  // takes them from it; this rank's parameters hold shapes only, until the engine or Restore
+  // gives them bytes.
+  bool rank_zero_loads_ = false;
+  bool engine_takes_weights_ = false;
+  bool shapes_only_ = false;
   std::optional<GradientAccumulation> accumulation_;
   std::optional<LrScheduler> scheduler_;
   ScheduleSpec schedule_;

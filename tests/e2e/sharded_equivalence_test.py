@@ -12,7 +12,11 @@ step; a sharded run on N ranks must end within float32 reduction-order noise of 
     in one), prefetched gathers, and persistent (never freed) units at stage 3;
   * gradient accumulation (no_sync micro-batches) at stage 3;
   * bf16 autocast at stage 3, within BF16_TOLERANCE;
-  * activation checkpointing of the transformer's encoder layers at stage 3.
+  * activation checkpointing of the transformer's encoder layers at stage 3;
+  * cpu_ram_efficient_loading: only rank 0 builds the weights' values, the others their shapes
+    (stage 3: each receives its shards alone; hybrid: every replica too; stages 1-2: the whole
+    units), with the built-in models and with a TorchScript model loaded onto the meta device
+    by the other ranks (its batch-norm buffers broadcast from rank 0).
 
 Each stage also runs with the engine's test hook ACCEL_TEST_FAULT: `grad_scale` (the averaged
 gradient x16) and `shard_offset` (each gathered shard lands one shard further on) must land far
@@ -39,9 +43,9 @@ SPEC = """job sharded {{
     {accumulation}
   }}
   model = {model}
-  data = SyntheticRegression {{ samples = 549; features = 8; batch_size = {batch}; seed = 9 }}
+  data = {data}
   train {{
-    steps = 12
+    steps = 12{loss}
     optimizer = {optimizer} {{ lr = {lr} }}
     lr_schedule = linear
     warmup_steps = 2
@@ -52,6 +56,7 @@ SPEC = """job sharded {{
 }}
 """
 
+SPECS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "specs")
 TOLERANCE = 1e-6
 BF16_TOLERANCE = 1e-5
 # A fault must move the weights by far more than the tolerance.
@@ -64,7 +69,8 @@ TRANSFORMER = "Transformer { inputs = 8; d_model = 16; heads = 2; layers = 2; fe
 
 
 def train(accelc, accelrun, workdir, name, procs=2, nodes=1, model=MLP, optimizer="SGD", lr=0.05, fault=None,
-          accumulate=1, bf16=False, says=None, **sharding):
+          accumulate=1, bf16=False, says=None, data=None, **sharding):
+    """`data`: a CSV file of features and a `label` column to classify, else synthetic regression."""
     out = os.path.join(workdir, name)
     machines = ""
     if nodes > 1:
@@ -74,7 +80,14 @@ def train(accelc, accelrun, workdir, name, procs=2, nodes=1, model=MLP, optimize
         accumulation = f"gradient_accumulation_plugin = GradientAccumulationPlugin {{ num_steps = {accumulate} }}"
     if bf16:
         accumulation += "\n    mixed_precision = bf16"
-    text = SPEC.format(procs=procs, machines=machines, model=model, batch=64 // procs // accumulate,
+    batch = 64 // procs // accumulate
+    loss = ""
+    if data:
+        loss = "\n    loss = cross_entropy"
+        data = f'CsvDataset {{ path = "{data}"; target_columns = ["label"]; batch_size = {batch} }}'
+    else:
+        data = f"SyntheticRegression {{ samples = 549; features = 8; batch_size = {batch}; seed = 9 }}"
+    text = SPEC.format(procs=procs, machines=machines, model=model, data=data, loss=loss,
                        optimizer=optimizer, lr=lr, out=out, accumulation=accumulation)
     plan = compile_plan(accelc, text, out, **sharding)
     env = dict(os.environ)
@@ -133,6 +146,15 @@ def main():
         "Adam stage 3, 2 ranks, size_based": ("Adam", 2, 1, dict(stage=3, wrap_policy="size_based",
                                                                 min_num_params=100)),
         "Adam stage 3 keep, 2x2 hybrid": ("Adam", 4, 2, dict(stage=3, reshard_after_forward=False, hybrid=True)),
+        "stage 3, 4 ranks, rank 0 loads, Linear units": ("SGD", 4, 1, dict(stage=3, cpu_ram_efficient_loading=True,
+                                                                         wrap_policy="transformer_based",
+                                                                         transformer_layer_cls_to_wrap=["Linear"])),
+        "stage 3, 2x2 hybrid, rank 0 loads, persistent": ("SGD", 4, 2, dict(stage=3, hybrid=True,
+                                                                          cpu_ram_efficient_loading=True,
+                                                                          wrap_policy="transformer_based",
+                                                                          transformer_layer_cls_to_wrap=["Linear"],
+                                                                          param_persistence_threshold=300)),
+        "Adam stage 2, 2 ranks, rank 0 loads": ("Adam", 2, 1, dict(stage=2, cpu_ram_efficient_loading=True)),
     }
     failures = []
 
@@ -161,6 +183,21 @@ def main():
               transformer_layer_cls_to_wrap=["TransformerEncoderLayer"], activation_checkpointing=True,
               says="activation checkpointing: 2 of 4 forward blocks recomputed in backward "
                    "(encoder.layers.0, encoder.layers.1)"))
+
+    # Rank 0 alone builds the transformer's values; the others receive their encoder layers' shards.
+    compare("transformer stage 3, rank 0 loads", transformer_ddp,
+            t("transformer3-rank0", model=TRANSFORMER, stage=3, wrap_policy="transformer_based",
+              transformer_layer_cls_to_wrap=["TransformerEncoderLayer"], cpu_ram_efficient_loading=True,
+              says="cpu_ram_efficient_loading: only rank 0 holds the model's values; the other ranks built "
+                   "its shapes and receive only their shards of rank 0's weights"))
+    # A TorchScript classifier with batch norm (specs/models): the other ranks load it onto the
+    # meta device, so its parameters and its buffers come from rank 0.
+    classifier = (f'TorchScript {{ path = "{os.path.join(SPECS, "models", "classifier.pt")}" }}')
+    blobs = os.path.join(SPECS, "data", "blobs.csv")
+    compare("TorchScript stage 3, 4 ranks, rank 0 loads",
+            t("ddp-torchscript", procs=4, model=classifier, optimizer="Adam", lr=0.01, data=blobs),
+            t("torchscript3-rank0", procs=4, model=classifier, optimizer="Adam", lr=0.01, data=blobs, stage=3,
+              cpu_ram_efficient_loading=True))
 
     # Gradient accumulation: 4 micro-batches of 8 per rank, the first 3 under no_sync (whole
     # gradients accumulate locally; stage 3 releases its units after each backward).

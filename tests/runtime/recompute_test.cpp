@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
-#include <c10/core/Allocator.h>
-#include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <algorithm>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "runtime/train/trainer.h"
+#include "tests/support/peak_memory.h"
 #include "tests/support/plan_builders.h"
 
 namespace accel::rt::train {
@@ -94,29 +93,11 @@ TEST(Recompute, MlpBlocksGiveTheSameGradientsFromTheFirstBlockOn) {
   ExpectSameGradients(testing::Mlp(6, {20, 20}, 3), loop(false), loop(true));
 }
 
-// Sums what the CPU allocator hands out and takes back on this thread while installed, and
-// keeps the high-water mark (c10's memory profiling hook, as the profiler's profile_memory).
-struct PeakMemory final : c10::MemoryReportingInfoBase {
-  void reportMemoryUsage(void* /*ptr*/, int64_t size, int64_t /*total_allocated*/, int64_t /*total_reserved*/,
-                         c10::Device /*device*/) override {
-    live += size;
-    peak = std::max(peak, live);
-  }
-  bool memoryProfilingEnabled() const override { return true; }
-  int64_t live = 0;
-  int64_t peak = 0;
-};
-
 int64_t PeakOfAStep(bool recompute) {
   plan::BuildModel model = Transformer();
   std::unique_ptr<Trainer> trainer = Seeded(model, Loop(recompute));
   at::Tensor features = Features(model), targets = Targets();
-  auto memory = std::make_shared<PeakMemory>();
-  {
-    c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, memory);
-    trainer->ForwardBackward(features, targets, 1.0);
-  }
-  return memory->peak;
+  return testing::PeakAllocatedBytes([&] { trainer->ForwardBackward(features, targets, 1.0); });
 }
 
 // Each layer then keeps its input only, not its attention and feed-forward activations.

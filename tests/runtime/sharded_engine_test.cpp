@@ -29,6 +29,7 @@
 #include "runtime/train/sharded_engine.h"
 #include "runtime/train/train_state.h"
 #include "tests/support/gloo_ranks.h"
+#include "tests/support/peak_memory.h"
 #include "tests/support/plan_builders.h"
 
 namespace accel::rt::train {
@@ -281,16 +282,21 @@ TEST(ShardedCheckpoint, RefusesAnotherModelNamingTheTensor) {
 INSTANTIATE_TEST_SUITE_P(Stages, ShardedEngineStages, ::testing::Values(1, 2, 3));
 
 // The ranks are threads: the global generator that seeds the model is shared.
-std::unique_ptr<Trainer> SeededTrainer(const plan::TrainLoop& loop) {
+// A model built as shapes only draws from it too.
+std::unique_ptr<Trainer> SeededTrainer(const plan::TrainLoop& loop, uint64_t seed = 7,
+                                       InitialWeights weights = InitialWeights::kValues) {
   static std::mutex seeding;
   std::lock_guard<std::mutex> lock(seeding);
-  at::manual_seed(7);
-  return MakeTrainer(Model(), loop);
+  at::manual_seed(seed);
+  return MakeTrainer(Model(), loop, {}, weights);
 }
 
-// Each rank trains on its own batches; returns its final parameters.
-std::vector<at::Tensor> TrainOnRank(int rank, distributed::Collectives& world, const plan::TrainLoop& loop) {
-  ShardedEngine engine(SeededTrainer(loop), loop, 2, world);
+// Each rank trains on its own batches; returns its final parameters. `model`: the rank's
+// trainer (SeededTrainer's by default); `initial`: the engine's InitialWeights.
+std::vector<at::Tensor> TrainOnRank(int rank, distributed::Collectives& world, const plan::TrainLoop& loop,
+                                    std::unique_ptr<Trainer> model = nullptr,
+                                    InitialWeights initial = InitialWeights::kValues) {
+  ShardedEngine engine(model ? std::move(model) : SeededTrainer(loop), loop, 2, world, true, initial);
   for (int step = 0; step < 3; ++step) {
     at::Tensor features = at::cos(at::arange(32, at::kFloat).view({8, 4}) * (0.3 + step + rank));
     at::Tensor targets = at::sin(at::arange(16, at::kFloat).view({8, 2}) + step - rank);
@@ -348,6 +354,80 @@ TEST(ShardedEngineOnTwoRanks, ActivationCheckpointingChangesNoBit) {
             << "stage " << stage << ", parameter " << i << ", rank " << rank;
     });
   }
+}
+
+// cpu_ram_efficient_loading: rank 1's own weights (other values here) are never read; it
+// trains on rank 0's, received whole (stages 1-2, a persistent unit) or as its shards (stage
+// 3), exactly as when every rank built rank 0's. A shard from another offset, or a unit left
+// as rank 1 built it, changes the weights.
+TEST(ShardedEngineOnTwoRanks, RankZerosWeightsReplaceWhatTheOtherRanksBuilt) {
+  for (int64_t stage : {1, 2, 3}) {
+    for (int64_t persistence : {0, 10}) {
+      plan::TrainLoop loop = Loop(stage);
+      loop.sharding.param_persistence_threshold = persistence;  // 10: the last Linear stays whole
+      distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+        std::vector<at::Tensor> expected = TrainOnRank(rank, *world, loop);
+        std::unique_ptr<Trainer> own = SeededTrainer(loop, rank == 0 ? 7 : 99);
+        std::vector<at::Tensor> weights =
+            TrainOnRank(rank, *world, loop, std::move(own), InitialWeights::kShapesOnly);
+        ASSERT_EQ(weights.size(), expected.size());
+        for (size_t i = 0; i < weights.size(); ++i)
+          EXPECT_TRUE(SameBits(weights[i], expected[i]))
+              << "stage " << stage << ", persistence " << persistence << ", parameter " << i << ", rank "
+              << rank;
+      });
+    }
+  }
+}
+
+// The same with rank 1's model built as shapes only, as the worker builds it.
+TEST(ShardedEngineOnTwoRanks, ARankThatBuiltShapesOnlyTrainsOnRankZerosWeights) {
+  for (int64_t stage : {1, 2, 3}) {
+    plan::TrainLoop loop = Loop(stage);
+    distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+      std::vector<at::Tensor> expected = TrainOnRank(rank, *world, loop);
+      std::unique_ptr<Trainer> own =
+          SeededTrainer(loop, 7, rank == 0 ? InitialWeights::kValues : InitialWeights::kShapesOnly);
+      if (rank == 1) {
+        for (const auto& [name, tensor] : own->NamedParameters())
+          EXPECT_EQ(tensor.storage().nbytes(), 0u) << name;
+      }
+      std::vector<at::Tensor> weights =
+          TrainOnRank(rank, *world, loop, std::move(own), InitialWeights::kShapesOnly);
+      ASSERT_EQ(weights.size(), expected.size());
+      for (size_t i = 0; i < weights.size(); ++i)
+        EXPECT_TRUE(SameBits(weights[i], expected[i]))
+            << "stage " << stage << ", parameter " << i << ", rank " << rank;
+    });
+  }
+}
+
+// At stage 3 a rank other than 0 never holds the whole model: building its shapes holds one
+// Linear at a time, and the engine hands it its shards alone. Building the values and taking
+// the shard of them holds the whole model at least.
+TEST(ShardedEngineOnTwoRanks, AtStageThreeOnlyRankZeroEverHoldsTheWholeModel) {
+  plan::BuildModel model;
+  model.model = plan::MLP{/*inputs=*/32, /*hidden=*/{256, 256, 256}, /*outputs=*/4};
+  const int64_t model_bytes = (32 * 256 + 256 + 2 * (256 * 256 + 256) + 256 * 4 + 4) * 4;
+  plan::TrainLoop loop = Loop(3);
+  std::map<InitialWeights, int64_t> peaks;
+  for (InitialWeights weights : {InitialWeights::kValues, InitialWeights::kShapesOnly}) {
+    distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+      auto build = [&] {
+        std::unique_ptr<Trainer> trainer =
+            MakeTrainer(model, loop, {}, rank == 0 ? InitialWeights::kValues : weights);
+        ShardedEngine engine(std::move(trainer), loop, 2, *world, false, weights);
+      };
+      if (rank == 0) {
+        build();
+      } else {
+        peaks[weights] = testing::PeakAllocatedBytes(build);
+      }
+    });
+  }
+  EXPECT_GE(peaks[InitialWeights::kValues], model_bytes);
+  EXPECT_LT(peaks[InitialWeights::kShapesOnly], model_bytes * 6 / 10)
+      << "the model is " << model_bytes << " bytes; rank 1 held " << peaks[InitialWeights::kShapesOnly];
 }
 
 // Whether parameter `index`'s gathered storage is there.
