@@ -11,6 +11,10 @@
 // the optimizer step are the trainer's (the sharded engine is itself a Trainer).
 namespace accel::rt::train {
 
+// What a save reads whole: the final weights need the parameters; a checkpoint also the
+// optimizer state.
+enum class FullState { kWeights, kWeightsAndOptimizer };
+
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
@@ -20,8 +24,9 @@ class GradientSync {
   // averaged over the ranks.
   virtual void Finalize() = 0;
   // Collective, on every rank, before a save that reads the trainer: the sharded engine gathers
-  // the whole parameters and optimizer state; EndFullState lets them go again.
-  virtual void BeginFullState() {}
+  // the whole parameters, and the whole optimizer state if asked; EndFullState lets them go
+  // again.
+  virtual void BeginFullState(FullState /*what*/ = FullState::kWeightsAndOptimizer) {}
   virtual void EndFullState() {}
 };
 

@@ -473,10 +473,10 @@ std::vector<std::pair<std::string, at::Tensor>> ShardedEngine::NamedShards() con
   return named;
 }
 
-void ShardedEngine::BeginFullState() {
+void ShardedEngine::BeginFullState(FullState what) {
   if (sharding_.stage >= 3)
     for (size_t u = 0; u < units_.size(); ++u) Gather(u);
-  full_state_ = GatherOptimizerState();
+  if (what == FullState::kWeightsAndOptimizer) full_state_ = GatherOptimizerState();
 }
 
 void ShardedEngine::EndFullState() {

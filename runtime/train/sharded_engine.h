@@ -80,7 +80,7 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   // GradientSync.
   void PrepareForBackward(bool sync) override;
   void Finalize() override;
-  void BeginFullState() override;
+  void BeginFullState(FullState what = FullState::kWeightsAndOptimizer) override;
   void EndFullState() override;
 
   // Trainer: the model's.

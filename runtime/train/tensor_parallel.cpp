@@ -162,14 +162,19 @@ std::map<std::string, int> TensorParallelTrainer::DimsByName() const {
   return dims;
 }
 
-void TensorParallelTrainer::BeginFullState() {
-  if (sync_ != nullptr) sync_->BeginFullState();
+void TensorParallelTrainer::BeginFullState(FullState what) {
+  if (sync_ != nullptr) sync_->BeginFullState(what);
   at::NoGradGuard no_grad;
   whole_.clear();
   std::vector<std::pair<std::string, at::Tensor>> named = inner_->NamedParameters();
   for (size_t i = 0; i < named.size(); ++i) {
     at::Tensor tensor = dims_[i] < 0 ? named[i].second.detach().clone() : Gather(named[i].second, dims_[i]);
     whole_.emplace_back(named[i].first, tensor);
+  }
+  full_ = true;
+  if (what == FullState::kWeights) {
+    whole_state_ = {};
+    return;
   }
   // Every rank gathers, in parameter order; a parameter without state has none on every rank.
   whole_state_ = inner_->ExportOptimizerState();
@@ -180,7 +185,6 @@ void TensorParallelTrainer::BeginFullState() {
       tensor = dim < 0 ? tensor.detach().clone() : Gather(tensor, dim);
   }
   whole_state_.tensors_owned = true;
-  full_ = true;
 }
 
 void TensorParallelTrainer::EndFullState() {

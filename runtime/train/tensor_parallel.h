@@ -93,7 +93,7 @@ class TensorParallelTrainer final : public Trainer, public GradientSync {
   void Finalize() override {
     if (sync_ != nullptr) sync_->Finalize();
   }
-  void BeginFullState() override;
+  void BeginFullState(FullState what = FullState::kWeightsAndOptimizer) override;
   void EndFullState() override;
 
   // Trainer.

@@ -691,7 +691,8 @@ class TrainingRun {
   // The weights, metrics.json and this rank's record; rank 0 serves the store, so nobody
   // leaves while a peer may still need it.
   llvm::Error Finish() {
-    sync_->BeginFullState();  // stage 3: the whole weights, for the digest and model.safetensors
+    // Stage 3: the whole weights, for the digest and model.safetensors (not the optimizer state).
+    sync_->BeginFullState(FullState::kWeights);
     summary_.parameter_digest = ParameterDigest(trainer_->NamedParameters());
     summary_.model_path = (dir_ / steps_.save.model_file).string();  // rank 0: the file or index written
     if (llvm::Error error = WriteRunOutputs(plan_, steps_.save, *trainer_, summary_, dir_, context_.rank,

@@ -115,6 +115,11 @@ TEST_P(ShardedEngineStages, StepsAndGathersWhatThePlainTrainerDoes) {
                   engine.ExportOptimizerState());
   engine.EndFullState();
   EXPECT_THROW(engine.ExportOptimizerState(), std::logic_error);
+  // The final weights need no optimizer state: it stays sharded.
+  engine.BeginFullState(FullState::kWeights);
+  ExpectSameState(plain->NamedParameters(), {}, engine.NamedParameters(), {});
+  EXPECT_THROW(engine.ExportOptimizerState(), std::logic_error);
+  engine.EndFullState();
 }
 
 TEST_P(ShardedEngineStages, ShardSlicesRoundTrip) {
