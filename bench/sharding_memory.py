@@ -13,7 +13,9 @@ time (from metrics.jsonl, steps after the first), with the ratio to DDP at the s
 sharded stage runs twice: reductions after backward, one collective per unit, no prefetch (the
 engine's plain schedule), and "overlapped" (reductions started in backward's hooks, all units in
 one bucket, stage 3 gathering one block ahead both ways), so the two schedules are compared in
-the same run.
+the same run. A last row per N runs the overlapped stage 3 with cpu_ram_efficient_loading: only
+rank 0 builds the weights' values, the others their shapes, and each receives its shards alone.
+Peak RSS is given for rank 0 and for the largest of the other ranks, which that row lowers.
 Usage: sharding_memory.py ACCELC ACCELRUN [STEPS] [N,...]
 """
 import json
@@ -59,6 +61,7 @@ def model_state(stage, n):
 
 
 def worker_peaks(out):
+    """{rank: VmHWM bytes} of the workers of the run writing to `out`."""
     peaks = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -68,10 +71,12 @@ def worker_peaks(out):
                 argv = f.read().split(b"\0")
             if not argv[0].endswith(b"accelrun-worker") or not any(out.encode() in a for a in argv):
                 continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
             with open(f"/proc/{entry}/status") as f:
                 for line in f:
                     if line.startswith("VmHWM:"):
-                        peaks[entry] = int(line.split()[1]) * 1024
+                        peaks[int(env[b"RANK"])] = int(line.split()[1]) * 1024
         except OSError:
             continue
     return peaks
@@ -82,24 +87,26 @@ PLAIN = dict(overlap_comm=False, reduce_bucket_size=1, allgather_bucket_size=1, 
 OVERLAPPED = dict(overlap_comm=True, forward_prefetch=True, backward_prefetch="backward_pre")
 
 
-def run(accelc, accelrun, workdir, procs, stage, steps, schedule):
-    out = os.path.join(workdir, f"n{procs}-stage{stage}-{'overlapped' if schedule is OVERLAPPED else 'plain'}")
+def run(accelc, accelrun, workdir, procs, stage, steps, schedule, rank0_loads=False):
+    out = os.path.join(workdir, f"n{procs}-stage{stage}-{'overlapped' if schedule is OVERLAPPED else 'plain'}"
+                                f"{'-rank0' if rank0_loads else ''}")
     text = SPEC.format(procs=procs, inp=IN, hidden=", ".join([str(HIDDEN)] * LAYERS), out=OUT, batch=BATCH,
                        steps=steps, dir=out)
     sharding = dict(stage=stage, wrap_policy="transformer_based", transformer_layer_cls_to_wrap=["Linear"],
-                    **schedule) if stage else {}
+                    cpu_ram_efficient_loading=rank0_loads, **schedule) if stage else {}
     plan = compile_plan(accelc, text, out, **sharding)
     process = subprocess.Popen([accelrun, plan], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peaks = {}
     while process.poll() is None:
-        for pid, peak in worker_peaks(out).items():
-            peaks[pid] = max(peak, peaks.get(pid, 0))
+        for rank, peak in worker_peaks(out).items():
+            peaks[rank] = max(peak, peaks.get(rank, 0))
         time.sleep(0.05)
     assert process.returncode == 0, process.stderr.read()
     with open(os.path.join(out, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f if line.strip()]
     times = [b["time"] - a["time"] for a, b in zip(rows, rows[1:]) if "loss" in a and "loss" in b and a["step"] > 1]
-    return max(peaks.values()), statistics.median(times)
+    others = max(peak for rank, peak in peaks.items() if rank != 0)
+    return peaks[0], others, statistics.median(times)
 
 
 def main():
@@ -108,17 +115,21 @@ def main():
     sizes = [int(n) for n in sys.argv[4].split(",")] if len(sys.argv) > 4 else [2, 4]
     psi = sum(layers())
     print(f"MLP {IN} -> {LAYERS} x {HIDDEN} -> {OUT}: Ψ = {psi / 1e6:.1f}M parameters, AdamW, fp32, batch {BATCH}/rank")
-    print("| N | stage | model state per rank (formula) | peak RSS per worker | median step | step vs DDP |")
-    print("|---|---|---|---|---|---|")
+    print("| N | stage | model state per rank (formula) | peak RSS rank 0 | peak RSS other ranks | median step "
+          "| step vs DDP |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as workdir:
         for procs in sizes:
             ddp_time = None
-            for stage, schedule in [(0, PLAIN)] + [(st, sc) for st in (1, 2, 3) for sc in (PLAIN, OVERLAPPED)]:
-                peak, step = run(accelc, accelrun, workdir, procs, stage, steps, schedule)
+            rows = [(0, PLAIN, False)] + [(st, sc, False) for st in (1, 2, 3) for sc in (PLAIN, OVERLAPPED)]
+            for stage, schedule, rank0_loads in rows + [(3, OVERLAPPED, True)]:
+                rank0, others, step = run(accelc, accelrun, workdir, procs, stage, steps, schedule, rank0_loads)
                 ddp_time = ddp_time or step
                 label = "DDP" if stage == 0 else f"{stage}{', overlapped' if schedule is OVERLAPPED else ''}"
+                label += ", rank 0 loads" if rank0_loads else ""
                 print(f"| {procs} | {label} | {model_state(stage, procs) / 2**20:.0f} MiB | "
-                      f"{peak / 2**20:.0f} MiB | {step:.3f} s | {step / ddp_time:.2f} |", flush=True)
+                      f"{rank0 / 2**20:.0f} MiB | {others / 2**20:.0f} MiB | {step:.3f} s | {step / ddp_time:.2f} |",
+                      flush=True)
 
 
 if __name__ == "__main__":
