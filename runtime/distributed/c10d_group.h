@@ -107,6 +107,8 @@ class C10dCollectives final : public Collectives {
   std::unique_ptr<PendingWork> AllGatherAsync(const at::Tensor& input, at::Tensor& output) override;
   // c10d's scatter: the root sends each rank its chunk only.
   void Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root) override;
+  // c10d's gather: only the root receives.
+  void Gather(const at::Tensor& input, at::Tensor& output, int root) override;
   // A process group of the back end over a PrefixStore of this group's store, its keys under
   // the call's sequence number and `ranks`, so every NewGroup call of a job rendezvouses apart.
   // It holds the store (and the network device) itself: it stays usable whichever is destroyed

@@ -1,6 +1,6 @@
 // The collectives of sharded data parallelism on any c10d process group: a reduce-scatter built
-// from one all-to-all and a local reduction, a scatter, and subgroups over prefixes of the
-// group's store.
+// from one all-to-all and a local reduction, a scatter and a gather, and subgroups over prefixes
+// of the group's store.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
@@ -108,6 +108,24 @@ void C10dCollectives::Scatter(const std::vector<at::Tensor>& chunks, at::Tensor&
       for (const at::Tensor& chunk : chunks) inputs[0].push_back(chunk.contiguous());
     }
     group_->scatter(outputs, inputs, scatter)->wait(scope_.options.timeout);
+  });
+}
+
+void C10dCollectives::Gather(const at::Tensor& input, at::Tensor& output, int root) {
+  CheckGatherOutput(input, output, rank() == root, world_size());
+  Guard("gather", [&] {
+    c10d::GatherOptions gather;
+    gather.rootRank = root;
+    std::vector<at::Tensor> inputs{input.contiguous().view({-1})};
+    std::vector<std::vector<at::Tensor>> outputs;
+    if (rank() == root) {
+      // One slot per rank, views into `output`, so the result lands in one flat buffer.
+      const int64_t count = input.numel();
+      at::Tensor flat = output.view({-1});
+      outputs.emplace_back();
+      for (int r = 0; r < world_size(); ++r) outputs[0].push_back(flat.narrow(0, r * count, count));
+    }
+    group_->gather(outputs, inputs, gather)->wait(scope_.options.timeout);
   });
 }
 

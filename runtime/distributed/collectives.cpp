@@ -41,6 +41,25 @@ void Collectives::Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& out
   output.copy_(all[rank()]);
 }
 
+void Collectives::Gather(const at::Tensor& input, at::Tensor& output, int root) {
+  const bool receives = rank() == root;
+  CheckGatherOutput(input, output, receives, world_size());
+  at::Tensor everyone = receives ? output : at::empty({input.numel() * world_size()}, input.options());
+  AllGather(input, everyone);
+}
+
+void CheckGatherOutput(const at::Tensor& input, const at::Tensor& output, bool receives, int world) {
+  if (!receives) {
+    if (output.defined()) throw std::invalid_argument("Gather: only the root passes an output");
+    return;
+  }
+  if (!output.defined() || output.numel() != input.numel() * world ||
+      output.scalar_type() != input.scalar_type() || !output.is_contiguous()) {
+    throw std::invalid_argument(
+        "Gather: the root's output must be contiguous, of the input's dtype, world_size × its elements");
+  }
+}
+
 void CheckScatterChunks(const std::vector<at::Tensor>& chunks, const at::Tensor& output, int expected) {
   if (static_cast<int>(chunks.size()) != expected) {
     throw std::invalid_argument(expected == 0 ? "Scatter: only the root passes chunks"

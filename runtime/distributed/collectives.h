@@ -90,6 +90,12 @@ class Collectives {
   // broadcasts every chunk and keeps this rank's (correct, but every rank receives them all).
   // Throws std::invalid_argument, before anything is sent, when the root's chunks do not fit.
   virtual void Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root);
+  // The inverse: rank `root`'s `output` (world_size() × input.numel() elements of input's
+  // dtype) receives every rank's `input`, in rank order; the other ranks pass an undefined
+  // output. For state only the rank that writes it needs whole (a checkpoint). The default
+  // all-gathers (every rank then briefly holds the whole). Throws std::invalid_argument, before
+  // anything is sent, when the root's output does not fit.
+  virtual void Gather(const at::Tensor& input, at::Tensor& output, int root);
   // A group of the ranks `ranks` (ranks of this group, ascending, containing rank()), for
   // hybrid sharding: shard within a machine, replicate across machines. Collective over this
   // group: every rank calls it, in the same order, with the list of its own new group; ranks in
@@ -103,6 +109,8 @@ class Collectives {
 // Scatter's argument check, for back ends that override it: `expected` chunks (world_size on
 // the root, none elsewhere), each of output's shape and dtype.
 void CheckScatterChunks(const std::vector<at::Tensor>& chunks, const at::Tensor& output, int expected);
+// Gather's: the root (`receives`) passes an output of world × input's elements; others none.
+void CheckGatherOutput(const at::Tensor& input, const at::Tensor& output, bool receives, int world);
 
 // A world of one process without a backend (distributed type NO): every operation is the
 // identity and distributed() is false.

@@ -1,6 +1,6 @@
 // The collectives of sharded data parallelism over Gloo, on 2 and 4 ranks (threads of this
 // process on loopback): reduce-scatter, its asynchronous form, the asynchronous all-gather,
-// scatter, and subgroups for hybrid sharding.
+// scatter and gather, and subgroups for hybrid sharding.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -172,7 +172,7 @@ TEST(Scatter, EachRankGetsItsChunkFromTheRootOnTwoRanks) { ExpectScatterDelivers
 
 TEST(Scatter, EachRankGetsItsChunkFromTheRootOnFourRanks) { ExpectScatterDeliversEachRanksChunk(4, 2); }
 
-// A back end without a scatter of its own: Collectives' default (broadcasting every chunk).
+// A back end without a scatter or gather of its own: Collectives' defaults.
 class WithoutScatter final : public Collectives {
  public:
   explicit WithoutScatter(Collectives& inner) : inner_(inner) {}
@@ -206,6 +206,51 @@ TEST(Scatter, RefusesChunksThatDoNotFitBeforeSendingAnything) {
       EXPECT_THROW(group->Scatter(NumberedChunks(2, 4), output, 0), std::invalid_argument);
     }
   });
+}
+
+// Gather: the root receives rank r's NumberedChunks(world, n)[r] at slot r, in order.
+void ExpectGatherDeliversEveryChunkToTheRoot(int world, int root, bool through_default) {
+  RunGlooRanks(world, [&](int rank, Group& group) {
+    WithoutScatter plain(*group);
+    Collectives& collectives = through_default ? static_cast<Collectives&>(plain) : *group;
+    at::Tensor output = rank == root ? at::full({world * 3}, -1.0f) : at::Tensor();
+    collectives.Gather(NumberedChunks(world, 3)[rank], output, root);
+    if (rank == root) EXPECT_TRUE(at::equal(output, at::cat(NumberedChunks(world, 3)))) << output;
+  });
+}
+
+TEST(Gather, TheRootGetsEveryRanksInputInRankOrderOnTwoRanks) {
+  ExpectGatherDeliversEveryChunkToTheRoot(2, 0, false);
+}
+
+TEST(Gather, TheRootGetsEveryRanksInputInRankOrderOnFourRanks) {
+  ExpectGatherDeliversEveryChunkToTheRoot(4, 3, false);
+}
+
+TEST(Gather, TheDefaultGivesTheRootTheSame) { ExpectGatherDeliversEveryChunkToTheRoot(4, 1, true); }
+
+TEST(Gather, RefusesAnOutputThatDoesNotFitBeforeSendingAnything) {
+  RunGlooRanks(2, [](int rank, Group& group) {
+    at::Tensor input = at::ones({3});
+    if (rank == 0) {
+      at::Tensor small = at::empty({5});
+      EXPECT_THROW(group->Gather(input, small, 0), std::invalid_argument);
+      at::Tensor none;
+      EXPECT_THROW(group->Gather(input, none, 0), std::invalid_argument);
+    } else {
+      at::Tensor output = at::empty({6});
+      EXPECT_THROW(group->Gather(input, output, 0), std::invalid_argument);
+    }
+  });
+}
+
+TEST(Gather, RootThatLeavesMakesItFailInsteadOfHanging) {
+  ExpectFailsOnceThePeerLeft(
+      [](Group& group) {
+        at::Tensor none;
+        group->Gather(at::ones({4}), none, 1);
+      },
+      "gather failed on rank 0 of 2 (timeout 2000 ms)");
 }
 
 TEST(Scatter, RootThatLeavesMakesItFailInsteadOfHanging) {

@@ -84,6 +84,10 @@ void FaultInjectingCollectives::Scatter(const std::vector<at::Tensor>& chunks, a
   if (Before("scatter")) inner_->Scatter(chunks, output, root);
 }
 
+void FaultInjectingCollectives::Gather(const at::Tensor& input, at::Tensor& output, int root) {
+  if (Before("gather")) inner_->Gather(input, output, root);
+}
+
 std::unique_ptr<Collectives> FaultInjectingCollectives::NewGroup(const std::vector<int>& ranks) {
   return inner_->NewGroup(ranks);
 }
@@ -104,7 +108,7 @@ std::vector<Fault> ParseFaults(const std::string& text) {
     fault.primitive = item.substr(0, first);
     if (fault.primitive != "*" && fault.primitive != "all_reduce" && fault.primitive != "broadcast" &&
         fault.primitive != "all_gather" && fault.primitive != "reduce_scatter" &&
-        fault.primitive != "scatter" && fault.primitive != "barrier") {
+        fault.primitive != "scatter" && fault.primitive != "gather" && fault.primitive != "barrier") {
       throw std::invalid_argument(fmt::format("fault `{}`: unknown primitive `{}`", item, fault.primitive));
     }
     std::string call = item.substr(first + 1, second - first - 1);

@@ -50,6 +50,7 @@ class FaultInjectingCollectives final : public Collectives {
                                                   ReduceOp op) override;
   std::unique_ptr<PendingWork> AllGatherAsync(const at::Tensor& input, at::Tensor& output) override;
   void Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root) override;
+  void Gather(const at::Tensor& input, at::Tensor& output, int root) override;
   // The wrapped group's subgroup, without faults of its own.
   std::unique_ptr<Collectives> NewGroup(const std::vector<int>& ranks) override;
 
