@@ -15,6 +15,15 @@ namespace accel::rt::train {
 // optimizer state.
 enum class FullState { kWeights, kWeightsAndOptimizer };
 
+// Which ranks read the whole state a save gathers.
+enum class FullStateReaders {
+  kEveryRank,
+  // Only the first rank of each shard group (rank 0; with hybrid sharding the first rank of
+  // each machine), as FSDP's rank0_only state dicts: the others take part in the gathers and
+  // hold nothing whole. For a save only those ranks write.
+  kFirstRanks,
+};
+
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
@@ -24,9 +33,10 @@ class GradientSync {
   // averaged over the ranks.
   virtual void Finalize() = 0;
   // Collective, on every rank, before a save that reads the trainer: the sharded engine gathers
-  // the whole parameters, and the whole optimizer state if asked; EndFullState lets them go
-  // again.
-  virtual void BeginFullState(FullState /*what*/ = FullState::kWeightsAndOptimizer) {}
+  // the whole parameters, and the whole optimizer state if asked, for `readers`; EndFullState
+  // lets them go again. The other ranks must not read the trainer's state in between.
+  virtual void BeginFullState(FullState /*what*/ = FullState::kWeightsAndOptimizer,
+                              FullStateReaders /*readers*/ = FullStateReaders::kEveryRank) {}
   virtual void EndFullState() {}
 };
 

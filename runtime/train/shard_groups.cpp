@@ -111,6 +111,11 @@ void ShardGroups::AllGather(const at::Tensor& shard, at::Tensor& full) {
   shard_->AllGather(shard, full);
 }
 
+void ShardGroups::GatherToFirst(const at::Tensor& shard, at::Tensor& full) {
+  if (emulated_) throw std::logic_error("GatherToFirst: the world stands in for the shard groups");
+  shard_->Gather(shard, full, 0);
+}
+
 double ShardGroups::SumOverShardGroup(double value) {
   std::vector<at::Tensor> sum{at::full({1}, value, at::kDouble)};
   if (emulated_) {

@@ -36,6 +36,12 @@ class ShardGroups {
   void AllGather(const at::Tensor& shard, at::Tensor& full);
   // AllGather, started; `full` is written until the returned work's Wait returns.
   std::unique_ptr<distributed::PendingWork> AllGatherAsync(const at::Tensor& shard, at::Tensor& full);
+  // Whether GatherToFirst gives the whole to the first rank of each shard group alone: not when
+  // the world stands in for several machines' shard groups (emulated).
+  bool GathersToFirstRanks() const { return !emulated_; }
+  // `full` (on the shard group's first rank only; undefined on the others) = every shard of the
+  // shard group, end to end. Only where GathersToFirstRanks().
+  void GatherToFirst(const at::Tensor& shard, at::Tensor& full);
   // Sums `value` over the shard group (the shards of one copy of the model).
   double SumOverShardGroup(double value);
 

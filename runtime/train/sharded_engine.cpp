@@ -473,10 +473,28 @@ std::vector<std::pair<std::string, at::Tensor>> ShardedEngine::NamedShards() con
   return named;
 }
 
-void ShardedEngine::BeginFullState(FullState what) {
-  if (sharding_.stage >= 3)
-    for (size_t u = 0; u < units_.size(); ++u) Gather(u);
-  if (what == FullState::kWeightsAndOptimizer) full_state_ = GatherOptimizerState();
+void ShardedEngine::BeginFullState(FullState what, FullStateReaders readers) {
+  const bool first_only = readers == FullStateReaders::kFirstRanks && groups_.GathersToFirstRanks();
+  const bool reads = !first_only || groups_.shard_rank() == 0;
+  if (sharding_.stage >= 3) {
+    at::NoGradGuard no_grad;
+    for (size_t u = 0; u < units_.size(); ++u) {
+      UnitState& state = state_[u];
+      // A unit gathered (persistent) or on its way is so on every rank alike.
+      if (!first_only || state.gathered || state.gathering) {
+        Gather(u);
+      } else {
+        at::Tensor none;
+        if (reads) AllocateBytes(state.full);
+        groups_.GatherToFirst(state.shard.detach(), reads ? state.full : none);
+        state.gathered = reads;
+      }
+    }
+  }
+  if (what == FullState::kWeightsAndOptimizer) {
+    OptimizerState whole = GatherOptimizerState(first_only);
+    if (reads) full_state_ = std::move(whole);
+  }
 }
 
 void ShardedEngine::EndFullState() {
@@ -484,7 +502,7 @@ void ShardedEngine::EndFullState() {
   if (sharding_.stage >= 3) ReleaseAll();
 }
 
-OptimizerState ShardedEngine::GatherOptimizerState() {
+OptimizerState ShardedEngine::GatherOptimizerState(bool first_only) {
   at::NoGradGuard no_grad;
   OptimizerState shards = train::ExportOptimizerState(*optimizer_, type_, NamedShards());
   OptimizerState whole{type_, shards.hyperparameters, {}, true};
@@ -493,8 +511,17 @@ OptimizerState ShardedEngine::GatherOptimizerState() {
     const FlatUnit& unit = units_[u];
     const OptimizerState::Parameter& shard = shards.parameters[u];
     for (const auto& [key, tensor] : shard.tensors) {
+      if (first_only && groups_.shard_rank() != 0) {
+        at::Tensor none;
+        groups_.GatherToFirst(tensor.contiguous(), none);
+        continue;
+      }
       at::Tensor full = at::empty({unit.padded}, at::kFloat);
-      groups_.AllGather(tensor.contiguous(), full);
+      if (first_only) {
+        groups_.GatherToFirst(tensor.contiguous(), full);
+      } else {
+        groups_.AllGather(tensor.contiguous(), full);
+      }
       for (size_t i = 0; i < unit.parameters.size(); ++i) {
         size_t index = unit.parameters[i];
         whole.parameters[index].tensors.emplace_back(

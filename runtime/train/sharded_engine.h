@@ -80,7 +80,9 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   // GradientSync.
   void PrepareForBackward(bool sync) override;
   void Finalize() override;
-  void BeginFullState(FullState what = FullState::kWeightsAndOptimizer) override;
+  // kFirstRanks where the groups cannot gather to them alone (emulated) reads on every rank.
+  void BeginFullState(FullState what = FullState::kWeightsAndOptimizer,
+                      FullStateReaders readers = FullStateReaders::kEveryRank) override;
   void EndFullState() override;
 
   // Trainer: the model's.
@@ -191,7 +193,8 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   void AllGatherAfterStep();
   void InstallGradientHooks();
   void UnitGradientsReady(size_t unit);
-  OptimizerState GatherOptimizerState();
+  // `first_only`: only the first rank of each shard group receives it (the others return none).
+  OptimizerState GatherOptimizerState(bool first_only);
   std::vector<std::pair<std::string, at::Tensor>> NamedShards() const;
 
   std::unique_ptr<Trainer> model_;

@@ -162,8 +162,8 @@ std::map<std::string, int> TensorParallelTrainer::DimsByName() const {
   return dims;
 }
 
-void TensorParallelTrainer::BeginFullState(FullState what) {
-  if (sync_ != nullptr) sync_->BeginFullState(what);
+void TensorParallelTrainer::BeginFullState(FullState what, FullStateReaders /*readers*/) {
+  if (sync_ != nullptr) sync_->BeginFullState(what, FullStateReaders::kEveryRank);
   at::NoGradGuard no_grad;
   whole_.clear();
   std::vector<std::pair<std::string, at::Tensor>> named = inner_->NamedParameters();

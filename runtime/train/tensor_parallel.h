@@ -93,7 +93,9 @@ class TensorParallelTrainer final : public Trainer, public GradientSync {
   void Finalize() override {
     if (sync_ != nullptr) sync_->Finalize();
   }
-  void BeginFullState(FullState what = FullState::kWeightsAndOptimizer) override;
+  // Every rank reads: each gathers its slices' whole tensors.
+  void BeginFullState(FullState what = FullState::kWeightsAndOptimizer,
+                      FullStateReaders readers = FullStateReaders::kEveryRank) override;
   void EndFullState() override;
 
   // Trainer.

@@ -637,11 +637,24 @@ class TrainingRun {
       return SaveShardedCheckpoint(*store_, *spec, dir_, *engine_, progress_, DataIdentitySeed(steps_.data),
                                    context_.rank, *collectives_);
     }
-    sync_->BeginFullState();
+    sync_->BeginFullState(FullState::kWeightsAndOptimizer, CheckpointReaders());
     llvm::Error saved = SaveCheckpoint(*store_, *spec, steps_.init, dir_, *trainer_, progress_,
                                        DataIdentitySeed(steps_.data), context_.rank, *collectives_);
     sync_->EndFullState();
     return saved;
+  }
+
+  // Who reads the whole state a full checkpoint gathers: only the ranks that write it, where
+  // the engine can gather to them alone (the first rank of each shard group: rank 0, and with
+  // hybrid sharding each machine's first, which save_on_each_node's writers are when a
+  // machine holds whole shard groups). Tensor parallelism gathers its slices on every rank.
+  FullStateReaders CheckpointReaders() const {
+    if (tp_ != nullptr) return FullStateReaders::kEveryRank;
+    const plan::InitProcessGroup& init = steps_.init;
+    const bool one_writer = !steps_.checkpoint->save_on_each_node || init.num_machines == 1;
+    const bool writers_lead_groups =
+        loop_.sharding.hybrid && static_cast<int>(init.processes_per_machine) % mesh_.shard == 0;
+    return one_writer || writers_lead_groups ? FullStateReaders::kFirstRanks : FullStateReaders::kEveryRank;
   }
 
   // Every eval_every steps and after the last one (eval_every 0: after the last only).

@@ -440,6 +440,43 @@ bool Held(const ShardedEngine& engine, size_t index) {
   return engine.NamedParameters().at(index).second.storage().nbytes() > 0;
 }
 
+// A full checkpoint for the first rank only (FSDP's rank0_only): rank 0 reads exactly what
+// every rank would; rank 1 takes part in the gathers and holds neither the parameters (stage 3)
+// nor the optimizer state.
+TEST(ShardedEngineOnTwoRanks, AFullStateForTheFirstRankOnlyLeavesTheOthersHoldingNothing) {
+  for (int64_t stage : {1, 2, 3}) {
+    plan::TrainLoop loop = Loop(stage);
+    loop.sharding.param_persistence_threshold = 10;  // the last Linear stays gathered
+    distributed::RunGlooRanks(2, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+      ShardedEngine engine(SeededTrainer(loop), loop, 2, *world);
+      engine.PrepareForBackward(true);
+      engine.ForwardBackward(at::cos(at::arange(32, at::kFloat).view({8, 4}) * (0.3 + rank)),
+                             at::sin(at::arange(16, at::kFloat).view({8, 2})), 1.0);
+      engine.Finalize();
+      engine.OptimizerStep(false);
+      engine.BeginFullState();
+      std::vector<std::pair<std::string, at::Tensor>> weights;
+      for (const auto& [name, tensor] : engine.NamedParameters())
+        weights.emplace_back(name, tensor.detach().clone());
+      OptimizerState state = engine.ExportOptimizerState();
+      engine.EndFullState();
+
+      engine.BeginFullState(FullState::kWeightsAndOptimizer, FullStateReaders::kFirstRanks);
+      if (rank == 0) {
+        ExpectSameState(weights, state, engine.NamedParameters(), engine.ExportOptimizerState());
+      } else {
+        EXPECT_THROW(engine.ExportOptimizerState(), std::logic_error) << "stage " << stage;
+        for (size_t i = 0; i < 6; ++i)
+          EXPECT_EQ(Held(engine, i), stage < 3 || i >= 4) << "stage " << stage << ", parameter " << i;
+      }
+      engine.EndFullState();
+      // Training goes on as before.
+      for (size_t i = 0; i < 6; ++i)
+        EXPECT_EQ(Held(engine, i), stage < 3 || i >= 4) << "after, parameter " << i;
+    });
+  }
+}
+
 TEST(ShardedEngineOnTwoRanks, StageThreeFreesUnitsInBackwardAndKeepsPersistentOnes) {
   plan::TrainLoop loop = Loop(3);
   loop.sharding.param_persistence_threshold = 10;  // parameters 4 and 5 (the last Linear, 3 x 2)
