@@ -463,6 +463,10 @@ plan::Sharding LowerDeepSpeed(const Value* plugin, const Value* json, const Deep
   // prefetch_bucket_size at a time.
   s.forward_prefetch = s.stage == 3;
   s.backward_prefetch = s.stage == 3 ? plan::BackwardPrefetch::backward_pre : plan::BackwardPrefetch::none;
+  // zero3_init_flag (deepspeed.zero.Init; Accelerate turns it on for a stage-3 config unless
+  // set false, and off at other stages): no rank builds the whole model. Here rank 0 still does,
+  // the others build its shapes and receive their shards, as cpu_ram_efficient_loading.
+  s.cpu_ram_efficient_loading = s.stage == 3 && Flag(At(plugin, "zero3_init_flag")).value_or(true);
   const Value* gather = At(zero, "stage3_gather_16bit_weights_on_model_save");
   bool plugin_gather = Flag(At(plugin, "zero3_save_16bit_model")).value_or(false);
   s.gather_16bit_weights_on_model_save =
