@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -433,13 +434,17 @@ class ScriptedModel final : public Model {
  private:
   // After a load onto the meta device: every parameter and buffer becomes a CPU tensor of its
   // shape without bytes. False, changing nothing, when a tensor attribute is neither (it
-  // could not be filled from rank 0).
+  // could not be filled from rank 0), or when two of them share their storage (tied weights,
+  // which separate tensors would untie).
   bool KeepShapesOnly() {
     std::map<std::string, bool> state;  // name -> is a buffer
     for (const auto& item : module_.named_parameters(/*recurse=*/true)) state[item.name] = false;
     for (const auto& item : module_.named_buffers(/*recurse=*/true)) state[item.name] = true;
+    std::set<const c10::StorageImpl*> storages;
     for (const auto& item : module_.named_attributes(/*recurse=*/true)) {
-      if (item.value.isTensor() && state.count(item.name) == 0) return false;
+      if (!item.value.isTensor()) continue;
+      if (state.count(item.name) == 0) return false;
+      if (!storages.insert(item.value.toTensor().storage().unsafeGetStorageImpl()).second) return false;
     }
     std::map<std::string, torch::jit::Module> owners;
     for (const auto& item : module_.named_modules()) owners.emplace(item.name, item.value);

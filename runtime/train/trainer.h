@@ -163,7 +163,8 @@ enum class InitialWeights {
   // is built (an MLP's Linears one by one); a TorchScript file is loaded onto the meta device,
   // one tensor in memory at a time. Buffers too hold no bytes. A TorchScript module with
   // tensor attributes that are neither parameters nor buffers has nothing to receive them by,
-  // so it loads its values as kValues does.
+  // and one with tied weights would be untied, so such a module loads its values as kValues
+  // does.
   kShapesOnly,
 };
 

@@ -132,5 +132,24 @@ TEST(ShapesOnly, ATorchScriptModelWithAPlainTensorAttributeLoadsItsValues) {
   EXPECT_TRUE(at::equal(trainer->NamedParameters()[0].second, torch::full({3, 1}, 0.5)));
 }
 
+// Tied weights (one tensor under two names) stay tied: separate shapes would untie them, so
+// such a module loads its values too.
+TEST(ShapesOnly, ATorchScriptModelWithTiedWeightsLoadsItsValues) {
+  torch::jit::Module module("Tied");
+  torch::Tensor shared = torch::full({3, 3}, 0.25).set_requires_grad(true);
+  module.register_parameter("a", shared, /*is_buffer=*/false);
+  module.register_parameter("b", shared, /*is_buffer=*/false);
+  module.define(
+      "def forward(self, x: Tensor) -> Tensor:\n    return torch.matmul(torch.matmul(x, self.a), self.b)\n");
+  const std::string path = (testing::ScratchDir("shapes_only") / "tied.pt").string();
+  module.save(path);
+  std::unique_ptr<Trainer> trainer =
+      MakeTrainer(plan::BuildModel{plan::TorchScript{path}}, Loop(), {}, InitialWeights::kShapesOnly);
+  for (const auto& [name, tensor] : trainer->NamedParameters()) {
+    ASSERT_EQ(tensor.storage().nbytes(), 9 * sizeof(float)) << name;
+    EXPECT_TRUE(at::equal(tensor, torch::full({3, 3}, 0.25))) << name;
+  }
+}
+
 }  // namespace
 }  // namespace accel::rt::train
