@@ -311,6 +311,9 @@ TEST_P(ReducerRanks, ParameterUnusedOnOneRankFailsWithinTheTimeoutInsteadOfHangi
   RunRanks(
       world,
       [&](int rank, distributed::Collectives& group) {
+        // Ranks 1.. fail on their own and leave: each rank must be past the rendezvous first,
+        // or rank 0 can see their connections close while it still connects.
+        group.Barrier();
         Net net;
         Reducer reducer(NamedParameters(net), {1 << 20, plan::DDPCommunicationHookType::no, false}, group);
         reducer.PrepareForBackward(true);
