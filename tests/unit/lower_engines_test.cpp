@@ -248,7 +248,7 @@ TEST_F(LowerEnginesTest, DeepSpeedPluginStageOffloadAndLoopSettings) {
   EXPECT_TRUE(s.offload_optimizer);
   EXPECT_TRUE(s.offload_params);
   EXPECT_TRUE(s.gather_16bit_weights_on_model_save);
-  EXPECT_TRUE(s.overlap_comm);  // DeepSpeed's default at stage 3
+  EXPECT_TRUE(s.overlap_comm);               // DeepSpeed's default at stage 3
   EXPECT_TRUE(s.cpu_ram_efficient_loading);  // zero3_init_flag, on by default at stage 3
   const auto* loop = c.plan->Find<plan::TrainLoop>();
   EXPECT_EQ(loop->gradient_accumulation.num_steps, 4);
@@ -261,9 +261,9 @@ TEST_F(LowerEnginesTest, DeepSpeedPluginStageOffloadAndLoopSettings) {
   EXPECT_FALSE(Sharding(unset).overlap_comm);
   EXPECT_FALSE(Sharding(unset).cpu_ram_efficient_loading);  // zero3_init_flag applies to stage 3 only
 
-  Compilation no_init =
-      Compile("distributed_type = DEEPSPEED; num_processes = 2; deepspeed_config { zero_stage = 3; "
-              "zero3_init_flag = false }");
+  Compilation no_init = Compile(
+      "distributed_type = DEEPSPEED; num_processes = 2; deepspeed_config { zero_stage = 3; "
+      "zero3_init_flag = false }");
   ASSERT_TRUE(no_init.plan.has_value());
   EXPECT_FALSE(Sharding(no_init).cpu_ram_efficient_loading);
 }
