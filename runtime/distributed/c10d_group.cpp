@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/support/listener.h"
 #include "runtime/support/progress.h"
@@ -26,6 +28,26 @@ namespace {
 
 // c10 errors append a C++ backtrace; the first line is the message.
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Whether c10d's socket error `why` is errno `code`: it names the errno (`name: EMFILE`) or
+// gives its text, capitalised or not.
+bool MentionsError(const std::string& why, int code) {
+  if (const char* name = strerrorname_np(code); name && why.find(name) != std::string::npos) return true;
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+  };
+  return lower(why).find(lower(std::strerror(code))) != std::string::npos;
+}
+
+// For an error known to be EMFILE or ENFILE: the sockets that failed are closed by now, so the
+// count of open descriptors no longer shows it, but the limit does.
+std::string OutOfDescriptorsHint() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "; this process ran out of file descriptors";
+  return fmt::format("; this process ran out of file descriptors (its limit is {}): raise `ulimit -n`",
+                     static_cast<uint64_t>(limit.rlim_cur));
+}
 
 c10d::ReduceOp ToC10d(ReduceOp op) {
   switch (op) {
@@ -161,12 +183,17 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   } catch (const std::exception& error) {
     std::string why = FirstLine(error.what());
     if (options.rank == 0) {
-      // Serving the store needs no peer: a failure here is this rank's own (a taken port).
-      throw OwnRendezvousError(
-          fmt::format("rank 0 cannot serve the rendezvous store on port {}: {}; another process holds the "
-                      "port: pass another "
-                      "--master-port (on one machine, leave it unset for a free one)",
-                      options.master_port, why));
+      // Serving the store needs no peer: a failure here is this rank's own.
+      std::string hint;
+      if (MentionsError(why, EADDRINUSE)) {
+        hint =
+            "; another process holds the port: pass another --master-port (on one machine, leave it "
+            "unset for a free one)";
+      } else if (MentionsError(why, EMFILE) || MentionsError(why, ENFILE)) {
+        hint = OutOfDescriptorsHint();
+      }
+      throw OwnRendezvousError(fmt::format("rank 0 cannot serve the rendezvous store on port {}: {}{}",
+                                           options.master_port, why, hint));
     }
     throw;  // classified by ThrowRendezvousError
   }
@@ -181,10 +208,8 @@ void ThrowRendezvousError(const RendezvousOptions& options, const std::exception
       fmt::format("rendezvous at {}:{} failed on rank {} of {} within {} ms: {}", options.master_addr,
                   options.master_port, options.rank, options.world_size, options.timeout.count(), why);
   // Out of descriptors (EMFILE, ENFILE) is this process's own limit, not its peers' doing.
-  for (int local : {EMFILE, ENFILE}) {
-    if (why.find(std::strerror(local)) != std::string::npos)
-      throw OwnRendezvousError(message + DescriptorHint());
-  }
+  if (MentionsError(why, EMFILE) || MentionsError(why, ENFILE))
+    throw OwnRendezvousError(message + OutOfDescriptorsHint());
   throw CollectiveError(message);
 }
 

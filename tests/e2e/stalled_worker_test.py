@@ -68,9 +68,21 @@ def stall(accelrun, spec, workdir, name, stopped_rank):
     print(f"{name}: accelrun named rank {stopped_rank} {elapsed:.2f} s after it was stopped")
 
 
+def libtorch_cpu_bytes(accelrun):
+    """The size of the worker's libtorch_cpu.so, which alone takes most of a worker's address space."""
+    worker = os.path.join(os.path.dirname(accelrun), "accelrun-worker")
+    linked = subprocess.run(["ldd", worker], stdout=subprocess.PIPE, text=True, check=True).stdout
+    found = re.search(r"libtorch_cpu\.so => (\S+)", linked)
+    assert found, f"accelrun-worker does not link libtorch_cpu.so:\n{linked}"
+    return os.path.getsize(found.group(1))
+
+
 def memory_capped(accelrun, spec, workdir):
+    """A worker whose address space is capped just above what LibTorch's code takes fails (to
+    start a thread, to allocate): accelrun names a rank within the timeout instead of hanging."""
     out = os.path.join(workdir, "memory_capped")
-    cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (1_000_000 * 1024, 1_000_000 * 1024))
+    limit = libtorch_cpu_bytes(accelrun) + 24 * 2**20
+    cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     started = time.time()
     run = subprocess.run([accelrun, spec, "--output-dir", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, preexec_fn=cap, timeout=120)
