@@ -2,9 +2,7 @@
 
 #include <link.h>
 
-#include <algorithm>
 #include <filesystem>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -67,39 +65,24 @@ BlasInfo DetectLoadedBlas() {
   return info;
 }
 
-BlasInfo FindBlasAsLoaderWould(const std::optional<std::string>& ld_library_path) {
-  std::vector<std::string> dirs;
-  for (size_t start = 0; ld_library_path && start <= ld_library_path->size();) {
-    size_t end = std::min(ld_library_path->find(':', start), ld_library_path->size());
-    // An empty entry means the current directory, as ld.so reads it.
-    dirs.push_back(end == start ? "." : ld_library_path->substr(start, end - start));
-    start = end + 1;
+BlasInfo BlasOfLibTorch(std::string_view build_settings) {
+  constexpr std::string_view kKey = "BLAS_INFO=";
+  size_t at = build_settings.find(kKey);
+  if (at == std::string_view::npos) return DetectLoadedBlas();
+  std::string_view value = build_settings.substr(at + kKey.size());
+  value = value.substr(0, value.find_first_of(", \n"));
+  BlasInfo info;
+  if (value == "mkl") {
+    info.kind = BlasInfo::Kind::Mkl;
+  } else if (value == "open" || value == "openblas") {
+    info.kind = BlasInfo::Kind::OpenBlas;
+  } else if (value == "blis") {
+    info.kind = BlasInfo::Kind::Blis;
+  } else {
+    return DetectLoadedBlas();  // called through a shared library (Debian's `generic`)
   }
-  for (const char* dir :
-       {"/usr/local/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}) {
-    dirs.push_back(dir);
-  }
-  for (const std::string& dir : dirs) {
-    std::filesystem::path candidate = std::filesystem::path(dir) / "libblas.so.3";
-    std::error_code ec;
-    std::filesystem::path resolved = std::filesystem::canonical(candidate, ec);
-    if (ec) continue;
-    BlasInfo info;
-    info.path = resolved.string();
-    info.kind = ClassifyBlasPath(info.path);
-    return info;
-  }
-  return BlasInfo{};
-}
-
-std::optional<std::string> FindOptimizedBlasDirectory() {
-  for (const char* dir :
-       {"/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/lib/aarch64-linux-gnu/openblas-pthread",
-        "/usr/lib/x86_64-linux-gnu/openblas-openmp", "/usr/lib/x86_64-linux-gnu/openblas-serial"}) {
-    if (std::filesystem::exists(std::filesystem::path(dir) / "libblas.so.3")) return std::string(dir);
-  }
-  return std::nullopt;
+  info.path = "linked into LibTorch";
+  return info;
 }
 
 }  // namespace accel::rt::support

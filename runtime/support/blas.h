@@ -1,14 +1,14 @@
 #ifndef ACCEL_RUNTIME_SUPPORT_BLAS_H_
 #define ACCEL_RUNTIME_SUPPORT_BLAS_H_
 
-#include <optional>
 #include <string>
+#include <string_view>
 
 namespace accel::rt::support {
 
-// Which BLAS implementation this process has loaded. LibTorch on Debian calls BLAS through
-// libblas.so.3, and the alternative may point at the netlib reference BLAS, which is ~17x
-// slower on fp32 matmul than OpenBLAS.
+// Which BLAS a worker's LibTorch computes with. PyPI's LibTorch links its BLAS in (MKL on x86,
+// OpenBLAS on Arm); a LibTorch built to call libblas.so.3 gets whatever that resolves to, which
+// may be the netlib reference BLAS, ~17x slower on fp32 matmul than OpenBLAS.
 struct BlasInfo {
   enum class Kind { OpenBlas, Mkl, Blis, Atlas, NetlibReference, Unknown, NotLoaded };
   Kind kind = Kind::NotLoaded;
@@ -22,18 +22,12 @@ struct BlasInfo {
 // Inspects the shared objects loaded into this process.
 BlasInfo DetectLoadedBlas();
 
-// The libblas.so.3 a process started with `ld_library_path` would load, found as the dynamic
-// loader looks: the LD_LIBRARY_PATH directories, then the system's library directories (where
-// Debian's alternatives link points). The launcher, which loads no BLAS itself, asks this
-// about its workers. NotLoaded when there is none.
-BlasInfo FindBlasAsLoaderWould(const std::optional<std::string>& ld_library_path);
+// The BLAS of a LibTorch whose build settings (at::show_config()) are `build_settings`: the one
+// linked into it (`BLAS_INFO=mkl`), else the one this process loaded (DetectLoadedBlas).
+BlasInfo BlasOfLibTorch(std::string_view build_settings);
 
 // Classifies a resolved library path.
 BlasInfo::Kind ClassifyBlasPath(const std::string& path);
-
-// A directory holding an optimized libblas.so.3 (OpenBLAS) that can be put first on
-// LD_LIBRARY_PATH of worker processes, or empty when none is installed.
-std::optional<std::string> FindOptimizedBlasDirectory();
 
 }  // namespace accel::rt::support
 

@@ -16,7 +16,6 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/launch/plan_env.h"
-#include "runtime/support/blas.h"
 #include "runtime/tools/torch_facts.h"
 
 namespace accel::tools {
@@ -74,11 +73,7 @@ std::vector<Row> TorchRows(const std::string& worker) {
   }
   const TorchFacts& torch = *asked;
   std::string blas = torch.blas;
-  if (!torch.blas_optimized) {
-    std::optional<std::string> dir = rt::support::FindOptimizedBlasDirectory();
-    blas += dir ? fmt::format("; accelrun starts workers with OpenBLAS from {}", *dir)
-                : "; no OpenBLAS installed";
-  }
+  if (!torch.blas_optimized) blas += "; fp32 matmul will be slow";
   std::string others = fmt::format("{}", fmt::join(torch.other_accelerators, ", "));
   return {
       {"LibTorch version", "libtorch_version", torch.version},
@@ -86,8 +81,12 @@ std::vector<Row> TorchRows(const std::string& worker) {
       {"LibTorch threads", "torch_threads", std::to_string(torch.intra_op_threads)},
       {"CUDA", "cuda",
        torch.cuda_compiled
-           ? fmt::format("yes, {} device{}", torch.cuda_devices, torch.cuda_devices == 1 ? "" : "s")
-           : "no: LibTorch without CUDA"},
+           ? fmt::format("compiled in (CUDA {}), {}", torch.cuda,
+                         torch.devices.empty() ? std::string("no device visible")
+                                               : fmt::format("{} device{}: {}", torch.devices.size(),
+                                                             torch.devices.size() == 1 ? "" : "s",
+                                                             fmt::join(torch.devices, "; ")))
+           : "not available: " + torch.cuda},
       {"bf16 available", "bf16", torch.bf16 ? "yes" : "no"},
       {"NCCL", "nccl", torch.nccl},
       {"Gloo", "gloo", torch.gloo ? "yes" : "no"},

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <ATen/Version.h>
+
 #include <fmt/format.h>
 
 #include "llvm/ADT/StringExtras.h"
@@ -98,7 +100,7 @@ llvm::Error WriteRunOutputs(const plan::Plan& plan, const plan::SaveModel& save,
          summary.resumed_at_step >= 0 ? llvm::json::Value(summary.resumed_at_step) : nullptr},
         {"eval_loss", optional(summary.eval_loss)},
         {"eval_accuracy", optional(summary.eval_accuracy)},
-        {"blas", support::DetectLoadedBlas().Describe()},
+        {"blas", support::BlasOfLibTorch(at::show_config()).Describe()},
         {"model_file", summary.model_path},
         {"parameter_digest", summary.parameter_digest}};
     if (llvm::Error error = WriteJson((output_dir / "metrics.json").string(), std::move(metrics)))

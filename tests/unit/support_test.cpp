@@ -10,8 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <future>
 #include <thread>
 
@@ -40,28 +38,17 @@ TEST(Blas, ThisTestBinaryLoadsNoBlas) {
   EXPECT_EQ(DetectLoadedBlas().kind, BlasInfo::Kind::NotLoaded);
 }
 
-// The launcher loads no BLAS: it resolves libblas.so.3 as the loader would for its workers.
-TEST(Blas, FindsTheLibraryTheLoaderWouldFromLdLibraryPathFirst) {
-  namespace fs = std::filesystem;
-  fs::path root = fs::path(::testing::TempDir()) / "blas_search";
-  fs::remove_all(root);
-  fs::create_directories(root / "openblas-pthread");
-  fs::create_directories(root / "blas");
-  fs::create_directories(root / "alternatives");
-  std::ofstream(root / "openblas-pthread" / "libblas.so.3") << "";
-  std::ofstream(root / "blas" / "libblas.so.3") << "";
-  // An alternatives-style symlink is followed to the file it names.
-  fs::create_symlink(root / "openblas-pthread" / "libblas.so.3", root / "alternatives" / "libblas.so.3");
-
-  BlasInfo linked = FindBlasAsLoaderWould("/nonexistent:" + (root / "alternatives").string());
-  EXPECT_EQ(linked.kind, BlasInfo::Kind::OpenBlas);
-  EXPECT_EQ(linked.path, fs::canonical(root / "openblas-pthread" / "libblas.so.3").string());
-  // The first directory that holds one wins, as for ld.so.
-  EXPECT_EQ(FindBlasAsLoaderWould((root / "blas").string() + ":" + (root / "alternatives").string()).kind,
-            BlasInfo::Kind::NetlibReference);
-  // Without LD_LIBRARY_PATH the system's directories decide; whatever they hold, it is a real file.
-  BlasInfo system = FindBlasAsLoaderWould(std::nullopt);
-  if (system.kind != BlasInfo::Kind::NotLoaded) EXPECT_TRUE(fs::exists(system.path)) << system.path;
+// PyPI's LibTorch links its BLAS in: its build settings name it, no libblas.so.3 is loaded.
+TEST(Blas, TheBlasLinkedIntoLibTorchIsReadFromItsBuildSettings) {
+  BlasInfo mkl = BlasOfLibTorch("  - Build settings: BLAS_INFO=mkl, BUILD_TYPE=Release, USE_MKL=ON\n");
+  EXPECT_EQ(mkl.kind, BlasInfo::Kind::Mkl);
+  EXPECT_TRUE(mkl.optimized());
+  EXPECT_EQ(mkl.Describe(), "MKL (linked into LibTorch)");
+  EXPECT_EQ(BlasOfLibTorch("Build settings: BUILD_TYPE=Release, BLAS_INFO=open").kind,
+            BlasInfo::Kind::OpenBlas);
+  // Called through libblas.so.3 (Debian's build) or not said: what this process loaded, here none.
+  EXPECT_EQ(BlasOfLibTorch("Build settings: BLAS_INFO=generic, USE_MKL=OFF").kind, BlasInfo::Kind::NotLoaded);
+  EXPECT_EQ(BlasOfLibTorch("PyTorch built with: GCC 12").kind, BlasInfo::Kind::NotLoaded);
 }
 
 }  // namespace
