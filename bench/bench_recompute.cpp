@@ -25,7 +25,7 @@ using accel::rt::train::Trainer;
 
 // What the CPU allocator hands out and takes back on this thread while installed.
 struct PeakMemory final : c10::MemoryReportingInfoBase {
-  void reportMemoryUsage(void*, int64_t size, int64_t, int64_t, c10::Device) override {
+  void reportMemoryUsage(void*, int64_t size, size_t, size_t, c10::Device) override {
     live += size;
     peak = std::max(peak, live);
   }

@@ -10,8 +10,11 @@ packages=(
   antlr4 libantlr4-runtime-dev
   # compiler support libraries
   llvm-14-dev libfmt-dev libyaml-cpp-dev
-  # runtime: LibTorch with c10d, Gloo headers for ProcessGroupGloo, optimized BLAS
-  libtorch-dev libgloo-dev libopenblas0-pthread
+  # runtime: Gloo's headers for ProcessGroupGloo (the torch wheel compiles Gloo in but ships no
+  # headers for it); LibTorch itself, with its BLAS linked in, comes from PyPI, below
+  libgloo-dev
+  # the Python environment that holds the pinned torch wheel (python/requirements.txt)
+  python3-venv
   # tests and benchmarks
   # (lit ships inside llvm-14-tools as /usr/lib/llvm-14/build/utils/lit/lit.py and needs python3)
   libgtest-dev libgmock-dev libbenchmark-dev llvm-14-tools python3
@@ -23,11 +26,8 @@ packages=(
   python3-numpy libssl-dev
   # accelc lsp: Neovim's built-in LSP client drives the editor end-to-end test
   neovim
-  # training executor: PyTorch itself (python3-torch 1.13, the LibTorch of libtorch-dev) as the
-  # reference the TorchScript example is checked against, step by step
-  python3-torch
   # bench/check_throughput.py and bench/first_step.py: what Accelerate, imported from a source
-  # checkout, needs besides torch and PyYAML
+  # checkout, needs besides torch and PyYAML (Debian's, for /usr/bin/python3)
   python3-packaging python3-psutil
   # launcher tests under real schedulers (tests/e2e/real_*_test.py start their own daemons;
   # nothing here starts one): a one-node Slurm cluster with munge authentication, and the two
@@ -70,15 +70,20 @@ else
   echo "setup: all ${#packages[@]} packages present"
 fi
 
-# LibTorch calls BLAS through libblas.so.3. Debian's alternative may still point at the netlib
-# reference BLAS, which is ~17x slower on a 1024^3 matmul than OpenBLAS; select OpenBLAS.
-arch_triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
-openblas="/usr/lib/${arch_triplet}/openblas-pthread/libblas.so.3"
-if [[ -e $openblas ]]; then
-  "${sudo_cmd[@]}" update-alternatives --quiet --set "libblas.so.3-${arch_triplet}" "$openblas"
-  openlapack="/usr/lib/${arch_triplet}/openblas-pthread/liblapack.so.3"
-  if [[ -e $openlapack ]]; then
-    "${sudo_cmd[@]}" update-alternatives --quiet --set "liblapack.so.3-${arch_triplet}" "$openlapack" || true
-  fi
+# LibTorch, and PyTorch for the tests' reference loops: the pinned wheels of python/requirements.txt
+# in one virtual environment. It lives in the user's cache, named by the requirements' hash, so
+# every checkout (CI's fresh clones too) shares one 5 GB install; the checkout links it as .venv,
+# where CMake looks. ACCEL_PYTHON_ENV puts it elsewhere.
+requirements="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/python/requirements.txt"
+root="$(dirname "$(dirname "$requirements")")"
+pins_hash=$(sha256sum "$requirements" | cut -c1-12)
+python_env="${ACCEL_PYTHON_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/accel/python-$pins_hash}"
+if ! cmp -s "$requirements" "$python_env/accel-requirements.txt"; then
+  echo "setup: installing python/requirements.txt into $python_env (torch with CUDA: about 5 GB)"
+  /usr/bin/python3 -m venv "$python_env"
+  "$python_env/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$python_env/accel-requirements.txt"
+else
+  echo "setup: python/requirements.txt already installed in $python_env"
 fi
-echo "setup: libblas.so.3 -> $(readlink -f "/usr/lib/${arch_triplet}/libblas.so.3")"
+ln -sfn "$python_env" "$root/.venv"

@@ -5,7 +5,7 @@ model that computes its own loss, as Hugging Face causal LMs do.
 `forward(input_ids, targets=None)` takes the two columns accelrun's TokenStream dataset yields
 (a window of byte ids and the same window shifted by one byte) and returns a dict: `logits`,
 and with targets the mean cross entropy as `loss` and the next-byte accuracy as `accuracy` (a
-0-dim tensor, which accelrun evaluates as `eval_accuracy`). Needs python3-torch (Debian).
+0-dim tensor, which accelrun evaluates as `eval_accuracy`). Needs the pinned torch (`.venv/bin/python`, scripts/setup.sh).
 Usage: make_model.py [OUTPUT] [--block-size N]
 """
 import argparse

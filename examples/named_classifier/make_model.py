@@ -4,7 +4,7 @@ classifier that takes its batch as one dict of named tensors and computes its ow
 
 `forward(batch)` reads `input_ids`, `attention_mask` and `labels` from the dict, averages the
 token embeddings where the mask is 1 (padding is ignored), and returns a dict with `loss`
-(cross entropy), `logits` and `accuracy` (a 0-dim metric). Needs python3-torch (Debian).
+(cross entropy), `logits` and `accuracy` (a 0-dim metric). Needs the pinned torch (`.venv/bin/python`, scripts/setup.sh).
 Usage: make_model.py [OUTPUT]
 """
 import os

@@ -50,7 +50,7 @@ class ModuleTrainer final : public train::Trainer {
   double learning_rate() const override { return optimizer_.param_groups().at(0).options().get_lr(); }
   void OptimizerStep(bool skip) override {
     if (!skip) optimizer_.step();
-    optimizer_.zero_grad();  // PyTorch 1.13's default: zeroed, not set to None
+    optimizer_.zero_grad();  // freed (set to None), PyTorch's default
   }
   // Trainable parameters only: frozen ones are saved and broadcast with the buffers.
   std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const override {

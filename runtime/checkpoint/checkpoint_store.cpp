@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/manifest.h"

@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/checkpoint/json.h"
 #include "runtime/support/error.h"

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/dtype.h"

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/distributed/c10d_group.h"
 

@@ -144,16 +144,14 @@ class OwnRendezvousError : public std::runtime_error {
 std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options);
 
 // The same rendezvous, then a ProcessGroupNCCL on GPU `local_rank` (modulo the visible
-// devices), with NCCL's asynchronous error handling on so timeouts abort instead of hanging.
-// On a build without CUDA and NCCL, a CollectiveError saying so.
+// devices), made by the CUDA back end (runtime/cuda), with NCCL's asynchronous error handling
+// on so timeouts abort instead of hanging. An OwnRendezvousError, before the rendezvous, when
+// the back end does not load or no GPU is visible.
 std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank);
 
 // ConnectGloo or ConnectNccl by the plan's backend name (`gloo`, `nccl`).
 std::unique_ptr<Collectives> Connect(const std::string& backend, const RendezvousOptions& options,
                                      int local_rank);
-
-// Whether this build has the NCCL back end (a LibTorch with CUDA and NCCL).
-bool IsNcclCompiledIn();
 
 }  // namespace accel::rt::distributed
 

@@ -1,6 +1,6 @@
 #include "runtime/distributed/environment.h"
 
-#include "runtime/distributed/collectives.h"
+#include "runtime/cuda/backend.h"
 
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -8,7 +8,11 @@
 
 namespace accel::rt::distributed {
 
-bool IsCudaAvailable() { return at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0; }
+// Opens the CUDA back end (as a `cuda` job would): only `accelrun env` and tests ask.
+bool IsCudaAvailable() {
+  const cuda::Backend* backend = cuda::LoadBackend(nullptr);
+  return backend != nullptr && backend->device_count() > 0;
+}
 
 bool IsBf16Available(bool /*ignore_tpu*/) {
   // No TPU exists for this runtime, so `ignore_tpu` never matters.
@@ -21,7 +25,7 @@ bool IsNpuAvailable() { return false; }
 bool IsXpuAvailable() { return false; }
 bool IsTorchXlaAvailable() { return false; }
 
-bool IsNcclAvailable() { return IsNcclCompiledIn(); }
+bool IsNcclAvailable() { return cuda::LoadBackend(nullptr) != nullptr; }
 
 bool IsGlooAvailable() { return true; }
 

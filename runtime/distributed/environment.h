@@ -14,16 +14,18 @@ bool IsBf16Available(bool ignore_tpu = false);
 // `is_mps_available`: Apple's MPS backend is built and available (never on Linux builds).
 bool IsMpsAvailable();
 // `is_npu_available`, `is_xpu_available`, `is_torch_xla_available`: false in this runtime
-// (LibTorch 1.13 has no native XPU, and torch_npu / torch_xla are Python packages); the
+// (the runtime loads no XPU back end, and torch_npu / torch_xla are Python packages); the
 // `check_*` arguments of Accelerate's versions change nothing when the backend is absent.
 bool IsNpuAvailable();
 bool IsXpuAvailable();
 bool IsTorchXlaAvailable();
-// `is_nccl_available` / `is_gloo_available`: the process-group backends compiled in.
+// `is_nccl_available`: the CUDA back end, which holds NCCL, loads (it is built with every
+// runtime; it fails to load only where LibTorch's CUDA libraries are missing).
+// `is_gloo_available`: always.
 bool IsNcclAvailable();
 bool IsGlooAvailable();
 
-// The LibTorch version this runtime was built against (`1.13.0`).
+// The LibTorch version this runtime was built against (`2.11.0`).
 std::string TorchVersion();
 
 }  // namespace accel::rt::distributed

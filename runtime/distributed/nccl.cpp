@@ -1,72 +1,63 @@
-// Collectives over c10d's ProcessGroupNCCL (CUDA tensors). Compiled in only against a
-// LibTorch built with CUDA and NCCL (CMake defines ACCEL_HAVE_NCCL there); elsewhere
-// ConnectNccl explains that the build lacks it.
-#include <cstdlib>
-
+// Collectives over c10d's ProcessGroupNCCL (CUDA tensors). The group itself is made by the CUDA
+// back end (runtime/cuda), opened here on the first NCCL job: the rendezvous, the Collectives
+// over the group and every message stay in this library, shared with Gloo.
 #include <fmt/format.h>
 
-#include "runtime/distributed/collectives.h"
-
-#ifdef ACCEL_HAVE_NCCL
-#include <c10/cuda/CUDAFunctions.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-
+#include "runtime/cuda/backend.h"
 #include "runtime/distributed/c10d_group.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/support/progress.h"
-#endif
 
 namespace accel::rt::distributed {
 
 std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank) {
-#ifdef ACCEL_HAVE_NCCL
+  std::string why;
+  const cuda::Backend* backend = cuda::LoadBackend(&why);
+  if (backend == nullptr)
+    throw OwnRendezvousError(fmt::format("rank {} cannot use NCCL: {}", options.rank, why));
+  int index = 0;
   try {
-    int devices = static_cast<int>(c10::cuda::device_count());
-    if (devices == 0) throw CollectiveError("NCCL needs a CUDA device and none is visible");
-    auto index = static_cast<c10::DeviceIndex>(local_rank % devices);
-    c10::cuda::set_device(index);
-    // Blocking wait makes Work::wait(timeout) throw when the timeout passes (otherwise it
-    // returns at once and only the watchdog notices, by killing the process); asynchronous
-    // error handling aborts the communicator so nothing stays hung. Names for LibTorch 1.x and
-    // 2.x; a user's settings are kept.
-    for (const char* name : {"NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT", "NCCL_ASYNC_ERROR_HANDLING",
-                             "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
-      ::setenv(name, "1", 0);
-    }
+    int devices = backend->device_count();
+    if (devices == 0)
+      throw OwnRendezvousError(fmt::format(
+          "rank {} cannot use NCCL: no CUDA device is visible (CUDA_VISIBLE_DEVICES={})", options.rank,
+          std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset"));
+    // One GPU per local rank, as torchrun and Accelerate give them; the launcher has already
+    // narrowed CUDA_VISIBLE_DEVICES to the plan's gpu_ids.
+    index = local_rank % devices;
+    backend->set_device(index);
+  } catch (const OwnRendezvousError&) {
+    throw;
+  } catch (const std::exception& error) {
+    std::string what = error.what();
+    throw OwnRendezvousError(fmt::format("rank {} cannot use its GPU {}: {}", options.rank, index,
+                                         what.substr(0, what.find('\n'))));
+  }
+  try {
     c10::intrusive_ptr<c10d::Store> store = internal::Rendezvous(options);
-    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-    nccl_options->timeout = options.timeout;
-    auto group =
-        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, nccl_options);
-    progress::Resumed();  // the rendezvous and the group's connections are done
-    return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCUDA, index));
+    // The world and every subgroup (NewGroup) on this rank's GPU, with the plan's timeout.
+    internal::GroupFactory groups = [backend, timeout = options.timeout](
+                                        c10::intrusive_ptr<c10d::Store> store, int rank, int size) {
+      return backend->new_nccl_group(std::move(store), rank, size, timeout);
+    };
+    auto group = groups(store, options.rank, options.world_size);
+    progress::Resumed();  // the rendezvous is done; NCCL connects lazily, on the first collective
+    return std::make_unique<internal::C10dCollectives>(
+        options, store, group, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)),
+        std::move(groups));
   } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {
     internal::ThrowRendezvousError(options, error);
   }
-#else
-  (void)options;
-  (void)local_rank;
-  throw CollectiveError(
-      "this accelrun was built against a LibTorch without CUDA and NCCL (Debian's LibTorch is CPU-only); "
-      "use the gloo backend, or rebuild Accel against a CUDA LibTorch");
-#endif
 }
 
 std::unique_ptr<Collectives> Connect(const std::string& backend, const RendezvousOptions& options,
                                      int local_rank) {
   if (backend == "gloo") return ConnectGloo(options);
   if (backend == "nccl") return ConnectNccl(options, local_rank);
-  throw CollectiveError(fmt::format("unknown process-group backend `{}`; this runtime has gloo{}", backend,
-                                    IsNcclCompiledIn() ? " and nccl" : ""));
-}
-
-bool IsNcclCompiledIn() {
-#ifdef ACCEL_HAVE_NCCL
-  return true;
-#else
-  return false;
-#endif
+  throw CollectiveError(
+      fmt::format("unknown process-group backend `{}`; this runtime has gloo and nccl", backend));
 }
 
 }  // namespace accel::rt::distributed

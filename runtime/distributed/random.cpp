@@ -78,7 +78,7 @@ void SynchronizeRngStates(Collectives& collectives, const std::vector<std::strin
       }
       case RngType::kCuda: {
         // The current device's generator, as torch.cuda.get_rng_state() reads it.
-        at::Generator cuda = at::detail::getCUDAHooks().getDefaultCUDAGenerator(-1);
+        at::Generator cuda = at::detail::getCUDAHooks().getDefaultGenerator(-1);
         Synchronize(collectives, cuda);
         break;
       }

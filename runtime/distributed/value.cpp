@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/tensor/scalar_type.h"
 

@@ -29,8 +29,8 @@ std::string_view DeviceDescription(plan::Device device);
 // accelrun's workers cannot compute on: it names `--device cpu`, the way to rehearse it here.
 std::string OtherAcceleratorError(const plan::Plan& plan, const std::string& input);
 
-// The error for a GPU plan on a host whose LibTorch sees no CUDA device (`why`, e.g. "this
-// LibTorch was built without CUDA"), suggesting the rehearsal.
+// The error for a GPU plan on a host whose LibTorch sees no CUDA device (`why`, e.g. "the
+// workers' LibTorch 2.11.0 (CUDA 13.0) sees no CUDA device"), suggesting the rehearsal.
 std::string NoCudaError(const plan::Plan& plan, const std::string& input, const std::string& why);
 
 }  // namespace accel::rt::launch

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/cli/arguments.h"
 #include "llvm/Support/JSON.h"

@@ -33,7 +33,6 @@
 #include "runtime/launch/restarts.h"
 #include "runtime/observe/metrics_history.h"
 #include "runtime/observe/sparkline.h"
-#include "runtime/support/blas.h"
 #include "runtime/tools/plan_input.h"
 #include "runtime/tools/torch_facts.h"
 #include "runtime/tools/worker_executable.h"
@@ -50,12 +49,12 @@ constexpr int kExitUsage = 2;
 // The signal that asked the launcher to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT), or 0.
 std::atomic<int> g_interrupted{0};
 
-// The variables every worker gets besides its rank's: the plan's Accelerate variables, threads,
-// BLAS and malloc settings. `blas_note` says what was decided about BLAS, `threads` about threads.
+// The variables every worker gets besides its rank's: the plan's Accelerate variables, threads
+// and malloc settings. `threads` says what was decided about threads.
 std::map<std::string, std::string> CommonEnvironment(const plan::Plan& plan,
                                                      const LaunchCommandOptions& options,
                                                      const launch::Topology& topology,
-                                                     const launch::Environment& env, std::string& blas_note,
+                                                     const launch::Environment& env,
                                                      launch::ThreadChoice& threads) {
   std::map<std::string, std::string> common = launch::AccelerateEnvironment(plan);
   auto inherited = [&env](const char* name) -> std::optional<std::string> {
@@ -67,19 +66,6 @@ std::map<std::string, std::string> CommonEnvironment(const plan::Plan& plan,
                             launch::IsCpuRun(plan), launch::PhysicalCoreCount(), topology.local_world_size);
   if (threads.set) common["OMP_NUM_THREADS"] = *threads.set;
 
-  // LibTorch calls whatever libblas.so.3 resolves to; steer the workers to OpenBLAS if the
-  // system alternative is the slow reference BLAS.
-  rt::support::BlasInfo blas = rt::support::FindBlasAsLoaderWould(inherited("LD_LIBRARY_PATH"));
-  blas_note = blas.Describe();
-  if (!blas.optimized()) {
-    if (std::optional<std::string> dir = rt::support::FindOptimizedBlasDirectory()) {
-      std::optional<std::string> existing = inherited("LD_LIBRARY_PATH");
-      common["LD_LIBRARY_PATH"] = existing ? *dir + ":" + *existing : *dir;
-      blas_note += fmt::format("; workers use OpenBLAS from {}", *dir);
-    } else {
-      blas_note += "; install libopenblas0-pthread for ~17x faster fp32 matmul";
-    }
-  }
   if (!inherited("ACCEL_NO_HUGEPAGES"))
     common["GLIBC_TUNABLES"] = launch::WithHugePageMalloc(inherited("GLIBC_TUNABLES").value_or(""));
   return common;
@@ -233,9 +219,9 @@ int ChooseDevice(plan::Plan& plan, const LaunchCommandOptions& options, const ch
   if (!facts) {
     why = fmt::format("whether this machine has CUDA is unknown ({})", llvm::toString(facts.takeError()));
   } else if (!facts->cuda_compiled) {
-    why = fmt::format("the workers' LibTorch {} was built without CUDA", facts->version);
-  } else if (facts->cuda_devices == 0) {
-    why = "the workers' LibTorch sees no CUDA device";
+    why = fmt::format("the workers' CUDA back end does not load ({})", facts->cuda);
+  } else if (facts->devices.empty()) {
+    why = fmt::format("the workers' LibTorch {} (CUDA {}) sees no CUDA device", facts->version, facts->cuda);
   }
   if (why.empty()) return 0;
   fmt::print(stderr, "accelrun: error: {}\n", launch::NoCudaError(plan, options.input, why));
@@ -424,10 +410,8 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     }
   }
 
-  std::string blas_note;
   launch::ThreadChoice threads;
-  std::map<std::string, std::string> common =
-      CommonEnvironment(*plan, options, topology, env, blas_note, threads);
+  std::map<std::string, std::string> common = CommonEnvironment(*plan, options, topology, env, threads);
   common["ACCEL_LAUNCHER_PID"] = options.dry_run ? "<pid of accelrun>" : std::to_string(::getpid());
   // Checked before anything starts: a launcher without its workers names the missing file.
   std::string worker_executable =
@@ -481,7 +465,7 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
 
   // Under srun or mpirun every task runs this launcher: the job's lines (which job, done) come
-  // once, from rank 0's; each launcher's own placement, notes and BLAS are marked as its own.
+  // once, from rank 0's; each launcher's own placement and notes are marked as its own.
   std::string prefix = launch::LauncherPrefix(topology);
   bool speaks_for_job = prefix.empty();
   if (speaks_for_job) {
@@ -503,7 +487,6 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     PrintDryRun(launch_options);
     return 0;
   }
-  fmt::print("{}accelrun: BLAS: {}\n", prefix, blas_note);
   std::fflush(stdout);
 
   auto interrupted = [] { return g_interrupted.load() != 0; };

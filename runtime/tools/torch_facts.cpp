@@ -1,8 +1,9 @@
 // The facts only a process with LibTorch can tell: compiled into accelrun-worker.
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/Version.h>
 
+#include "runtime/cuda/backend.h"
 #include "runtime/distributed/environment.h"
 #include "runtime/support/blas.h"
 #include "runtime/tools/torch_facts.h"
@@ -14,22 +15,27 @@ TorchFacts CollectTorchFacts() {
   TorchFacts facts;
   facts.version = distributed::TorchVersion();
   facts.intra_op_threads = at::get_num_threads();
-  facts.cuda_compiled = at::hasCUDA();
-  if (facts.cuda_compiled) facts.cuda_devices = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
+  // The CUDA back end is opened here as a `cuda` job opens it: what it reports is what such a
+  // job would get.
+  std::string why;
+  if (const rt::cuda::Backend* cuda = rt::cuda::LoadBackend(&why)) {
+    facts.cuda_compiled = true;
+    facts.cuda = cuda->cuda_version();
+    facts.devices = cuda->describe_devices();
+    facts.nccl = "compiled in, " + cuda->nccl_version();
+  } else {
+    facts.cuda = why;
+    facts.nccl = "not available: " + why;
+  }
   facts.bf16 = distributed::IsBf16Available();
-  // runtime/distributed builds its process groups on c10d's Gloo, which every LibTorch build has;
-  // its NCCL back end is compiled in only against a LibTorch with CUDA.
   facts.gloo = distributed::IsGlooAvailable();
-  facts.nccl = distributed::IsNcclAvailable() ? "yes"
-               : facts.cuda_compiled          ? "no: this build did not find LibTorch's CUDA targets"
-                                              : "no: LibTorch without CUDA";
   for (auto [name, available] : {std::pair<const char*, bool>{"MPS", distributed::IsMpsAvailable()},
                                  {"NPU", distributed::IsNpuAvailable()},
                                  {"XPU", distributed::IsXpuAvailable()},
                                  {"XLA", distributed::IsTorchXlaAvailable()}}) {
     if (available) facts.other_accelerators.push_back(name);
   }
-  rt::support::BlasInfo blas = rt::support::DetectLoadedBlas();
+  rt::support::BlasInfo blas = rt::support::BlasOfLibTorch(at::show_config());
   facts.blas = blas.Describe();
   facts.blas_optimized = blas.optimized();
   return facts;

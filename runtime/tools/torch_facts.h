@@ -13,12 +13,13 @@
 namespace accel::tools {
 
 struct TorchFacts {
-  std::string version;       // the LibTorch the worker was built against
-  int intra_op_threads = 0;  // at::get_num_threads() with this environment
-  bool cuda_compiled = false;
-  int cuda_devices = 0;
-  bool bf16 = false;  // is_bf16_available
-  std::string nccl;   // `yes`, or why not
+  std::string version;               // the LibTorch the worker was built against
+  int intra_op_threads = 0;          // at::get_num_threads() with this environment
+  bool cuda_compiled = false;        // the CUDA back end (libaccel_cuda.so) loads
+  std::string cuda;                  // `13.0`, or why the back end does not load
+  std::vector<std::string> devices;  // the visible CUDA devices, described
+  bool bf16 = false;                 // is_bf16_available
+  std::string nccl;                  // `compiled in, 2.28.9`, or why not
   bool gloo = false;
   std::vector<std::string> other_accelerators;  // MPS, NPU, XPU, XLA: the ones available
   std::string blas;                             // the BLAS the worker loaded, described

@@ -18,7 +18,8 @@ std::string TorchFactsJson(const TorchFacts& facts) {
   llvm::json::Object object{{"version", facts.version},
                             {"intra_op_threads", facts.intra_op_threads},
                             {"cuda_compiled", facts.cuda_compiled},
-                            {"cuda_devices", facts.cuda_devices},
+                            {"cuda", facts.cuda},
+                            {"devices", facts.devices},
                             {"bf16", facts.bf16},
                             {"nccl", facts.nccl},
                             {"gloo", facts.gloo},
@@ -38,10 +39,10 @@ llvm::Expected<TorchFacts> TorchFactsFromJson(std::string_view text) {
   llvm::json::Path::Root root("facts");
   llvm::json::ObjectMapper map(*value, root);
   if (!map || !map.map("version", facts.version) || !map.map("intra_op_threads", facts.intra_op_threads) ||
-      !map.map("cuda_compiled", facts.cuda_compiled) || !map.map("cuda_devices", facts.cuda_devices) ||
-      !map.map("bf16", facts.bf16) || !map.map("nccl", facts.nccl) || !map.map("gloo", facts.gloo) ||
-      !map.map("other_accelerators", facts.other_accelerators) || !map.map("blas", facts.blas) ||
-      !map.map("blas_optimized", facts.blas_optimized)) {
+      !map.map("cuda_compiled", facts.cuda_compiled) || !map.map("cuda", facts.cuda) ||
+      !map.map("devices", facts.devices) || !map.map("bf16", facts.bf16) || !map.map("nccl", facts.nccl) ||
+      !map.map("gloo", facts.gloo) || !map.map("other_accelerators", facts.other_accelerators) ||
+      !map.map("blas", facts.blas) || !map.map("blas_optimized", facts.blas_optimized)) {
     return root.getError();
   }
   return facts;

@@ -1,6 +1,7 @@
 #include "runtime/train/batch_size_search.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cstdlib>

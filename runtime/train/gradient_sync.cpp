@@ -1,6 +1,7 @@
 #include "runtime/train/gradient_sync.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cstdlib>
 #include <stdexcept>

@@ -1,6 +1,7 @@
 #include "runtime/train/named_inputs.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>

@@ -11,9 +11,7 @@ namespace accel::rt::train {
 namespace {
 
 // LibTorch keys optimizer state by the parameter's TensorImpl address.
-std::string StateKey(const torch::Tensor& parameter) {
-  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
-}
+void* StateKey(const torch::Tensor& parameter) { return parameter.unsafeGetTensorImpl(); }
 
 // `source` as state of a parameter shaped like `like`: itself when `owned` (see
 // OptimizerState::tensors_owned) and contiguous, else a contiguous copy; throws when the shape
@@ -137,7 +135,7 @@ void ImportOptimizerState(const OptimizerState& in, const std::string& type,
                                 std::to_string(named.size()));
   }
   // Build every new state first, so that a mismatch changes nothing.
-  std::vector<std::pair<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>> states;
+  std::vector<std::pair<void*, std::unique_ptr<torch::optim::OptimizerParamState>>> states;
   for (size_t i = 0; i < named.size(); ++i) {
     const OptimizerState::Parameter& p = in.parameters[i];
     const torch::Tensor& parameter = named[i].second;

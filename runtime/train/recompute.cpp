@@ -4,7 +4,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "runtime/train/cpu_autocast.h"
+#include "runtime/train/autocast_region.h"
 
 namespace accel::rt::train {
 namespace {
@@ -21,7 +21,7 @@ struct Recomputed : public torch::autograd::Function<Recomputed> {
     context->saved_data["model"] = reinterpret_cast<int64_t>(model);
     context->saved_data["block"] = block;
     // Backward runs outside forward's autocast region: the block must run again under it.
-    context->saved_data["autocast"] = at::autocast::is_cpu_enabled();
+    context->saved_data["autocast"] = at::autocast::is_autocast_enabled(c10::kCPU);
     context->saved_data["autocast_cache"] = at::autocast::is_autocast_cache_enabled();
     variable_list saved{input};
     saved.insert(saved.end(), parameters.begin(), parameters.end());
@@ -53,8 +53,8 @@ struct Recomputed : public torch::autograd::Function<Recomputed> {
     at::Tensor output;
     {
       at::AutoGradMode grad_mode(true);
-      CpuAutocast autocast(context->saved_data["autocast"].toBool(),
-                           context->saved_data["autocast_cache"].toBool());
+      AutocastRegion autocast(c10::kCPU, at::kBFloat16, context->saved_data["autocast"].toBool(),
+                              context->saved_data["autocast_cache"].toBool());
       auto* model = reinterpret_cast<BlockForward*>(context->saved_data["model"].toInt());
       output = model->ComputeBlock(static_cast<size_t>(context->saved_data["block"].toInt()), input);
     }

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/plan/plan.h"
 #include "llvm/Support/JSON.h"

@@ -18,7 +18,7 @@
 
 #include "runtime/tensor/scalar_type.h"
 #include "runtime/train/activation_checkpointing.h"
-#include "runtime/train/cpu_autocast.h"
+#include "runtime/train/autocast_region.h"
 #include "runtime/train/named_inputs.h"
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
@@ -604,7 +604,7 @@ class TorchTrainer final : public Trainer {
     if (scripted != nullptr) scripted->EnterColumns();
     ModelOutputs outputs;
     if (loop_.mixed_precision == plan::MixedPrecision::bf16) {
-      CpuAutocast autocast(loop_.autocast.enabled, loop_.autocast.cache_enabled);
+      AutocastRegion autocast(c10::kCPU, at::kBFloat16, loop_.autocast.enabled, loop_.autocast.cache_enabled);
       outputs = ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
     } else {
       outputs = ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
@@ -618,7 +618,7 @@ class TorchTrainer final : public Trainer {
   // outside the autocast region, as in a user's loop.
   torch::Tensor Forward(const at::Tensor& features) {
     if (loop_.mixed_precision == plan::MixedPrecision::bf16) {
-      CpuAutocast autocast(loop_.autocast.enabled, loop_.autocast.cache_enabled);
+      AutocastRegion autocast(c10::kCPU, at::kBFloat16, loop_.autocast.enabled, loop_.autocast.cache_enabled);
       return model_->Forward(features).to(torch::kFloat);
     }
     return model_->Forward(features).to(torch::kFloat);
@@ -664,7 +664,7 @@ class TorchTrainer final : public Trainer {
 
   void OptimizerStep(bool skip) override {
     if (!skip) optimizer_->step();
-    // PyTorch 1.13's default: zeroed, not set to None.
+    // Freed (set to None), PyTorch's default: the next backward allocates them afresh.
     optimizer_->zero_grad();
   }
 

@@ -4,7 +4,7 @@
 A small classifier (Linear -> BatchNorm1d -> ReLU -> Linear) scripted and saved from Python, as
 a user would bring their own model to accelrun. The batch-norm running statistics are buffers,
 which DDP (and accelrun) broadcast from rank 0 before every forward pass.
-Needs python3-torch (Debian); the .pt file is committed so the example runs without Python.
+Needs the pinned torch (`.venv/bin/python`, scripts/setup.sh); the .pt file is committed so the example runs without Python.
 Usage: make_classifier.py [OUTPUT]
 """
 import os

@@ -18,7 +18,7 @@ A plan for an accelerator other than CUDA GPUs is refused without `--device cpu`
 
 Usage: corpus_rehearsal_test.py ACCELC ACCELRUN CORPUS_DIR WORKDIR
   CORPUS_DIR: tests/corpus (holds published/native-builds.txt and published/accelerate)
-Runs with /usr/bin/python3 (torch writes the TorchScript model).
+Runs with the Python of the pinned torch (torch writes the TorchScript model).
 """
 import json
 import os
@@ -173,7 +173,7 @@ def main():
     script = os.path.join(workdir, "tiny_bert.py")
     with open(script, "w") as f:
         f.write(BERT_MODEL)
-    subprocess.run(["/usr/bin/python3", script, model_path], check=True, timeout=120)
+    subprocess.run([sys.executable, script, model_path], check=True, timeout=120)
     with open(os.path.join(workdir, "accelerate/tests/test_configs/latest_fsdp.accel")) as f:
         text = f.read()
     assert "model = MLP { inputs = 16 }" in text, "the imported placeholder workload changed"

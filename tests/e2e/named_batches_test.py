@@ -14,7 +14,7 @@ accelrun on 2 processes, and checks what each promises:
     removed, the run stops before the first step with an error naming the signature and the
     columns.
 
-Needs python3-torch and python3-numpy (Debian); run with /usr/bin/python3.
+Needs torch and numpy: run with the Python of .venv (python/requirements.txt).
 Usage: named_batches_test.py ACCELRUN EXAMPLES_DIR WORKDIR
 """
 import math

@@ -15,7 +15,7 @@ on how much padding a batch has, and returns a summed cross entropy that ignores
   * The same job on 1 process (right padding), with the learning rate doubled so that its
     summed gradients match the 2 processes' averaged ones, reports the same token accuracy.
 
-Needs python3-torch and python3-numpy (Debian); run with /usr/bin/python3.
+Needs torch and numpy: run with the Python of .venv (python/requirements.txt).
 Usage: ragged_batches_test.py ACCELRUN WORKDIR
 """
 import os

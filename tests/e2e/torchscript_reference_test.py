@@ -12,7 +12,7 @@ must follow, step by step, the loop an Accelerate user writes in Python:
         every 20 steps: model.eval(); loss and accuracy over blobs.csv[500:]; model.train()
 
 Every step's loss (metrics.jsonl with log_every = 1) must match to 1e-5, every evaluation's
-loss to 1e-5 and its accuracy exactly, and the final weights and batch-norm buffers to 1e-5. Needs python3-torch (Debian), run with /usr/bin/python3.
+loss to 1e-5 and its accuracy exactly, and the final weights and batch-norm buffers to 1e-5. Needs torch: run with the Python of .venv (python/requirements.txt).
 Usage: torchscript_reference_test.py ACCELRUN SPECS_DIR WORKDIR
 """
 import os

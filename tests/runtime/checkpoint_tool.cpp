@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/checkpoint/json.h"
 #include "runtime/checkpoint/sha256.h"

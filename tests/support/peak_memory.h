@@ -18,8 +18,8 @@ namespace accel::testing {
 template <typename Body>
 int64_t PeakAllocatedBytes(Body&& body) {
   struct PeakMemory final : c10::MemoryReportingInfoBase {
-    void reportMemoryUsage(void* /*ptr*/, int64_t size, int64_t /*total_allocated*/,
-                           int64_t /*total_reserved*/, c10::Device /*device*/) override {
+    void reportMemoryUsage(void* /*ptr*/, int64_t size, size_t /*total_allocated*/, size_t /*total_reserved*/,
+                           c10::Device /*device*/) override {
       live += size;
       peak = std::max(peak, live);
     }

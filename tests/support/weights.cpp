@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/checkpoint/file_bytes.h"
 #include "runtime/checkpoint/json.h"
