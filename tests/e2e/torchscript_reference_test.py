@@ -27,8 +27,32 @@ from e2e_support import read_jsonl, read_safetensors, run
 STEPS, BATCH, WARMUP, LR, SEED, HELD_OUT, EVAL_EVERY = 60, 25, 6, 0.01, 3, 100, 20
 
 
-def reference(specs):
-    model = torch.jit.load(os.path.join(specs, "models", "classifier.pt"))
+class AttentionClassifier(torch.nn.Module):
+    def __init__(self, features: int = 4, tokens: int = 4, width: int = 8, classes: int = 3):
+        super().__init__()
+        self.tokens, self.width = tokens, width
+        self.embed = torch.nn.Linear(features, tokens * width)
+        # No bias: attention ignores the key's, so its gradient is rounding noise that Adam would
+        # turn into full-size steps, differently in each implementation.
+        self.qkv = torch.nn.Linear(width, 3 * width, bias=False)
+        self.mlp = torch.nn.Linear(width, width)
+        self.head = torch.nn.Linear(width, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.embed(x).view(x.shape[0], self.tokens, self.width)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        h = h + torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        h = h + torch.nn.functional.gelu(self.mlp(h), approximate="tanh")
+        return self.head(h.mean(dim=1))
+
+
+def script_attention_model(path):
+    torch.manual_seed(4321)
+    torch.jit.save(torch.jit.script(AttentionClassifier()), path)
+
+
+def reference(model_path, specs):
+    model = torch.jit.load(model_path)
     model.train()
     table = np.loadtxt(os.path.join(specs, "data", "blobs.csv"), delimiter=",", skiprows=1, dtype=np.float64)
     features = torch.tensor(table[:, :4], dtype=torch.float32)
@@ -69,14 +93,19 @@ def reference(specs):
 
 def main():
     accelrun, specs, workdir = sys.argv[1:4]
+    attention = sys.argv[4:] == ["attention"]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
+    model_path = os.path.join(specs, "models", "classifier.pt")
+    if attention:
+        model_path = os.path.join(workdir, "attention.pt")
+        script_attention_model(model_path)
     with open(os.path.join(specs, "torchscript.accel")) as f:
         text = f.read()
     # One process, every step logged, data paths absolute (the copy lives elsewhere).
     text = text.replace("distributed_type = MULTI_CPU", "distributed_type = NO").replace("num_processes = 2", "num_processes = 1")
     text = text.replace("log_every = 10", "log_every = 1")
-    text = text.replace('"models/', '"' + os.path.join(specs, "models") + "/").replace('"data/', '"' + os.path.join(specs, "data") + "/")
+    text = text.replace('"models/classifier.pt"', '"' + model_path + '"').replace('"data/', '"' + os.path.join(specs, "data") + "/")
     spec = os.path.join(workdir, "torchscript-1proc.accel")
     with open(spec, "w") as f:
         f.write(text)
@@ -85,7 +114,7 @@ def main():
     records = read_jsonl(os.path.join(out, "metrics.jsonl"))
     ours = [r["loss"] for r in records if "loss" in r]
     our_evals = [(r["eval_loss"], r["eval_accuracy"]) for r in records if "eval_loss" in r]
-    losses, evals, state = reference(specs)
+    losses, evals, state = reference(model_path, specs)
     assert len(our_evals) == len(evals) == STEPS // EVAL_EVERY, (our_evals, evals)
     for (a_loss, a_accuracy), (b_loss, b_accuracy) in zip(our_evals, evals):
         assert abs(a_loss - b_loss) < 1e-5, f"eval loss {a_loss} vs PyTorch's {b_loss}"
