@@ -5,7 +5,7 @@
 // and the Collectives implementation over any c10d process group. Every c10d exception is
 // caught here and rethrown as CollectiveError with what the user needs to know.
 
-#include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -18,13 +18,8 @@
 
 namespace accel::rt::distributed::internal {
 
-// The class process-group implementations derive from: ProcessGroup up to LibTorch 1.13,
-// Backend from 2.0 (where ProcessGroup became a dispatcher over backends).
-#if TORCH_VERSION_MAJOR >= 2
+// The class process-group implementations derive from (ProcessGroup is a dispatcher over them).
 using GroupBase = c10d::Backend;
-#else
-using GroupBase = c10d::ProcessGroup;
-#endif
 
 // Rank 0 serves a TCPStore at master_addr:master_port, the others connect; every rank checks
 // in and waits for all the others, so a rank that never comes is named in every rank's error.
