@@ -36,8 +36,11 @@ std::string Compact(const json::Value& value) {
   return stream.str();
 }
 
-// A leaf of the config tree is {"from": ..., "value": ...}; a record is {"type": ..., fields}.
-void Walk(const json::Value& node, const std::string& prefix, std::vector<Setting>& out) {
+// A leaf of the config tree is {"from": ..., "value": ...}; a record is {"type": "Name", fields}.
+// A record's type is a setting of its own only where `with_types`: `diff` must see AdamW become
+// Adam, `explain` shows the type with the record's fields. A field that happens to be called
+// `type` (DeepSpeed's optimizer.type) is a leaf like any other.
+void Walk(const json::Value& node, const std::string& prefix, bool with_types, std::vector<Setting>& out) {
   const json::Object* object = node.getAsObject();
   if (object == nullptr) return;
   if (object->get("value") != nullptr && object->get("from") != nullptr) {
@@ -46,10 +49,16 @@ void Walk(const json::Value& node, const std::string& prefix, std::vector<Settin
   }
   std::vector<std::string> keys;
   for (const auto& entry : *object) {
-    if (entry.first != "type") keys.push_back(entry.first.str());
+    if (entry.first == "type" && entry.second.getAsString()) {
+      if (with_types && !prefix.empty())
+        out.push_back({prefix + ".type", entry.second.getAsString()->str(), ""});
+      continue;
+    }
+    keys.push_back(entry.first.str());
   }
   std::sort(keys.begin(), keys.end());
-  for (const std::string& key : keys) Walk(*object->get(key), prefix.empty() ? key : prefix + "." + key, out);
+  for (const std::string& key : keys)
+    Walk(*object->get(key), prefix.empty() ? key : prefix + "." + key, with_types, out);
 }
 
 template <typename T>
@@ -151,7 +160,7 @@ std::string Labels(unsigned impact) {
 
 std::vector<Setting> Settings(const Plan& plan) {
   std::vector<Setting> out;
-  Walk(plan.config, "", out);
+  Walk(plan.config, "", /*with_types=*/false, out);
   return out;
 }
 
@@ -191,9 +200,12 @@ std::string Explain(const Plan& plan, bool all) {
 }
 
 std::vector<Change> Diff(const Plan& a, const Plan& b) {
+  std::vector<Setting> settings_a, settings_b;
+  Walk(a.config, "", /*with_types=*/true, settings_a);
+  Walk(b.config, "", /*with_types=*/true, settings_b);
   std::map<std::string, std::string> before, after;
-  for (const Setting& s : Settings(a)) before[s.path] = s.value;
-  for (const Setting& s : Settings(b)) after[s.path] = s.value;
+  for (const Setting& s : settings_a) before[s.path] = s.value;
+  for (const Setting& s : settings_b) after[s.path] = s.value;
   std::vector<Change> changes;
   for (const auto& [path, value] : before) {
     auto it = after.find(path);
