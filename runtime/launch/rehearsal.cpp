@@ -33,6 +33,9 @@ std::string_view EngineName(const plan::Plan& plan) {
   return "data-parallel";
 }
 
+// `1 process`, `4 processes`.
+std::string Processes(int64_t count) { return fmt::format("{} process{}", count, count == 1 ? "" : "es"); }
+
 }  // namespace
 
 std::vector<std::string> RehearseOnCpu(plan::Plan& plan) {
@@ -100,20 +103,19 @@ std::string_view DeviceDescription(plan::Device device) {
 std::string OtherAcceleratorError(const plan::Plan& plan, const std::string& input) {
   const auto* init = plan.Find<plan::InitProcessGroup>();
   return fmt::format(
-      "`{}` is a job for {} (device {}, backend {}, {} processes), and accelrun's workers compute on the CPU "
+      "`{}` is a job for {} (device {}, backend {}, {}), and accelrun's workers compute on the CPU "
       "or on CUDA devices only; nothing was started. To rehearse it on this machine: `accelrun {} --device "
       "cpu` (the same steps and world size on CPU processes over Gloo)",
       input, DeviceDescription(init->device), plan::EnumName(init->device), plan::EnumName(init->backend),
-      WorldSize(*init), input);
+      Processes(WorldSize(*init)), input);
 }
 
 std::string NoCudaError(const plan::Plan& plan, const std::string& input, const std::string& why) {
   const auto* init = plan.Find<plan::InitProcessGroup>();
   return fmt::format(
-      "`{}` is a GPU job (device cuda, {} processes) and {}; nothing was started. To try it here, rehearse "
-      "it on "
+      "`{}` is a GPU job (device cuda, {}) and {}; nothing was started. To try it here, rehearse it on "
       "the CPU: `accelrun {} --device cpu` (the same steps and world size over Gloo)",
-      input, init != nullptr ? WorldSize(*init) : 1, why, input);
+      input, Processes(init != nullptr ? WorldSize(*init) : 1), why, input);
 }
 
 }  // namespace accel::rt::launch
