@@ -12,6 +12,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "runtime/launch/progress_monitor.h"
 
@@ -25,15 +26,8 @@ struct Failure {
   ExitStatus status;
 };
 
-bool IsPeerFailure(const ExitStatus& status) {
+bool IsPeerFailureCode(const ExitStatus& status) {
   return !status.signaled && status.code == kWorkerExitPeerFailure;
-}
-
-std::string DescribeFailure(const Failure& failure) {
-  std::string text = fmt::format("rank {} (pid {}) failed with {}", failure.rank, failure.status.pid,
-                                 failure.status.Describe());
-  if (IsPeerFailure(failure.status)) text += " (peer failure: a collective or the rendezvous failed)";
-  return text;
 }
 
 // One supervision: the workers, their output, and who is still running.
@@ -47,6 +41,17 @@ class Supervisor {
   LaunchResult Run();
 
  private:
+  // Only accelrun's workers mean "a peer failed" by their exit code; a script's 3 is its own.
+  bool IsPeerFailure(const ExitStatus& status) const {
+    return options_.workers_speak_exit_codes && IsPeerFailureCode(status);
+  }
+  std::string DescribeFailure(const Failure& failure) const {
+    std::string text = fmt::format("rank {} (pid {}) failed with {}", failure.rank, failure.status.pid,
+                                   failure.status.Describe());
+    if (IsPeerFailure(failure.status)) text += " (peer failure: a collective or the rendezvous failed)";
+    return text;
+  }
+  LaunchResult LeftEarly(int rank, Clock::duration ago, LaunchResult result);
   // Relays output for up to `timeout`.
   void Pump(std::chrono::milliseconds timeout) {
     for (OutputChunk& chunk : spawner_.ReadOutput(timeout)) Route(chunk);
@@ -187,6 +192,29 @@ LaunchResult Supervisor::Stall(const ProgressMonitor::Silence& silence, const st
   return result;
 }
 
+// Names `rank`, which finished `ago` while the others kept running, as the failure; stops them.
+// A rank that leaves early leaves its peers waiting for it in their next collective.
+LaunchResult Supervisor::LeftEarly(int rank, Clock::duration ago, LaunchResult result) {
+  std::vector<int> waiting;
+  for (const auto& [pid, running_rank] : running_) waiting.push_back(running_rank);
+  std::sort(waiting.begin(), waiting.end());
+  size_t stopped = running_.size();
+  StopAll();
+  result.failed_rank = rank;
+  result.stalled = true;
+  result.failed_tail = output_.Tail(rank);
+  result.message = fmt::format(
+      "rank {} exited successfully {:.0f} s before its peers, which were still running (rank{} {}): a rank "
+      "that "
+      "leaves early leaves the others waiting for it in their next collective; stopped {} worker{} (the "
+      "limit is "
+      "--early-exit-timeout)",
+      rank, std::chrono::duration<double>(ago).count(), waiting.size() == 1 ? "" : "s",
+      fmt::join(waiting, ", "), stopped, stopped == 1 ? "" : "s");
+  result.message += TailOf(rank);
+  return result;
+}
+
 LaunchResult Supervisor::Run() {
   LaunchResult result;
   for (const WorkerSpec& worker : options_.workers) {
@@ -206,6 +234,8 @@ LaunchResult Supervisor::Run() {
   std::optional<Failure> root_cause;
   std::vector<Failure> peer_failures;
   Clock::time_point window_end;
+  // The first rank that finished while others still ran, and when.
+  std::optional<std::pair<int, Clock::time_point>> first_done;
   while (!running_.empty() && !root_cause) {
     if (options_.interrupted()) {
       size_t count = running_.size();
@@ -217,6 +247,7 @@ LaunchResult Supervisor::Run() {
     Pump(std::chrono::milliseconds(50));
     while (std::optional<ExitStatus> exit = spawner_.WaitAny(std::chrono::milliseconds(0))) {
       int rank = Reaped(*exit);
+      if (rank >= 0 && exit->success() && !first_done && !running_.empty()) first_done = {rank, Clock::now()};
       if (rank < 0 || exit->success()) continue;
       // A reaped worker's pid cannot have been reused while the launcher is still deciding.
       failed_.push_back(exit->pid);
@@ -231,6 +262,9 @@ LaunchResult Supervisor::Run() {
       peer_failures.push_back(failure);
     }
     if (!root_cause && !peer_failures.empty() && Clock::now() >= window_end) break;
+    if (options_.early_exit_limit.count() > 0 && first_done && !running_.empty() && peer_failures.empty() &&
+        Clock::now() - first_done->second >= options_.early_exit_limit)
+      return LeftEarly(first_done->first, Clock::now() - first_done->second, std::move(result));
     if (options_.collective_timeout.count() > 0 && !root_cause) {
       // A stopped rank needs no margin: nothing it could still say would change the verdict.
       // Looked for only once some rank has been silent for the whole timeout.

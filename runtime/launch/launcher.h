@@ -51,6 +51,13 @@ struct LaunchOptions {
   std::chrono::milliseconds collective_timeout{0};
   std::chrono::milliseconds watchdog_margin{5000};
   std::chrono::milliseconds first_word_limit{65000};
+  // After a rank exits successfully while others still run, how long they may go on before the
+  // job is stopped and that rank named (a script's rank that returned early leaves its peers
+  // blocked in a collective). 0: no limit (accelrun's workers finish together by construction).
+  std::chrono::milliseconds early_exit_limit{0};
+  // The workers are accelrun-worker, whose exit code 3 means a peer failed; a user's script
+  // gives its exit codes no such meaning.
+  bool workers_speak_exit_codes = true;
   // Polled while waiting; returning true stops every worker (Ctrl-C in the launcher).
   std::function<bool()> interrupted = [] { return false; };
   // Where worker output lines go.

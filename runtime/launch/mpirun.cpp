@@ -1,5 +1,13 @@
 #include "runtime/launch/mpirun.h"
 
+#include <fstream>
+#include <sstream>
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Program.h"
+
 namespace accel::rt::launch {
 
 MpiFlavor MpiFlavorFromVersion(std::string_view version) {
@@ -8,6 +16,22 @@ MpiFlavor MpiFlavorFromVersion(std::string_view version) {
   bool open_mpi =
       version.find("Open MPI") != std::string_view::npos || version.find("OpenRTE") != std::string_view::npos;
   return open_mpi ? MpiFlavor::kOpenMpi : MpiFlavor::kHydra;
+}
+
+MpiFlavor DetectMpiFlavor(const std::string& path) {
+  llvm::SmallString<128> answer;
+  std::string version;
+  if (!llvm::sys::fs::createTemporaryFile("accelrun-mpirun", "txt", answer)) {
+    llvm::FileRemover remove(answer);
+    llvm::StringRef out = answer;
+    llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), out, out};
+    llvm::sys::ExecuteAndWait(path, {path, "--version"}, llvm::None, redirects, /*SecondsToWait=*/30);
+    std::ifstream in(answer.c_str());
+    std::stringstream text;
+    text << in.rdbuf();
+    version = text.str();
+  }
+  return MpiFlavorFromVersion(version);
 }
 
 std::string_view MpiFlavorName(MpiFlavor flavor) {

@@ -21,6 +21,10 @@ enum class MpiFlavor {
 // Hydra's flags.
 MpiFlavor MpiFlavorFromVersion(std::string_view version);
 
+// The flavor of the mpirun at `path`, from what `path --version` prints (waited for up to 30 s;
+// Hydra's flags when it prints nothing).
+MpiFlavor DetectMpiFlavor(const std::string& path);
+
 // The name of a flavor for the startup line: "Open MPI" or "Intel MPI/MPICH".
 std::string_view MpiFlavorName(MpiFlavor flavor);
 

@@ -12,6 +12,7 @@
 #include "runtime/tools/env_command.h"
 #include "runtime/tools/launch_command.h"
 #include "runtime/tools/report_command.h"
+#include "runtime/tools/script_command.h"
 #include "runtime/tools/worker_executable.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +32,9 @@ int main(int argc, char** argv) {
     return accel::tools::RunReportCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "consolidate")
     return accel::tools::RunConsolidateCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+  // `accelrun [config.yaml] [options] train.py [args]`: a Python script, as `accelerate launch` runs it.
+  if (!args.empty() && args[0] != "test" && accel::tools::IsScriptLaunch(args))
+    return accel::tools::RunScriptCommand(args);
   accel::tools::LaunchCommandOptions options;
   // `accelrun test <spec | plan> [options]`: a launch whose workers test instead of train.
   if (!args.empty() && args[0] == "test") {

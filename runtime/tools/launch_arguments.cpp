@@ -144,6 +144,7 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
 std::string LaunchUsage() {
   LaunchCommandOptions unused;
   return R"(usage: accelrun [options] <spec.accel | spec.yaml | plan.json>
+       accelrun [config.yaml] [accelerate launch options] script.py [args]   (see `accelrun script.py --help`)
        accelrun test [options] <spec | plan.json>        (checks the data operations on the job's processes)
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)

@@ -255,19 +255,7 @@ int StartThroughMpirun(const plan::Plan& plan, const LaunchCommandOptions& optio
     return kExitUsage;
   }
   // accelerate launch tells the flavors apart by what `mpirun --version` prints.
-  llvm::SmallString<128> answer;
-  std::string version;
-  if (!llvm::sys::fs::createTemporaryFile("accelrun-mpirun", "txt", answer)) {
-    llvm::FileRemover remove(answer);
-    llvm::StringRef out = answer;
-    llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), out, out};
-    llvm::sys::ExecuteAndWait(mpirun, {mpirun, "--version"}, llvm::None, redirects, /*SecondsToWait=*/30);
-    std::ifstream in(answer.c_str());
-    std::stringstream text;
-    text << in.rdbuf();
-    version = text.str();
-  }
-  launch::MpiFlavor flavor = launch::MpiFlavorFromVersion(version);
+  launch::MpiFlavor flavor = launch::DetectMpiFlavor(mpirun);
   std::error_code ec;
   fs::path self = fs::canonical("/proc/self/exe", ec);
   std::vector<std::string> args = options.args;

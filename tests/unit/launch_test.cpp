@@ -192,6 +192,44 @@ TEST(Launcher, UnstartableWorkerIsReported) {
   EXPECT_NE(result.message.find("cannot start rank 0"), std::string::npos) << result.message;
 }
 
+TEST(Launcher, RankThatFinishesWhileOthersRunIsNamedAfterTheLimit) {
+  PosixSpawner spawner;
+  // Rank 1 returns at once; rank 0 would wait for it (in a collective) for a minute.
+  LaunchOptions options = ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 1 ]; then exit 0; fi; sleep 60");
+  options.early_exit_limit = std::chrono::milliseconds(500);
+  auto started = std::chrono::steady_clock::now();
+  LaunchResult result = RunWorkers(options, spawner);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_NE(result.message.find("rank 1 exited successfully"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("still running (rank 0)"), std::string::npos) << result.message;
+  EXPECT_LT(seconds, 10.0);
+}
+
+TEST(Launcher, RanksFinishingTogetherWithinTheLimitSucceed) {
+  PosixSpawner spawner;
+  LaunchOptions options = ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 1 ]; then exit 0; fi; sleep 0.3");
+  options.early_exit_limit = std::chrono::milliseconds(5000);
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_TRUE(result.success) << result.message;
+}
+
+TEST(Launcher, ScriptExitCodeThreeIsItsOwnFailureNotAPeers) {
+  PosixSpawner spawner;
+  // Exit code 3 is accelrun-worker's "a peer failed"; a script's 3 means nothing of the kind.
+  LaunchOptions options = ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 1 ]; then exit 3; fi; sleep 60");
+  options.workers_speak_exit_codes = false;
+  options.root_cause_window = std::chrono::milliseconds(20000);
+  auto started = std::chrono::steady_clock::now();
+  LaunchResult result = RunWorkers(options, spawner);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_FALSE(result.peer_failure_only);
+  EXPECT_EQ(result.message.find("peer failure"), std::string::npos) << result.message;
+  EXPECT_LT(seconds, 10.0);  // not held for the root-cause window
+}
+
 TEST(Launcher, HugePageTunableIsAppendedOnce) {
   EXPECT_EQ(WithHugePageMalloc(""), "glibc.malloc.hugetlb=1");
   EXPECT_EQ(WithHugePageMalloc("glibc.malloc.arena_max=2"),
