@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Start to first step, side by side: `accelrun` of the quickstart against the same job as a
-Python script under Accelerate, and a plain PyTorch DDP script as the anchor, all on 2 processes
-on the CPU over Gloo, measured in the same run.
+"""Start to first step, side by side: `accelrun` of the quickstart, the same job as a Python
+script on Accelerate started by `accelerate launch` and by `accelrun` (its script mode), and a
+plain PyTorch DDP script as the anchor, all on 2 processes on the CPU over Gloo, measured in the
+same run.
 
 "First step" is the same event on every side: rank 0 has finished the first optimizer step and
 printed the loss of that step averaged over the ranks (accelrun's `step 1` line; the scripts
@@ -12,25 +13,21 @@ workers) and the next one starts only after every process of the last one has go
 
 Sides (bench/quickstart_py/ holds the scripts, quickstart_job.py the shared model, data and
 optimizer of specs/quickstart.accel):
-  accelrun PLAN                 the quickstart compiled once by `accelc compile`
-  accelerate launch             Accelerate's CLI from a source checkout (`--multi_gpu
-                                --num_processes 2`: its one-machine multi-process path, torchrun
-                                in process) running accelerate_quickstart.py
-  torchrun + Accelerate         python3 -m torch.distributed.run and the same script
-  anchor: torchrun + DDP        the same job without Accelerate (ddp_quickstart.py)
+  accelrun PLAN                  the quickstart compiled once by `accelc compile`, native workers
+  accelrun + Accelerate script   `accelrun --multi_gpu --num_processes 2 ... accelerate_quickstart.py`:
+                                 the script started as `accelerate launch` starts it
+  accelerate launch              Accelerate's CLI, the same options and script (`--multi_gpu`: its
+                                 one-machine multi-process path, torchrun in process)
+  torchrun + Accelerate script   python -m torch.distributed.run and the same script
+  anchor: torchrun + DDP         the same job without Accelerate (ddp_quickstart.py)
 Runs alternate between sides, so that load on the machine falls on all of them alike. The
-Python sides run Debian's python3-torch through launch_py311.py (torch 1.13's torchrun does not
-start on Python 3.11 without its one-function fix) and get the huge-page malloc tunable that
-accelrun gives its workers. Thread counts are left to each launcher (each picks 1 per worker on
-2 cores).
+Python sides run the pinned torch and Accelerate of python/requirements.txt (the checkout's
+.venv, or --python) and get the huge-page malloc tunable that accelrun gives its workers. Thread
+counts are left to each launcher (each picks 1 per worker on 2 cores).
 
-Usage: first_step.py BIN_DIR ACCELERATE_SRC [--repetitions N] [--before OLD_BIN_DIR]
-  ACCELERATE_SRC: the `src` folder of an Accelerate checkout that runs on the installed torch.
-    With Debian 12's torch 1.13 that is commit 3ebbe573 (2024-07-15, between 0.32 and 0.33):
-    its successor calls torch.cpu.device_count() (torch >= 2.1) when a CPU run has more than
-    one process, and so does every later commit, main included, though they still import.
-    Needs python3-torch, python3-packaging, python3-psutil and python3-yaml (scripts/setup.sh);
-    huggingface_hub and safetensors, which Debian lacks, are stubbed (quickstart_py/stubs).
+Usage: first_step.py BIN_DIR [--python PYTHON] [--repetitions N] [--before OLD_BIN_DIR]
+  --python: the interpreter of the environment with the pinned torch and accelerate
+    (default: the checkout's .venv/bin/python).
   --before: also time the accelrun of an older build (its bin folder) on the same plan.
 Prints medians, each side's ratio to accelrun's, and when accelrun's workers had loaded LibTorch.
 """
@@ -57,30 +54,28 @@ def free_port():
         return s.getsockname()[1]
 
 
-def python_env(accelerate_src, home):
-    """The Python sides' environment: the checkout, the scripts, and the import stubs of what
-    Debian lacks (bench/quickstart_py/stubs/README.md)."""
-    path = [SCRIPTS, accelerate_src]
-    for module in ("huggingface_hub", "safetensors"):
-        if subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode != 0:
-            path.insert(0, os.path.join(SCRIPTS, "stubs"))
-            break
-    # HF_HOME: no `accelerate config` file of this machine's user changes the launch.
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(path), GLIBC_TUNABLES=HUGEPAGES, HF_HOME=home)
+def python_env(python, home):
+    """The Python sides' environment: the pinned environment's bin first (so that `python3` is
+    its interpreter for accelrun's script mode), the scripts on PYTHONPATH, and an empty HF_HOME
+    so that no `accelerate config` file of this machine's user changes the launch."""
+    path = os.path.dirname(python) + os.pathsep + os.environ.get("PATH", "")
+    return dict(os.environ, PATH=path, PYTHONPATH=SCRIPTS, GLIBC_TUNABLES=HUGEPAGES, HF_HOME=home)
 
 
 def sides(args, work, plan):
     """name -> function(port, run_dir) giving (argv, env)."""
-    env = python_env(os.path.abspath(args.accelerate_src), os.path.join(work, "hf"))
-    wrapper = [sys.executable, os.path.join(SCRIPTS, "launch_py311.py")]
-    torchrun = wrapper + ["torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1"]
-    accelerate = wrapper + ["accelerate.commands.accelerate_cli", "launch", "--multi_gpu", "--num_processes", "2",
-                            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    env = python_env(args.python, os.path.join(work, "hf"))
+    torchrun = [args.python, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1"]
+    launch_options = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+                      "--dynamo_backend", "no"]
+    accelerate = [args.python, "-m", "accelerate.commands.accelerate_cli", "launch"] + launch_options
+    accelrun = os.path.join(args.bin_dir, "accelrun")
     script = os.path.join(SCRIPTS, "accelerate_quickstart.py")
     table = {
         "accelrun PLAN": lambda port, out: (
-            [os.path.join(args.bin_dir, "accelrun"), plan, "--output-dir", out, "--master-port", str(port)],
-            os.environ),
+            [accelrun, plan, "--output-dir", out, "--master-port", str(port)], os.environ),
+        "accelrun + Accelerate script": lambda port, out: (
+            [accelrun] + launch_options + ["--main_process_port", str(port), script], env),
         "accelerate launch + Accelerate script": lambda port, out: (
             accelerate + ["--main_process_port", str(port), script], env),
         "torchrun + Accelerate script": lambda port, out: (torchrun + ["--master_port", str(port), script], env),
@@ -129,7 +124,8 @@ def first_step(argv, env):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("bin_dir")
-    parser.add_argument("accelerate_src")
+    parser.add_argument("--python", default=os.path.join(HERE, "..", ".venv", "bin", "python"),
+                        help="the interpreter with the pinned torch and accelerate")
     parser.add_argument("--repetitions", type=int, default=7)
     parser.add_argument("--before", help="the bin folder of an older build, timed beside this one")
     args = parser.parse_args()

@@ -9,8 +9,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,8 +16,6 @@
 
 #include "compiler/cli/shell_word.h"
 #include "compiler/plan/plan_paths.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Program.h"
 #include "runtime/checkpoint/atomic_file.h"
