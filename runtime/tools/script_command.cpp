@@ -357,8 +357,51 @@ struct Process {
   launch::WorkerSpec spec;
 };
 
-std::vector<Process> Processes(const acc::ScriptLaunch& plan, const launch::Environment& env, int restart,
-                               const std::string& launch_id) {
+// The torchrun workers this launcher starts. Under srun or mpirun, the scheduler's placement
+// wins, as it does for plans: with one task per machine each task is that machine's launcher
+// (its machine rank from the scheduler unless `--machine_rank` was given); with one task per
+// rank each task starts its own rank. The rendezvous host is then the scheduler's first node
+// unless `main_process_ip` was given. `notes` says what the scheduler decided.
+llvm::Expected<std::vector<acc::WorkerPlace>> Places(acc::ScriptLaunch& plan, const acc::LaunchNamespace& ns,
+                                                     const launch::Environment& env,
+                                                     std::vector<std::string>& notes) {
+  if (plan.runner != acc::Runner::kTorchrun) return std::vector<acc::WorkerPlace>{};
+  llvm::Expected<std::optional<launch::ClusterTask>> cluster =
+      launch::DetectCluster(env, launch::LauncherKind::kAuto);
+  if (!cluster) return cluster.takeError();
+  if (!*cluster) return acc::LocalPlaces(plan);
+  const launch::ClusterTask& task = **cluster;
+  if (ns.Get("main_process_ip").IsNone() && !task.master_addr.empty()) {
+    plan.master_addr = task.master_addr;
+    notes.push_back(fmt::format("rendezvous host {} from {}", task.master_addr, task.master_addr_from));
+  }
+  if (task.local_world_size == 1) {
+    if (task.nnodes != plan.nnodes)
+      notes.push_back(fmt::format("{} placed {} machines; the config says {}: {} machines of {} processes",
+                                  task.scheduler, task.nnodes, plan.nnodes, task.nnodes,
+                                  plan.nproc_per_node));
+    plan.nnodes = task.nnodes;
+    if (!ns.given.count("machine_rank")) plan.node_rank = task.node_rank;
+    notes.push_back(fmt::format("launched by {}: machine {} of {}, {} processes on it", task.scheduler,
+                                plan.node_rank, plan.nnodes, plan.nproc_per_node));
+    return acc::LocalPlaces(plan);
+  }
+  int planned = plan.nproc_per_node * plan.nnodes;
+  if (task.world_size != planned)
+    notes.push_back(fmt::format("{} started {} tasks; the config asks for {} processes: one process per task",
+                                task.scheduler, task.world_size, planned));
+  plan.nnodes = task.nnodes;
+  plan.node_rank = task.node_rank;
+  plan.nproc_per_node = task.local_world_size;
+  notes.push_back(fmt::format("launched by {}: rank {} of {} (local rank {} of {}, machine {} of {})",
+                              task.scheduler, task.rank, task.world_size, task.local_rank,
+                              task.local_world_size, task.node_rank, task.nnodes));
+  return std::vector<acc::WorkerPlace>{
+      {task.rank, task.local_rank, task.local_world_size, task.world_size, task.node_rank, task.nnodes}};
+}
+
+std::vector<Process> Processes(const acc::ScriptLaunch& plan, const std::vector<acc::WorkerPlace>& places,
+                               const launch::Environment& env, int restart, const std::string& launch_id) {
   std::vector<Process> processes;
   auto add = [&](int rank, int local_rank, std::map<std::string, std::string> vars) {
     Process process{rank, local_rank, {}};
@@ -373,10 +416,10 @@ std::vector<Process> Processes(const acc::ScriptLaunch& plan, const launch::Envi
     add(0, 0, plan.env);
     return processes;
   }
-  for (int local = 0; local < plan.nproc_per_node; ++local) {
+  for (const acc::WorkerPlace& place : places) {
     std::map<std::string, std::string> vars = plan.env;
-    for (auto& [name, value] : acc::TorchrunWorkerEnvironment(plan, local, restart, env)) vars[name] = value;
-    add(plan.node_rank * plan.nproc_per_node + local, local, std::move(vars));
+    for (auto& [name, value] : acc::TorchrunWorkerEnvironment(plan, place, restart, env)) vars[name] = value;
+    add(place.rank, place.local_rank, std::move(vars));
   }
   return processes;
 }
@@ -415,12 +458,13 @@ void PrintDryRunJson(const acc::ScriptLaunch& plan, const std::vector<Process>& 
   fmt::print("{}\n", llvm::formatv("{0:2}", llvm::json::Value(std::move(out))).str());
 }
 
-std::string Summary(const acc::ScriptLaunch& plan, const std::string& script, const std::string& config) {
+std::string Summary(const acc::ScriptLaunch& plan, size_t processes, const std::string& script,
+                    const std::string& config) {
   std::string how = plan.runner == acc::Runner::kProcess
                         ? fmt::format("one process ({} launcher)", plan.launcher)
-                        : fmt::format("{} process{} on this machine (machine {} of {}), rendezvous {}:{}",
-                                      plan.nproc_per_node, plan.nproc_per_node == 1 ? "" : "es",
-                                      plan.node_rank, plan.nnodes, plan.master_addr, plan.master_port);
+                        : fmt::format("{} process{} here (machine {} of {}), rendezvous {}:{}", processes,
+                                      processes == 1 ? "" : "es", plan.node_rank, plan.nnodes, plan.master_addr,
+                                      plan.master_port);
   return fmt::format("`{}` as `accelerate launch` starts it{}: {}, {}", script,
                      config.empty() ? "" : fmt::format(" with `{}`", config), plan.distributed_type, how);
 }
@@ -553,6 +597,17 @@ int RunScriptCommand(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   acc::ScriptLaunch& plan = *planned;
+  std::vector<std::string> notes;
+  llvm::Expected<std::vector<acc::WorkerPlace>> places = Places(plan, ns, env, notes);
+  if (!places) {
+    fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(places.takeError()));
+    return kExitUsage;
+  }
+  bool starts_every_rank = places->size() == static_cast<size_t>(plan.nproc_per_node * plan.nnodes);
+  if (llvm::Error error = acc::CheckPort(plan, host, starts_every_rank)) {
+    fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(std::move(error)));
+    return kExitUsage;
+  }
   int max_restarts = plan.max_restarts;
   if (max_restarts > 0 && plan.nnodes > 1) {
     fmt::print(
@@ -565,12 +620,14 @@ int RunScriptCommand(const std::vector<std::string>& args) {
   }
   launch::LaunchId launch_id = launch::ResolveLaunchId(own.rdzv_id, env, plan.nnodes == 1);
   if (own.dry_run && launch_id.generated) launch_id.id = "<new for each launch>";
-  std::vector<Process> processes = Processes(plan, env, 0, launch_id.id);
+  std::vector<Process> processes = Processes(plan, *places, env, 0, launch_id.id);
   if (own.dry_run && own.json) {
     PrintDryRunJson(plan, processes);
     return 0;
   }
-  fmt::print("accelrun: {}{}\n", Summary(plan, line.script, config_path), own.dry_run ? "; dry run" : "");
+  fmt::print("accelrun: {}{}\n", Summary(plan, processes.size(), line.script, config_path),
+             own.dry_run ? "; dry run" : "");
+  for (const std::string& note : notes) fmt::print("accelrun: {}\n", note);
   for (const std::string& warning : plan.warnings) fmt::print("accelrun: note: {}\n", warning);
   if (own.dry_run) {
     PrintDryRunText(plan, processes);
@@ -581,12 +638,12 @@ int RunScriptCommand(const std::vector<std::string>& args) {
   auto interrupted = [] { return g_script_interrupted.load() != 0; };
   constexpr size_t kMaxQueuedOutput = 64 << 20;
   launch::AsyncPrinter printer(launch::PrintToStandardStream, kMaxQueuedOutput);
-  int world_size = plan.runner == acc::Runner::kProcess ? 1 : plan.nproc_per_node * plan.nnodes;
+  int world_size = plan.runner == acc::Runner::kProcess || places->empty() ? 1 : places->front().world_size;
   launch::RestartHooks hooks;
   hooks.resume_note = "the script resumes from what it saved, if it loads it";
   hooks.prepare = [&](int attempt) -> llvm::Expected<launch::LaunchOptions> {
     launch::LaunchOptions options;
-    for (Process& process : Processes(plan, env, attempt, launch_id.id))
+    for (Process& process : Processes(plan, *places, env, attempt, launch_id.id))
       options.workers.push_back(process.spec);
     options.world_size = world_size;
     options.prefix_output = world_size > 1;

@@ -125,7 +125,8 @@ TEST(ScriptLaunch, MultiGpuRunsTorchrunWithTheConfigsMachineRankAndPort) {
   EXPECT_EQ(launch.master_addr, "10.0.0.1");
   EXPECT_EQ(launch.master_port, 1234);
   EXPECT_EQ(launch.command[1], "-u");
-  std::map<std::string, std::string> worker = TorchrunWorkerEnvironment(launch, 2, 0, {});
+  std::map<std::string, std::string> worker =
+      TorchrunWorkerEnvironment(launch, LocalPlaces(launch)[2], 0, {});
   EXPECT_EQ(worker["RANK"], "6");
   EXPECT_EQ(worker["GROUP_RANK"], "1");
   EXPECT_EQ(worker["WORLD_SIZE"], "8");
@@ -186,7 +187,7 @@ TEST(ScriptLaunch, DeepSpeedNamesTheFieldsTheConfigGave) {
   EXPECT_EQ(launch.env["ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"], "cpu");
   EXPECT_EQ(launch.env["PYTHONPATH"], "/work");
   // torchrun gives each of several workers one thread when nothing set it.
-  EXPECT_EQ(TorchrunWorkerEnvironment(launch, 0, 0, {})["OMP_NUM_THREADS"], "1");
+  EXPECT_EQ(TorchrunWorkerEnvironment(launch, LocalPlaces(launch)[0], 0, {})["OMP_NUM_THREADS"], "1");
 }
 
 TEST(ScriptLaunch, AccelerateRaisesBecomeErrors) {

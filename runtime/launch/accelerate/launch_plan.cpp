@@ -498,24 +498,6 @@ llvm::Error PlaceTorchrun(LaunchNamespace& ns, const Host& host, ScriptLaunch& l
   }
   launch.max_restarts = static_cast<int>(AsInt(ns.Get("max_restarts")).value_or(0));
   launch.role = Str(ns.Get("role"));
-  if (machines <= 1 || machine_rank == 0) {
-    if (host.port_in_use(static_cast<int>(chosen_port))) {
-      if (machines > 1)
-        return Fail(
-            fmt::format("Tried to launch distributed communication on port `{}`, but another process is "
-                        "utilizing it. Please "
-                        "specify a different port (such as using the `--main_process_port` flag or "
-                        "specifying a different "
-                        "`main_process_port` in your config file) and rerun your script. To automatically "
-                        "use the next open "
-                        "port (on a single node), you can set this to `0`.",
-                        chosen_port));
-      // Accelerate's standalone mode: a free port of this machine.
-      launch.master_port = host.free_port();
-      launch.warnings.push_back(fmt::format("Port `{}` is already in use; using the free port {} instead",
-                                            chosen_port, launch.master_port));
-    }
-  }
   if (launch.nproc_per_node < 1)
     return Fail(fmt::format("`num_processes` is {}: nothing to start", processes));
   return llvm::Error::success();
@@ -671,6 +653,25 @@ llvm::Expected<ScriptLaunch> DeepSpeedLaunch(LaunchNamespace ns, const Validated
 
 }  // namespace
 
+llvm::Error CheckPort(ScriptLaunch& launch, const Host& host, bool starts_every_rank) {
+  if (launch.runner != Runner::kTorchrun || launch.node_rank != 0) return llvm::Error::success();
+  if (!host.port_in_use(launch.master_port)) return llvm::Error::success();
+  if (launch.nnodes > 1 || !starts_every_rank)
+    return Fail(fmt::format(
+        "Tried to launch distributed communication on port `{}`, but another process is utilizing it. Please "
+        "specify a different port (such as using the `--main_process_port` flag or specifying a different "
+        "`main_process_port` in your config file) and rerun your script. To automatically use the next open "
+        "port "
+        "(on a single node), you can set this to `0`.",
+        launch.master_port));
+  // Accelerate's standalone mode: a free port of this machine.
+  int requested = launch.master_port;
+  launch.master_port = host.free_port();
+  launch.warnings.push_back(fmt::format("Port `{}` is already in use; using the free port {} instead",
+                                        requested, launch.master_port));
+  return llvm::Error::success();
+}
+
 llvm::Expected<ScriptLaunch> PlanScriptLaunch(LaunchNamespace ns, const std::optional<ConfigFile>& config,
                                               const std::string& script,
                                               const std::vector<std::string>& script_args, const Host& host) {
@@ -705,21 +706,27 @@ llvm::Expected<ScriptLaunch> PlanScriptLaunch(LaunchNamespace ns, const std::opt
   return launch;
 }
 
+std::vector<WorkerPlace> LocalPlaces(const ScriptLaunch& launch) {
+  std::vector<WorkerPlace> places;
+  for (int local = 0; local < launch.nproc_per_node; ++local)
+    places.push_back({launch.node_rank * launch.nproc_per_node + local, local, launch.nproc_per_node,
+                      launch.nproc_per_node * launch.nnodes, launch.node_rank, launch.nnodes});
+  return places;
+}
+
 std::map<std::string, std::string> TorchrunWorkerEnvironment(
-    const ScriptLaunch& launch, int local_rank, int restart_count,
+    const ScriptLaunch& launch, const WorkerPlace& place, int restart_count,
     const std::map<std::string, std::string>& inherited) {
-  int world = launch.nproc_per_node * launch.nnodes;
-  int rank = launch.node_rank * launch.nproc_per_node + local_rank;
   std::map<std::string, std::string> env = {
-      {"RANK", std::to_string(rank)},
-      {"LOCAL_RANK", std::to_string(local_rank)},
-      {"GROUP_RANK", std::to_string(launch.node_rank)},
-      {"ROLE_RANK", std::to_string(rank)},
+      {"RANK", std::to_string(place.rank)},
+      {"LOCAL_RANK", std::to_string(place.local_rank)},
+      {"GROUP_RANK", std::to_string(place.node_rank)},
+      {"ROLE_RANK", std::to_string(place.rank)},
       {"ROLE_NAME", launch.role},
-      {"LOCAL_WORLD_SIZE", std::to_string(launch.nproc_per_node)},
-      {"WORLD_SIZE", std::to_string(world)},
-      {"GROUP_WORLD_SIZE", std::to_string(launch.nnodes)},
-      {"ROLE_WORLD_SIZE", std::to_string(world)},
+      {"LOCAL_WORLD_SIZE", std::to_string(place.local_world_size)},
+      {"WORLD_SIZE", std::to_string(place.world_size)},
+      {"GROUP_WORLD_SIZE", std::to_string(place.nnodes)},
+      {"ROLE_WORLD_SIZE", std::to_string(place.world_size)},
       {"MASTER_ADDR", launch.master_addr},
       {"MASTER_PORT", std::to_string(launch.master_port)},
       {"TORCHELASTIC_RESTART_COUNT", std::to_string(restart_count)},
@@ -727,7 +734,7 @@ std::map<std::string, std::string> TorchrunWorkerEnvironment(
       {"TORCHELASTIC_RUN_ID", launch.run_id},
   };
   // torchrun limits each of several workers to one OpenMP thread unless the variable is set.
-  if (launch.nproc_per_node > 1 && !inherited.count("OMP_NUM_THREADS") &&
+  if (place.local_world_size > 1 && !inherited.count("OMP_NUM_THREADS") &&
       !launch.env.count("OMP_NUM_THREADS"))
     env["OMP_NUM_THREADS"] = "1";
   auto async = inherited.find("TORCH_NCCL_ASYNC_ERROR_HANDLING");

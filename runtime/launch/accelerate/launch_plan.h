@@ -80,14 +80,36 @@ llvm::Expected<ScriptLaunch> PlanScriptLaunch(LaunchNamespace ns, const std::opt
                                               const std::string& script,
                                               const std::vector<std::string>& script_args, const Host& host);
 
-// torchrun's per-worker variables for local rank `local_rank` of `launch` (its agent's
-// `_start_workers`), after `restart_count` restarts: RANK, LOCAL_RANK, GROUP_RANK, ROLE_RANK,
-// ROLE_NAME, LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE, ROLE_WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT, TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID,
-// TORCH_NCCL_ASYNC_ERROR_HANDLING. Not TORCHELASTIC_USE_AGENT_STORE: accelrun runs no agent
+// Accelerate's check of the rendezvous port, made once the placement is final (a scheduler may
+// have changed it): on machine 0 of a torchrun launch, a port something already listens on is
+// replaced by a free one when this launcher starts every rank (Accelerate's standalone mode),
+// else refused, as Accelerate refuses it across machines: the other ranks could not learn the
+// new one.
+llvm::Error CheckPort(ScriptLaunch& launch, const Host& host, bool starts_every_rank);
+
+// Where one worker of a torchrun launch sits in the job.
+struct WorkerPlace {
+  int rank = 0;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int world_size = 1;
+  int node_rank = 0;
+  int nnodes = 1;
+};
+
+// The workers torchrun starts on this machine: local ranks 0 to nproc_per_node - 1 of machine
+// `node_rank`.
+std::vector<WorkerPlace> LocalPlaces(const ScriptLaunch& launch);
+
+// torchrun's per-worker variables for the worker at `place` (its agent's `_start_workers`),
+// after `restart_count` restarts: RANK, LOCAL_RANK, GROUP_RANK, ROLE_RANK, ROLE_NAME,
+// LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE, ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+// TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID,
+// TORCH_NCCL_ASYNC_ERROR_HANDLING (unless `inherited` has it), and OMP_NUM_THREADS=1 for
+// several workers when nothing set it. Not TORCHELASTIC_USE_AGENT_STORE: accelrun runs no agent
 // store, and a worker told to use one would wait for it forever.
 std::map<std::string, std::string> TorchrunWorkerEnvironment(
-    const ScriptLaunch& launch, int local_rank, int restart_count,
+    const ScriptLaunch& launch, const WorkerPlace& place, int restart_count,
     const std::map<std::string, std::string>& inherited);
 
 }  // namespace accel::rt::launch::accelerate
