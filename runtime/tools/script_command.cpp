@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -327,6 +329,22 @@ llvm::Expected<acc::Mpirun> FindMpirun() {
   return acc::Mpirun{path, launch::DetectMpiFlavor(path)};
 }
 
+std::string RandomHex(int bytes) {
+  std::random_device random;
+  std::string out;
+  for (int i = 0; i < bytes; ++i) out += fmt::format("{:02x}", random() & 0xff);
+  return out;
+}
+
+// A random UUID (version 4), as torchrun names a standalone launch.
+std::string NewRunId() {
+  std::string hex = RandomHex(16);
+  hex[12] = '4';
+  hex[16] = "89ab"[std::stoi(hex.substr(16, 1), nullptr, 16) & 3];
+  return fmt::format("{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4),
+                     hex.substr(16, 4), hex.substr(20));
+}
+
 acc::Host ThisHost(const launch::Environment& env) {
   acc::Host host;
   host.env = env;
@@ -337,16 +355,16 @@ acc::Host ThisHost(const launch::Environment& env) {
   host.cwd = fs::current_path(ec).string();
   host.port_in_use = PortInUse;
   host.free_port = launch::PickFreePort;
+  host.new_run_id = NewRunId;
   host.find_mpirun = FindMpirun;
   return host;
 }
 
-// argv[0] as an absolute path: the spawner runs it without a PATH search.
+// A path (`./a.out`) is kept as written: the process starts in this directory, and the program
+// sees its argv[0] as `accelerate launch` passes it. A bare name is looked up on PATH, which the
+// spawner does not search.
 std::string Resolve(const std::string& program) {
-  if (program.find('/') != std::string::npos) {
-    std::error_code ec;
-    return fs::absolute(program, ec).lexically_normal().string();
-  }
+  if (program.find('/') != std::string::npos) return program;
   llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(program);
   return found ? *found : program;
 }
@@ -400,8 +418,15 @@ llvm::Expected<std::vector<acc::WorkerPlace>> Places(acc::ScriptLaunch& plan, co
       {task.rank, task.local_rank, task.local_world_size, task.world_size, task.node_rank, task.nnodes}};
 }
 
+// Where torch's `@record` writes a failing worker's error, as torchrun lays it out: one file per
+// attempt and local rank under `root`.
+std::string ErrorFile(const std::string& root, int attempt, int local_rank) {
+  return fmt::format("{}/attempt_{}/{}/error.json", root, attempt, local_rank);
+}
+
 std::vector<Process> Processes(const acc::ScriptLaunch& plan, const std::vector<acc::WorkerPlace>& places,
-                               const launch::Environment& env, int restart, const std::string& launch_id) {
+                               const launch::Environment& env, int restart, const std::string& launch_id,
+                               const std::string& error_root) {
   std::vector<Process> processes;
   auto add = [&](int rank, int local_rank, std::map<std::string, std::string> vars) {
     Process process{rank, local_rank, {}};
@@ -418,7 +443,9 @@ std::vector<Process> Processes(const acc::ScriptLaunch& plan, const std::vector<
   }
   for (const acc::WorkerPlace& place : places) {
     std::map<std::string, std::string> vars = plan.env;
-    for (auto& [name, value] : acc::TorchrunWorkerEnvironment(plan, place, restart, env)) vars[name] = value;
+    for (auto& [name, value] : acc::TorchrunWorkerEnvironment(
+             plan, place, restart, ErrorFile(error_root, restart, place.local_rank), env))
+      vars[name] = value;
     add(place.rank, place.local_rank, std::move(vars));
   }
   return processes;
@@ -463,10 +490,23 @@ std::string Summary(const acc::ScriptLaunch& plan, size_t processes, const std::
   std::string how = plan.runner == acc::Runner::kProcess
                         ? fmt::format("one process ({} launcher)", plan.launcher)
                         : fmt::format("{} process{} here (machine {} of {}), rendezvous {}:{}", processes,
-                                      processes == 1 ? "" : "es", plan.node_rank, plan.nnodes, plan.master_addr,
-                                      plan.master_port);
+                                      processes == 1 ? "" : "es", plan.node_rank, plan.nnodes,
+                                      plan.master_addr, plan.master_port);
   return fmt::format("`{}` as `accelerate launch` starts it{}: {}, {}", script,
                      config.empty() ? "" : fmt::format(" with `{}`", config), plan.distributed_type, how);
+}
+
+// What Accelerate appends to `.deepspeed_env` for DeepSpeed's runner to export on every machine:
+// each variable whose name and value are non-empty and free of `;`, newlines, `<`, `>` and
+// spaces. Only the launch's variables: Accelerate writes its whole environment, the user's
+// tokens included, into a file in the working directory.
+void WriteDeepSpeedEnv(const std::map<std::string, std::string>& vars) {
+  std::ofstream out(".deepspeed_env", std::ios::app);
+  for (const auto& [name, value] : vars) {
+    std::string both = name + value;
+    if (name.empty() || value.empty() || both.find_first_of(";\n<> ") != std::string::npos) continue;
+    out << name << '=' << value << '\n';
+  }
 }
 
 void InstallSignalHandlers() {
@@ -619,8 +659,11 @@ int RunScriptCommand(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   launch::LaunchId launch_id = launch::ResolveLaunchId(own.rdzv_id, env, plan.nnodes == 1);
+  auto tmpdir = env.find("TMPDIR");
+  std::string error_root = fmt::format("{}/accelrun-{}-{}", tmpdir != env.end() ? tmpdir->second : "/tmp",
+                                       ::getpid(), RandomHex(8));
   if (own.dry_run && launch_id.generated) launch_id.id = "<new for each launch>";
-  std::vector<Process> processes = Processes(plan, *places, env, 0, launch_id.id);
+  std::vector<Process> processes = Processes(plan, *places, env, 0, launch_id.id, error_root);
   if (own.dry_run && own.json) {
     PrintDryRunJson(plan, processes);
     return 0;
@@ -633,6 +676,18 @@ int RunScriptCommand(const std::vector<std::string>& args) {
     PrintDryRunText(plan, processes);
     return 0;
   }
+  if (plan.launcher == "deepspeed") {
+    if (!llvm::sys::findProgramByName("deepspeed")) {
+      fmt::print(
+          stderr,
+          "accelrun: error: a multi-machine DeepSpeed launch that is not `deepspeed_multinode_launcher: "
+          "standard` starts every machine's processes through DeepSpeed's `deepspeed` runner, which is not "
+          "on PATH; install DeepSpeed (and the launcher it uses: pdsh, Open MPI, MVAPICH), or set "
+          "`deepspeed_multinode_launcher: standard` and run accelrun on each machine\n");
+      return kExitUsage;
+    }
+    WriteDeepSpeedEnv(plan.env);
+  }
   std::fflush(stdout);
 
   auto interrupted = [] { return g_script_interrupted.load() != 0; };
@@ -643,7 +698,10 @@ int RunScriptCommand(const std::vector<std::string>& args) {
   hooks.resume_note = "the script resumes from what it saved, if it loads it";
   hooks.prepare = [&](int attempt) -> llvm::Expected<launch::LaunchOptions> {
     launch::LaunchOptions options;
-    for (Process& process : Processes(plan, *places, env, attempt, launch_id.id))
+    std::error_code ec;
+    for (const acc::WorkerPlace& place : *places)
+      fs::create_directories(fs::path(ErrorFile(error_root, attempt, place.local_rank)).parent_path(), ec);
+    for (Process& process : Processes(plan, *places, env, attempt, launch_id.id, error_root))
       options.workers.push_back(process.spec);
     options.world_size = world_size;
     options.prefix_output = world_size > 1;
@@ -670,6 +728,8 @@ int RunScriptCommand(const std::vector<std::string>& args) {
   launch::PosixSpawner spawner;
   launch::LaunchResult result = launch::RunWithRestarts({.max_restarts = max_restarts}, hooks, spawner);
   printer.Flush();
+  std::error_code ec;
+  fs::remove_all(error_root, ec);
   if (!result.success) {
     fmt::print(stderr, "accelrun: error: {}\n", result.message);
     if (int signal = g_script_interrupted.load()) return 128 + signal;

@@ -126,7 +126,7 @@ TEST(ScriptLaunch, MultiGpuRunsTorchrunWithTheConfigsMachineRankAndPort) {
   EXPECT_EQ(launch.master_port, 1234);
   EXPECT_EQ(launch.command[1], "-u");
   std::map<std::string, std::string> worker =
-      TorchrunWorkerEnvironment(launch, LocalPlaces(launch)[2], 0, {});
+      TorchrunWorkerEnvironment(launch, LocalPlaces(launch)[2], 0, "", {});
   EXPECT_EQ(worker["RANK"], "6");
   EXPECT_EQ(worker["GROUP_RANK"], "1");
   EXPECT_EQ(worker["WORLD_SIZE"], "8");
@@ -141,8 +141,16 @@ TEST(ScriptLaunch, PortZeroPicksAFreeOneAndAPortInUseMovesOnOneMachine) {
   busy.port_in_use = [](int port) { return port == 29500; };
   ScriptLaunch moved =
       Plan({}, Config({{"distributed_type", T("MULTI_GPU")}, {"num_processes", N(2)}}), busy);
+  EXPECT_EQ(moved.master_port, 29500);  // decided once the placement is final
+  ASSERT_FALSE(CheckPort(moved, busy, /*starts_every_rank=*/true));
   EXPECT_EQ(moved.master_port, 40000);
+  EXPECT_EQ(moved.run_id, "standalone");  // torchrun's standalone launch has a run id of its own
   EXPECT_FALSE(moved.warnings.empty());
+  // A launcher of some of the ranks (a scheduler's task) cannot tell the others a new port.
+  ScriptLaunch task = Plan({}, Config({{"distributed_type", T("MULTI_GPU")}, {"num_processes", N(2)}}), busy);
+  llvm::Error refused = CheckPort(task, busy, /*starts_every_rank=*/false);
+  ASSERT_TRUE(bool(refused));
+  EXPECT_NE(llvm::toString(std::move(refused)).find("another process is utilizing it"), std::string::npos);
 }
 
 TEST(ScriptLaunch, ConfigValuesHiddenByArgparseDefaultsStayHidden) {
@@ -180,14 +188,43 @@ TEST(ScriptLaunch, DeepSpeedNamesTheFieldsTheConfigGave) {
                                          {"num_processes", N(2)},
                                          {"mixed_precision", T("bf16")},
                                          {"deepspeed_config", {ds}}}));
-  EXPECT_EQ(launch.launcher, "deepspeed");
+  EXPECT_EQ(launch.launcher, "torchrun");
+  EXPECT_EQ(launch.distributed_type, "DEEPSPEED");
+  EXPECT_EQ(launch.env["PYTORCH_NVML_BASED_CUDA_CHECK"], "1");  // what importing DeepSpeed sets
   EXPECT_EQ(launch.env["ACCELERATE_CONFIG_DS_FIELDS"],
             "zero_stage,gradient_clipping,offload_optimizer_device,mixed_precision");
   EXPECT_EQ(launch.env["ACCELERATE_GRADIENT_CLIPPING"], "1.0");
   EXPECT_EQ(launch.env["ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"], "cpu");
   EXPECT_EQ(launch.env["PYTHONPATH"], "/work");
   // torchrun gives each of several workers one thread when nothing set it.
-  EXPECT_EQ(TorchrunWorkerEnvironment(launch, LocalPlaces(launch)[0], 0, {})["OMP_NUM_THREADS"], "1");
+  EXPECT_EQ(TorchrunWorkerEnvironment(launch, LocalPlaces(launch)[0], 0, "", {})["OMP_NUM_THREADS"], "1");
+}
+
+TEST(ScriptLaunch, DeepSpeedAcrossMachinesRunsDeepSpeedsRunner) {
+  PyDict ds = {{"zero_stage", N(2)}, {"deepspeed_hostfile", T("/job/hostfile")}};
+  ScriptLaunch launch = Plan({}, Config({{"distributed_type", T("DEEPSPEED")},
+                                         {"num_processes", N(16)},
+                                         {"num_machines", N(2)},
+                                         {"main_process_ip", T("10.0.0.1")},
+                                         {"deepspeed_config", {ds}}}));
+  EXPECT_EQ(launch.runner, Runner::kProcess);
+  EXPECT_TRUE(launch.deepspeed_env_file);
+  EXPECT_EQ(launch.command,
+            (std::vector<std::string>{"deepspeed", "--hostfile", "/job/hostfile", "--no_local_rank",
+                                      "--launcher", "pdsh", "--num_gpus", "8", "--master_addr", "10.0.0.1",
+                                      "--master_port", "29500", "train.py", "--lr", "3"}));
+}
+
+TEST(ScriptLaunch, AStringLinearPrecisionIsIndexedByCharacter) {
+  // Accelerate indexes the config file's text `(false, false, false)` one character at a time.
+  PyDict fp8 = {{"override_linear_precision", T("(false, false, false)")}};
+  ScriptLaunch launch = Plan({}, Config({{"distributed_type", T("MULTI_GPU")},
+                                         {"num_processes", N(2)},
+                                         {"mixed_precision", T("fp8")},
+                                         {"fp8_config", {fp8}}}));
+  EXPECT_EQ(launch.env["ACCELERATE_FP8_OVERRIDE_FPROP"], "(");
+  EXPECT_EQ(launch.env["ACCELERATE_FP8_OVERRIDE_DGRAD"], "f");
+  EXPECT_EQ(launch.env["ACCELERATE_FP8_OVERRIDE_WGRAD"], "a");
 }
 
 TEST(ScriptLaunch, AccelerateRaisesBecomeErrors) {

@@ -354,6 +354,10 @@ llvm::Error SetMixedPrecision(const LaunchNamespace& ns, std::map<std::string, s
       PyList items;
       if (const auto* tuple = std::get_if<PyValue::Tuple>(&value.value)) items = tuple->items;
       if (const auto* list = std::get_if<PyList>(&value.value)) items = *list;
+      // A string (a config file's `(false, false, false)`) is indexed as Accelerate indexes it:
+      // one character each.
+      if (const std::string* text = value.String())
+        for (char c : *text) items.push_back(PyValue{std::string(1, c)});
       const char* parts[] = {"FPROP", "DGRAD", "WGRAD"};
       for (size_t i = 0; i < 3 && i < items.size(); ++i)
         env[fmt::format("ACCELERATE_FP8_OVERRIDE_{}", parts[i])] = Str(items[i]);
@@ -586,22 +590,38 @@ llvm::Expected<ScriptLaunch> DeepSpeedLaunch(LaunchNamespace ns, const Validated
                                              const std::vector<std::string>& script_args, const Host& host) {
   ScriptLaunch launch;
   launch.runner = Runner::kTorchrun;
-  launch.launcher = "deepspeed";
+  launch.launcher = "torchrun";
   std::string multinode = ns.Get("deepspeed_multinode_launcher").IsNone()
                               ? std::string("pdsh")
                               : Str(ns.Get("deepspeed_multinode_launcher"));
-  if (AsInt(ns.Get("num_machines")).value_or(1) > 1 && multinode != "standard")
-    return Fail(fmt::format(
-        "`deepspeed_multinode_launcher: {}` starts every machine's processes from this one through "
-        "DeepSpeed's own "
-        "launcher (`deepspeed --launcher {}`), which accelrun does not drive; set "
-        "`deepspeed_multinode_launcher: "
-        "standard` and run accelrun on each machine with its `--machine_rank`, or use `accelerate launch`",
-        multinode, multinode));
   if (llvm::Error error = PlaceTorchrun(ns, host, launch)) return error;
   llvm::Expected<std::vector<std::string>> command = ScriptCommand(ns, script, script_args, host, true);
   if (!command) return command.takeError();
   launch.command = std::move(*command);
+  if (launch.nnodes > 1 && multinode != "standard") {
+    // DeepSpeed's runner starts every machine's ranks from here (over pdsh, ssh, MPI, ...).
+    launch.runner = Runner::kProcess;
+    launch.launcher = "deepspeed";
+    launch.command = {"deepspeed", "--hostfile", Str(ns.Get("deepspeed_hostfile"))};
+    if (multinode == "nossh")
+      launch.command.insert(launch.command.end(), {"--node_rank", Str(ns.Get("machine_rank")), "--no_ssh"});
+    else
+      launch.command.insert(launch.command.end(), {"--no_local_rank", "--launcher", multinode});
+    if (!ns.Get("deepspeed_exclusion_filter").IsNone())
+      launch.command.insert(launch.command.end(), {"--exclude", Str(ns.Get("deepspeed_exclusion_filter"))});
+    else if (!ns.Get("deepspeed_inclusion_filter").IsNone())
+      launch.command.insert(launch.command.end(), {"--include", Str(ns.Get("deepspeed_inclusion_filter"))});
+    else
+      launch.command.insert(launch.command.end(), {"--num_gpus", std::to_string(launch.nproc_per_node)});
+    if (Truthy(ns.Get("main_process_ip")))
+      launch.command.insert(launch.command.end(), {"--master_addr", Str(ns.Get("main_process_ip"))});
+    launch.command.insert(launch.command.end(), {"--master_port", std::to_string(launch.master_port)});
+    if (Flag(ns, "module")) launch.command.push_back("--module");
+    if (Flag(ns, "no_python")) launch.command.push_back("--no_python");
+    launch.command.push_back(script);
+    launch.command.insert(launch.command.end(), script_args.begin(), script_args.end());
+    launch.deepspeed_env_file = true;
+  }
   std::map<std::string, std::string>& env = launch.env;
   if (Flag(ns, "debug")) env["ACCELERATE_DEBUG_MODE"] = "true";
   SetVisibleDevices(ns, env);
@@ -618,6 +638,9 @@ llvm::Expected<ScriptLaunch> DeepSpeedLaunch(LaunchNamespace ns, const Validated
     }
   }
   env["PYTHONPATH"] = pythonpath + host.cwd;
+  // What importing DeepSpeed in Accelerate's process sets (os.environ.setdefault), which its
+  // workers inherit.
+  if (!host.env.count("PYTORCH_NVML_BASED_CUDA_CHECK")) env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1";
   if (llvm::Error error = SetMixedPrecision(ns, env)) return error;
   // The DeepSpeed settings the config file's section gave (the script's DeepSpeedPlugin must not
   // also take them from a DeepSpeed JSON), and the mixed precision when the file chose it.
@@ -654,7 +677,8 @@ llvm::Expected<ScriptLaunch> DeepSpeedLaunch(LaunchNamespace ns, const Validated
 }  // namespace
 
 llvm::Error CheckPort(ScriptLaunch& launch, const Host& host, bool starts_every_rank) {
-  if (launch.runner != Runner::kTorchrun || launch.node_rank != 0) return llvm::Error::success();
+  bool rendezvous = launch.runner == Runner::kTorchrun || launch.launcher == "deepspeed";
+  if (!rendezvous || launch.node_rank != 0) return llvm::Error::success();
   if (!host.port_in_use(launch.master_port)) return llvm::Error::success();
   if (launch.nnodes > 1 || !starts_every_rank)
     return Fail(fmt::format(
@@ -664,9 +688,10 @@ llvm::Error CheckPort(ScriptLaunch& launch, const Host& host, bool starts_every_
         "port "
         "(on a single node), you can set this to `0`.",
         launch.master_port));
-  // Accelerate's standalone mode: a free port of this machine.
+  // Accelerate's standalone mode: a free port of this machine, and torchrun's new run id.
   int requested = launch.master_port;
   launch.master_port = host.free_port();
+  launch.run_id = host.new_run_id();
   launch.warnings.push_back(fmt::format("Port `{}` is already in use; using the free port {} instead",
                                         requested, launch.master_port));
   return llvm::Error::success();
@@ -715,7 +740,7 @@ std::vector<WorkerPlace> LocalPlaces(const ScriptLaunch& launch) {
 }
 
 std::map<std::string, std::string> TorchrunWorkerEnvironment(
-    const ScriptLaunch& launch, const WorkerPlace& place, int restart_count,
+    const ScriptLaunch& launch, const WorkerPlace& place, int restart_count, const std::string& error_file,
     const std::map<std::string, std::string>& inherited) {
   std::map<std::string, std::string> env = {
       {"RANK", std::to_string(place.rank)},
@@ -732,7 +757,10 @@ std::map<std::string, std::string> TorchrunWorkerEnvironment(
       {"TORCHELASTIC_RESTART_COUNT", std::to_string(restart_count)},
       {"TORCHELASTIC_MAX_RESTARTS", std::to_string(launch.max_restarts)},
       {"TORCHELASTIC_RUN_ID", launch.run_id},
+      // torchrun's agent sets it in its own environment, which its workers inherit.
+      {"TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT"},
   };
+  if (!error_file.empty()) env["TORCHELASTIC_ERROR_FILE"] = error_file;
   // torchrun limits each of several workers to one OpenMP thread unless the variable is set.
   if (place.local_world_size > 1 && !inherited.count("OMP_NUM_THREADS") &&
       !launch.env.count("OMP_NUM_THREADS"))

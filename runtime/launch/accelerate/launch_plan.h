@@ -30,6 +30,8 @@ struct Host {
   std::string cwd;                         // the working directory, absolute
   std::function<bool(int port)> port_in_use = [](int) { return false; };
   std::function<int()> free_port = [] { return 0; };
+  // A new random run id (torchrun's uuid4 for a standalone launch).
+  std::function<std::string()> new_run_id = [] { return std::string("standalone"); };
   // mpirun or mpiexec from PATH, or why there is none.
   std::function<llvm::Expected<Mpirun>()> find_mpirun = [] {
     return llvm::Expected<Mpirun>(
@@ -61,6 +63,9 @@ struct ScriptLaunch {
   int max_restarts = 0;
   std::string role = "default";
   std::string run_id = "none";
+  // DeepSpeed's multi-machine runner: Accelerate also appends the variables to `.deepspeed_env`
+  // in the working directory, which the runner exports on every machine.
+  bool deepspeed_env_file = false;
   // Accelerate's own warnings (defaults it filled in, a port in use).
   std::vector<std::string> warnings;
 };
@@ -105,11 +110,13 @@ std::vector<WorkerPlace> LocalPlaces(const ScriptLaunch& launch);
 // after `restart_count` restarts: RANK, LOCAL_RANK, GROUP_RANK, ROLE_RANK, ROLE_NAME,
 // LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE, ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 // TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID,
-// TORCH_NCCL_ASYNC_ERROR_HANDLING (unless `inherited` has it), and OMP_NUM_THREADS=1 for
+// TORCHELASTIC_SIGNALS_TO_HANDLE, TORCHELASTIC_ERROR_FILE (`error_file`, where torch's `@record`
+// writes a failing worker's error; unset when empty), TORCH_NCCL_ASYNC_ERROR_HANDLING (unless
+// `inherited` has it), and OMP_NUM_THREADS=1 for
 // several workers when nothing set it. Not TORCHELASTIC_USE_AGENT_STORE: accelrun runs no agent
 // store, and a worker told to use one would wait for it forever.
 std::map<std::string, std::string> TorchrunWorkerEnvironment(
-    const ScriptLaunch& launch, const WorkerPlace& place, int restart_count,
+    const ScriptLaunch& launch, const WorkerPlace& place, int restart_count, const std::string& error_file,
     const std::map<std::string, std::string>& inherited);
 
 }  // namespace accel::rt::launch::accelerate
