@@ -210,6 +210,8 @@ int ChooseDevice(plan::Plan& plan, const LaunchCommandOptions& options, const ch
   }
   if (options.device == plan::Device::cpu || init->rehearsal) changes = launch::RehearseOnCpu(plan);
   if (init->device != plan::Device::cuda) return 0;
+  // A dry run starts nothing: a GPU plan can be inspected on a laptop without a CUDA LibTorch.
+  if (options.dry_run) return 0;
   llvm::Expected<TorchFacts> facts = AskWorkerForFacts(WorkerExecutable(argv0));
   std::string why;
   if (!facts) {
@@ -351,6 +353,8 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
         "for one task per rank");
   }
 
+  if (options.dry_run && init->device == plan::Device::cuda)
+    placement->notes.push_back("dry run: whether this machine's workers see a CUDA device is not checked");
   // Checked before anything is locked or written: a flag that cannot work is a usage error.
   int max_restarts = options.max_restarts.value_or(0);
   if (std::string why = launch::WhyRestartsCannotWork(topology); max_restarts > 0 && !why.empty()) {
