@@ -26,6 +26,9 @@ struct Failure {
   ExitStatus status;
 };
 
+// How soon after a rank finished early a peer's failure is taken for its consequence.
+constexpr std::chrono::seconds kLeftEarlyBlame{10};
+
 bool IsPeerFailureCode(const ExitStatus& status) {
   return !status.signaled && status.code == kWorkerExitPeerFailure;
 }
@@ -298,6 +301,25 @@ LaunchResult Supervisor::Run() {
     return result;
   }
   Failure named = root_cause ? *root_cause : peer_failures.front();
+  // A rank that left just before its peer failed is the cause: the failure is the peer's next
+  // collective finding it gone (`Connection closed by peer`).
+  if (options_.early_exit_limit.count() > 0 && first_done &&
+      Clock::now() - first_done->second <= kLeftEarlyBlame) {
+    size_t stopped = running_.size();
+    StopAll();
+    result.failed_rank = first_done->first;
+    result.stalled = true;
+    result.failed_tail = output_.Tail(named.rank);
+    result.message = fmt::format(
+        "rank {} exited successfully while its peers were still running, and {} {:.1f} s later: a rank that "
+        "leaves "
+        "early breaks its peers' next collective; stopped {} other worker{}",
+        first_done->first, DescribeFailure(named),
+        std::chrono::duration<double>(Clock::now() - first_done->second).count(), stopped,
+        stopped == 1 ? "" : "s");
+    result.message += TailOf(named.rank);
+    return result;
+  }
   std::vector<Failure> others;
   for (const Failure& failure : peer_failures)
     if (failure.status.pid != named.status.pid) others.push_back(failure);

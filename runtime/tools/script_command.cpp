@@ -56,6 +56,8 @@ struct ScriptOptions {
   bool json = false;
   bool help = false;
   std::optional<std::string> rdzv_id;
+  // --device cpu: a GPU config's processes join one Gloo group on CPUs (ACCELERATE_USE_CPU).
+  bool rehearse_on_cpu = false;
   // How long the other ranks may run on after one finished (0: no limit).
   std::chrono::milliseconds early_exit_limit{std::chrono::minutes(30)};
   // The watchdog for ranks that speak the progress protocol (ACCEL_PROGRESS_FD).
@@ -100,6 +102,18 @@ std::vector<cli::Option> OwnOptions(ScriptOptions& o) {
               "stop the job when a rank that reports progress (ACCEL_PROGRESS_FD)\n"
               "goes silent this long (default 1800; 0: off)",
               o.progress_timeout),
+      cli::Option{.names = {"--device"},
+                  .value_name = "cpu",
+                  .help = "cpu: rehearse a GPU config on CPU processes: each gets\n"
+                          "ACCELERATE_USE_CPU=True, so Accelerate joins them in one Gloo group",
+                  .apply = [&o](std::string_view, std::string_view value) -> std::string {
+                    if (value != "cpu")
+                      return fmt::format("`--device {}` is unknown here; expected cpu", value);
+                    o.rehearse_on_cpu = true;
+                    return "";
+                  },
+                  .needs = "cpu",
+                  .allow_empty = false},
       cli::Option{.names = {"--rdzv-id"},
                   .value_name = "<id>",
                   .help = "the launch id the processes get in ACCEL_LAUNCH_ID",
@@ -176,9 +190,8 @@ std::string Split(const std::vector<std::string>& args, CommandLine& line) {
     bool known = acc::IsLaunchOption(name) || IsOwnOption(name, own_takes_value);
     if (!known) {
       std::vector<std::string> names = acc::LaunchOptionNames();
-      for (const char* own :
-           {"--dry-run", "--format", "--early-exit-timeout", "--progress-timeout", "--rdzv-id"})
-        names.push_back(own);
+      ScriptOptions unused;
+      for (const cli::Option& option : OwnOptions(unused)) names.push_back(option.names.back());
       std::string guess = diag::ClosestMatch(name, names);
       return fmt::format("unknown option `{}`{}", name,
                          guess.empty() ? "" : fmt::format("; did you mean `{}`?", guess));
@@ -638,6 +651,13 @@ int RunScriptCommand(const std::vector<std::string>& args) {
   }
   acc::ScriptLaunch& plan = *planned;
   std::vector<std::string> notes;
+  if (own.rehearse_on_cpu) {
+    // Without it, Accelerate's workers on a machine without CUDA each train alone.
+    plan.env["ACCELERATE_USE_CPU"] = "True";
+    notes.push_back(
+        "rehearsal on CPU (--device cpu): ACCELERATE_USE_CPU=True, one Gloo group; an FSDP or "
+        "DeepSpeed config runs as MULTI_CPU there, without its plugin");
+  }
   llvm::Expected<std::vector<acc::WorkerPlace>> places = Places(plan, ns, env, notes);
   if (!places) {
     fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(places.takeError()));

@@ -207,6 +207,28 @@ TEST(Launcher, RankThatFinishesWhileOthersRunIsNamedAfterTheLimit) {
   EXPECT_LT(seconds, 10.0);
 }
 
+TEST(Launcher, PeerFailingRightAfterARankLeftEarlyBlamesTheRankThatLeft) {
+  PosixSpawner spawner;
+  // Rank 1 returns; rank 0's next collective then fails (over Gloo: the connection closes).
+  LaunchOptions options =
+      ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 1 ]; then exit 0; fi; sleep 0.3; echo closed by peer; exit 1");
+  options.early_exit_limit = std::chrono::milliseconds(60000);
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_FALSE(result.success);
+  EXPECT_EQ(result.failed_rank, 1);
+  EXPECT_NE(result.message.find("rank 1 exited successfully while its peers were still running, and rank 0"),
+            std::string::npos)
+      << result.message;
+  EXPECT_NE(result.message.find("closed by peer"), std::string::npos) << result.message;  // rank 0's tail
+}
+
+TEST(Launcher, WithoutTheEarlyExitLimitAFailureAfterARankFinishedIsItsOwn) {
+  PosixSpawner spawner;
+  LaunchOptions options = ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 1 ]; then exit 0; fi; sleep 0.3; exit 1");
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_EQ(result.failed_rank, 0) << result.message;
+}
+
 TEST(Launcher, RanksFinishingTogetherWithinTheLimitSucceed) {
   PosixSpawner spawner;
   LaunchOptions options = ShellWorkers(2, "if [ \"$ACCEL_RANK\" = 1 ]; then exit 0; fi; sleep 0.3");
