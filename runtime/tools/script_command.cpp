@@ -464,7 +464,7 @@ std::vector<Process> Processes(const acc::ScriptLaunch& plan, const std::vector<
   return processes;
 }
 
-void PrintDryRunText(const acc::ScriptLaunch& plan, const std::vector<Process>& processes) {
+void PrintDryRunText(const std::vector<Process>& processes) {
   for (const Process& process : processes) {
     fmt::print("rank {} (local rank {})\n", process.rank, process.local_rank);
     std::string command;
@@ -474,7 +474,6 @@ void PrintDryRunText(const acc::ScriptLaunch& plan, const std::vector<Process>& 
     for (const auto& [name, value] : process.spec.env)
       fmt::print("  env: {}={}\n", name, cli::ShellWord(value));
   }
-  (void)plan;
 }
 
 void PrintDryRunJson(const acc::ScriptLaunch& plan, const std::vector<Process>& processes) {
@@ -693,7 +692,7 @@ int RunScriptCommand(const std::vector<std::string>& args) {
   for (const std::string& note : notes) fmt::print("accelrun: {}\n", note);
   for (const std::string& warning : plan.warnings) fmt::print("accelrun: note: {}\n", warning);
   if (own.dry_run) {
-    PrintDryRunText(plan, processes);
+    PrintDryRunText(processes);
     return 0;
   }
   if (plan.launcher == "deepspeed") {
