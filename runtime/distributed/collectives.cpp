@@ -4,7 +4,11 @@
 
 #include <stdexcept>
 
+#include <stdlib.h>
+
 namespace accel::rt::distributed {
+
+void KeepFlightRecorderOff() { ::setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0); }
 
 std::unique_ptr<PendingWork> Collectives::AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) {
   AllReduce(tensors, op);

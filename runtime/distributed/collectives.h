@@ -149,6 +149,13 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options);
 // the back end does not load or no GPU is visible.
 std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank);
 
+// Turns PyTorch's collective flight recorder off unless the user sized it (TORCH_FR_BUFFER_SIZE).
+// Every group in a process shares one recorder, whose first record for a group edits a map
+// outside its lock: two groups starting collectives on two threads at once corrupt it and
+// crash. Accel never dumps that record (its own watchdog names a stuck rank), so it is pure
+// cost on every collective. Call once, before any thread starts: it sets the environment.
+void KeepFlightRecorderOff();
+
 // ConnectGloo or ConnectNccl by the plan's backend name (`gloo`, `nccl`).
 std::unique_ptr<Collectives> Connect(const std::string& backend, const RendezvousOptions& options,
                                      int local_rank);

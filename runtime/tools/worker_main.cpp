@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/cli/arguments.h"
+#include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/tools/torch_facts.h"
 #include "runtime/tools/worker_command.h"
@@ -26,6 +27,7 @@ struct WorkerOptions {
 }  // namespace
 
 int main(int argc, char** argv) {
+  accel::rt::distributed::KeepFlightRecorderOff();
   WorkerOptions o;
   // Where this rank sits comes from the launcher's environment; the options add the rest.
   o.command.worker.context = accel::rt::train::WorkerContextFromEnvironment();

@@ -14,6 +14,7 @@
 #include "runtime/distributed/random.h"
 #include "runtime/launch/launcher.h"
 #include "tests/support/fault_injection.h"
+#include "tests/support/gloo_ranks.h"
 
 namespace accel::rt::distributed {
 namespace {
@@ -34,8 +35,7 @@ void RunRanks(int world, Body body, int timeout_ms = 10000) {
   std::vector<std::future<void>> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<Collectives> group =
-          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)});
+      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, world, port, timeout_ms));
       DataOps ops(*group);
       body(rank, ops);
     }));
@@ -52,8 +52,7 @@ auto RunCountedRanks(int world, Body body) {
   std::vector<std::future<Result>> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::async(std::launch::async, [=] {
-      FaultInjectingCollectives counted(
-          ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::seconds(10)}), {});
+      FaultInjectingCollectives counted(ConnectGloo(LoopbackOptions(rank, world, port, 10000)), {});
       DataOps ops(counted);
       return body(rank, ops, counted);
     }));
@@ -349,8 +348,7 @@ TEST(Random, SynchronizeRngStatesGivesEveryRankRankZerosStream) {
   std::vector<std::future<std::vector<float>>> ranks;
   for (int rank = 0; rank < 2; ++rank) {
     ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<Collectives> group =
-          ConnectGloo({rank, 2, "127.0.0.1", port, std::chrono::seconds(10)});
+      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, 2, port, 10000));
       at::Generator generator = at::detail::createCPUGenerator(100 + rank);
       SynchronizeRngStates(*group, {"generator"}, &generator);
       at::Tensor drawn = at::rand({4}, generator);
@@ -451,7 +449,7 @@ TEST(Ops, TensorsOnAnotherDeviceThanTheGroupAreRejectedBeforeAnyDataMoves) {
 }
 
 TEST(Connect, ChoosesTheBackendByNameAndExplainsAMissingOne) {
-  RendezvousOptions options{0, 1, "127.0.0.1", launch::PickFreePort(), std::chrono::seconds(5)};
+  RendezvousOptions options = LoopbackOptions(0, 1, launch::PickFreePort(), 5000);
   EXPECT_NE(ErrorOf([&] { Connect("mpi", options, 0); }).find("unknown process-group backend `mpi`"),
             std::string::npos);
   // The NCCL back end is built with every runtime; without a GPU it says so before the rendezvous.

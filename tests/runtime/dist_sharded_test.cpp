@@ -215,7 +215,9 @@ void ExpectGatherDeliversEveryChunkToTheRoot(int world, int root, bool through_d
     Collectives& collectives = through_default ? static_cast<Collectives&>(plain) : *group;
     at::Tensor output = rank == root ? at::full({world * 3}, -1.0f) : at::Tensor();
     collectives.Gather(NumberedChunks(world, 3)[rank], output, root);
-    if (rank == root) EXPECT_TRUE(at::equal(output, at::cat(NumberedChunks(world, 3)))) << output;
+    if (rank == root) {
+      EXPECT_TRUE(at::equal(output, at::cat(NumberedChunks(world, 3)))) << output;
+    }
   });
 }
 

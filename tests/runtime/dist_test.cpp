@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <thread>
 
@@ -19,13 +20,10 @@
 #include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
+#include "tests/support/gloo_ranks.h"
 
 namespace accel::rt::distributed {
 namespace {
-
-RendezvousOptions Options(int rank, int world, int port, int timeout_ms) {
-  return {rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)};
-}
 
 // Runs `body(rank, collectives)` on `world` threads joined into one group.
 template <typename Body>
@@ -34,7 +32,7 @@ void RunRanks(int world, Body body, int timeout_ms = 10000) {
   std::vector<std::future<void>> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<Collectives> group = ConnectGloo(Options(rank, world, port, timeout_ms));
+      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, world, port, timeout_ms));
       body(rank, *group);
     }));
   }
@@ -63,7 +61,7 @@ TEST(Gloo, AbsentPeerFailsTheRendezvousWithinTheTimeout) {
   int port = launch::PickFreePort();
   auto started = std::chrono::steady_clock::now();
   try {
-    ConnectGloo(Options(0, 2, port, 1500));
+    ConnectGloo(LoopbackOptions(0, 2, port, 1500));
     FAIL() << "the rendezvous completed without rank 1";
   } catch (const CollectiveError& error) {
     EXPECT_NE(std::string(error.what()).find("rendezvous at 127.0.0.1"), std::string::npos) << error.what();
@@ -78,7 +76,7 @@ TEST(Gloo, RankZeroThatNeverServesFailsTheOthersWithinTheTimeout) {
   int port = launch::PickFreePort();
   auto started = std::chrono::steady_clock::now();
   try {
-    ConnectGloo(Options(1, 2, port, 1500));
+    ConnectGloo(LoopbackOptions(1, 2, port, 1500));
     FAIL() << "the rendezvous completed without rank 0";
   } catch (const CollectiveError& error) {
     EXPECT_NE(
@@ -98,7 +96,7 @@ TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
   std::promise<void> rank0_connected;
   std::promise<void> rank1_gone;
   auto rank1 = std::async(std::launch::async, [&] {
-    std::unique_ptr<Collectives> group = ConnectGloo(Options(1, 2, port, 2000));
+    std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(1, 2, port, 2000));
     // The group is formed once both ranks have returned from the connect: leaving earlier
     // fails rank 0's connect instead (Gloo may still be reading this rank's handshake).
     rank0_connected.get_future().wait();
@@ -107,7 +105,7 @@ TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
   });
   std::unique_ptr<Collectives> group;
   try {
-    group = ConnectGloo(Options(0, 2, port, 2000));
+    group = ConnectGloo(LoopbackOptions(0, 2, port, 2000));
   } catch (...) {
     rank0_connected.set_value();  // else rank 1 would wait forever and the test hang
     throw;
@@ -127,7 +125,7 @@ TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
 TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
   int port = launch::PickFreePort();
   auto options = [port](int rank, const std::string& launch) {
-    RendezvousOptions o = Options(rank, 2, port, 4000);
+    RendezvousOptions o = LoopbackOptions(rank, 2, port, 4000);
     o.launch_id = launch;
     return o;
   };
@@ -171,7 +169,7 @@ TEST(Gloo, AWriteToAPeerThatLeftFailsInsteadOfKillingTheRank) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        std::unique_ptr<Collectives> group = ConnectGloo(Options(0, 1, launch::PickFreePort(), 2000));
+        std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(0, 1, launch::PickFreePort(), 2000));
         int ends[2];
         if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) != 0) std::_Exit(2);
         close(ends[1]);
@@ -191,6 +189,20 @@ TEST(Rendezvous, TextValuesAreNeverEmptyInTheStoreAndReadBackAsWritten) {
     EXPECT_FALSE(store.get("key").empty()) << "`" << text << "` was stored as an empty value";
     EXPECT_EQ(internal::GetStoreText(store, "key"), text);
   }
+}
+
+// PyTorch's flight recorder crashes when groups on two threads start at once; it is off unless
+// the user sized it, and a user's size is kept.
+TEST(FlightRecorder, IsOffUnlessTheUserSizedIt) {
+  const char* kSize = "TORCH_FR_BUFFER_SIZE";
+  ::unsetenv(kSize);
+  KeepFlightRecorderOff();
+  ASSERT_NE(std::getenv(kSize), nullptr);
+  EXPECT_STREQ(std::getenv(kSize), "0");
+  ::setenv(kSize, "500", 1);
+  KeepFlightRecorderOff();
+  EXPECT_STREQ(std::getenv(kSize), "500");
+  ::setenv(kSize, "0", 1);
 }
 
 TEST(SingleProcess, OperationsAreTheIdentity) {

@@ -15,6 +15,7 @@
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/train/reducer.h"
+#include "tests/support/gloo_ranks.h"
 
 namespace accel::rt::train {
 namespace {
@@ -133,7 +134,7 @@ void RunRanks(int world, Body body, int timeout_ms = 10000) {
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::async(std::launch::async, [=] {
       std::unique_ptr<distributed::Collectives> group =
-          distributed::ConnectGloo({rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)});
+          distributed::ConnectGloo(distributed::LoopbackOptions(rank, world, port, timeout_ms));
       body(rank, *group);
     }));
   }

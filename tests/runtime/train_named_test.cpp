@@ -23,6 +23,7 @@
 #include "runtime/train/data_source.h"
 #include "runtime/train/evaluation.h"
 #include "runtime/train/trainer.h"
+#include "tests/support/gloo_ranks.h"
 #include "tests/support/plan_builders.h"
 #include "tests/unit/scratch_dir.h"
 
@@ -304,7 +305,7 @@ TEST(NamedColumns, EvaluationPadsTokenPredictionsAcrossProcesses) {
   for (int rank = 0; rank < 2; ++rank) {
     ranks.push_back(std::async(std::launch::async, [&, rank] {
       std::unique_ptr<distributed::Collectives> group =
-          distributed::ConnectGloo({rank, 2, "127.0.0.1", port, std::chrono::seconds(10)});
+          distributed::ConnectGloo(distributed::LoopbackOptions(rank, 2, port, 10000));
       distributed::DataOps ops(*group);
       return evaluate(2, rank, ops);
     }));

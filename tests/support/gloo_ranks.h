@@ -13,8 +13,17 @@
 
 namespace accel::rt::distributed {
 
+// Ranks as threads are exactly the case PyTorch's flight recorder cannot take (see
+// KeepFlightRecorderOff); set before main, so before any thread.
+inline const bool kFlightRecorderOff = (KeepFlightRecorderOff(), true);
+
 inline RendezvousOptions LoopbackOptions(int rank, int world, int port, int timeout_ms) {
-  return {rank, world, "127.0.0.1", port, std::chrono::milliseconds(timeout_ms)};
+  RendezvousOptions options;
+  options.rank = rank;
+  options.world_size = world;
+  options.master_port = port;
+  options.timeout = std::chrono::milliseconds(timeout_ms);
+  return options;
 }
 
 // Runs `body(rank, collectives)` on `world` threads joined into one group; rethrows the first
