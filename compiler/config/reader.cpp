@@ -34,9 +34,11 @@ bool EndsWith(const std::string& text, std::string_view suffix) {
 
 class Reader {
  public:
-  Reader(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, YamlParser parser)
+  Reader(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, const KeyOwners& owners,
+         YamlParser parser)
       : source_(source),
         diagnostics_(diagnostics),
+        owners_(owners),
         json_(EndsWith(source.name(), ".json")),
         parser_(parser) {}
 
@@ -97,6 +99,16 @@ class Reader {
     }
     config.kind = ChooseKind(root);
     config.root_record = RootRecord(config.kind, root);
+    if (config.kind == FileKind::DeepSpeedConfig && !json_) {
+      diagnostics_.Emit(diag::Kind::KindByContent, &source_, first_deepspeed_key_, deepspeed_keys_,
+                        deepspeed_keys_ == 1 ? "is" : "are", accelerate_keys_);
+      // DeepSpeed, Accelerate and the Trainer all read a DeepSpeed config with json.load,
+      // whatever its name: where the text is JSON, type its values as JSON does.
+      if (parser_ == YamlParser::kOwnReaders && !ParseJson(source_.text(), {kMaxNesting, kMaxValues}).error) {
+        json_ = true;
+        return ReadJson(std::move(config));
+      }
+    }
     // Accelerate's loader and launcher read `key: null` as the key's absence (a dataclass field
     // of None is what launch fills in). DeepSpeed does not: `.get` returns the None, so a JSON
     // null keeps its own checks.
@@ -116,6 +128,7 @@ class Reader {
       config.file.jobs.push_back(std::move(job));
       return config;
     }
+    config.null_keys = std::move(null_keys_);
     // A missing top-level key is reported at the first key, not at a comment above it.
     if (!job.body.statements.empty()) job.name.span = job.body.statements.front().path[0].span;
     config.file.jobs.push_back(std::move(job));
@@ -173,14 +186,38 @@ class Reader {
     sequence.ForEachItem(visit);
   }
 
-  // A `.json` file without Accelerate's top-level keys is a DeepSpeed config.
+  // The kind more top-level keys belong to; on a tie, a `.json` file without Accelerate's
+  // identifying keys is a DeepSpeed config.
   template <typename Node>
-  FileKind ChooseKind(const Node& root) const {
+  FileKind ChooseKind(const Node& root) {
     if (ScalarAt(root, "job")) return FileKind::JobSpec;
+    CountKeyOwners(root);
+    if (deepspeed_keys_ != accelerate_keys_) {
+      return deepspeed_keys_ > accelerate_keys_ ? FileKind::DeepSpeedConfig : FileKind::AccelerateConfig;
+    }
     if (json_ && !HasKey(root, "distributed_type") && !HasKey(root, "compute_environment")) {
       return FileKind::DeepSpeedConfig;
     }
     return FileKind::AccelerateConfig;
+  }
+
+  // Counts the top-level keys that only an Accelerate config has and those only a DeepSpeed
+  // config has, and where the first of the latter is.
+  template <typename Node>
+  void CountKeyOwners(const Node& root) {
+    accelerate_keys_ = deepspeed_keys_ = 0;
+    if (!owners_.accelerate || !owners_.deepspeed) return;
+    ForEachEntry(root, [&](const Node& key, const Node&) {
+      if (!key.IsScalar()) return;
+      std::string_view name = key.Scalar();
+      bool accelerate = owners_.accelerate(name), deepspeed = owners_.deepspeed(name);
+      if (accelerate == deepspeed) return;
+      if (accelerate) {
+        ++accelerate_keys_;
+      } else if (deepspeed_keys_++ == 0) {
+        first_deepspeed_key_ = ScalarSpan(key);
+      }
+    });
   }
 
   template <typename Node>
@@ -222,6 +259,9 @@ class Reader {
     });
     // After the duplicate check, so that a later `key: null` still unsets an earlier value.
     if (drop_nulls_) {
+      for (const ast::Statement& s : statements) {
+        if (depth == 1 && s.value->kind == ast::ExprKind::None) null_keys_.push_back(s.path[0]);
+      }
       statements.erase(
           std::remove_if(statements.begin(), statements.end(),
                          [](const ast::Statement& s) { return s.value->kind == ast::ExprKind::None; }),
@@ -458,10 +498,16 @@ class Reader {
 
   const source::SourceFile& source_;
   diag::DiagnosticEngine& diagnostics_;
+  const KeyOwners& owners_;
   bool json_;
   YamlParser parser_;
   // Accelerate config files read `key: null` as an unset key.
   bool drop_nulls_ = false;
+  std::vector<ast::Name> null_keys_;
+  // Top-level keys only one kind of file has (CountKeyOwners).
+  int accelerate_keys_ = 0;
+  int deepspeed_keys_ = 0;
+  source::Span first_deepspeed_key_;
   // Values read so far, aliases counted at every use (kMaxValues).
   int64_t values_ = 0;
 };
@@ -473,8 +519,8 @@ bool IsConfigFileName(const std::string& path) {
 }
 
 ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
-                          YamlParser parser) {
-  return Reader(source, diagnostics, parser).Read();
+                          const KeyOwners& owners, YamlParser parser) {
+  return Reader(source, diagnostics, owners, parser).Read();
 }
 
 }  // namespace accel::config

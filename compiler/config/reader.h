@@ -1,7 +1,10 @@
 #ifndef ACCEL_COMPILER_CONFIG_READER_H_
 #define ACCEL_COMPILER_CONFIG_READER_H_
 
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/diagnostic.h"
@@ -23,6 +26,9 @@ struct ConfigFile {
   // literals (ast::Expr of kind Record with an empty type name), sequences lists, scalars
   // literals typed the way Accelerate's loader types them; every node spans its YAML text.
   ast::File file;
+  // Top-level keys of an Accelerate config set to null, left out of `file` because Accelerate's
+  // loader reads them as unset.
+  std::vector<ast::Name> null_keys;
 };
 
 // True for the file names `accelc check` reads as config files rather than `.accel` specs.
@@ -37,13 +43,26 @@ enum class YamlParser {
   kYamlCpp,  // yaml-cpp only, for JSON too: what the tests compare our readers with
 };
 
+// Which top-level keys each kind of file has, from the schema (the driver passes its stdlib's).
+// A file's kind is decided by its keys: DeepSpeed JSON saved as `.yaml`, or carrying one
+// Accelerate key, is still a DeepSpeed config. Empty: by the name and Accelerate's two
+// identifying keys alone.
+struct KeyOwners {
+  std::function<bool(std::string_view)> accelerate;  // a key of an Accelerate config
+  std::function<bool(std::string_view)> deepspeed;   // a key of a DeepSpeed config
+};
+
 // Parses `source` as YAML, or as JSON when the name ends in `.json`: as Python's json.load
 // reads it (RFC 8259 and `NaN`, `Infinity`, `-Infinity`), with JSON's number rules.
 // Plain YAML scalars resolve as PyYAML's safe loader does (YAML 1.1: `yes`/`off` are bools,
 // `1e5` without a dot is a string), because that is what Accelerate sees. Syntax errors are
 // reported as A1001 with the parser's location; JSON nested deeper than 256 levels is A1006.
+// The kind is the one more of the top-level keys belong to (ties: `.json` without
+// `distributed_type` or `compute_environment` is DeepSpeed's); DeepSpeed content in a file not
+// named `.json` gets a note (A2027) and, being JSON, is typed as json.load types it, because
+// every DeepSpeed reader loads it with json.load whatever its name.
 ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
-                          YamlParser parser = YamlParser::kOwnReaders);
+                          const KeyOwners& owners = {}, YamlParser parser = YamlParser::kOwnReaders);
 
 }  // namespace accel::config
 

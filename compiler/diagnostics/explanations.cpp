@@ -9,6 +9,10 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A0001", "A note pointing at a declaration the diagnostic above refers to."},
       {"A0002", "A note pointing at the first place a value was set."},
       {"A0003", "A note pointing at another field a broken rule reads, with its value."},
+      {"A0004",
+       "A file not named `.json` was read as a DeepSpeed config because more of its top-level keys are "
+       "DeepSpeed's than Accelerate's. DeepSpeed, Accelerate and the Trainer load a DeepSpeed config with "
+       "json.load whatever its name, so JSON text is typed as JSON.\nFix: nothing, or name it `.json`."},
       {"A1001",
        "The parser expected something else at this point, e.g. a missing `}` or `=`.\n"
        "Fix: the message says what was expected; compare with docs/language.md.\n"
@@ -162,6 +166,11 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "`same_length`) names a column that the dataset's `columns` list leaves out, so the run could never "
        "pad it. Checked only when `columns` is given; otherwise accelrun checks the names against the files "
        "and stops before the first step.\nFix: correct the column's name, or add it to `columns`."},
+      {"A3013",
+       "An Accelerate config sets a key to null that Accelerate's loader requires only to be present: "
+       "`distributed_type: null` loads (a missing `distributed_type` is refused), and `accelerate launch` "
+       "then uses no distributed engine and starts one plain process. The key is checked as the value that "
+       "does the same (`NO`).\nFix: write that value, or the engine you mean."},
       {"A4001",
        "Retired: `compute.distributed_type` named an engine accelrun did not run. Every engine now lowers "
        "(NO, MULTI_CPU, MULTI_GPU, FSDP, DEEPSPEED) or is refused with its own code (MEGATRON_LM A4004, "

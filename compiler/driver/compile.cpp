@@ -143,10 +143,62 @@ std::string ToolFor(config::FileKind kind, std::string_view text, const std::str
   return text.find("\"auto\"") != std::string_view::npos ? "accelerate" : "deepspeed";
 }
 
+// Which top-level keys belong to an Accelerate config and which to a DeepSpeed config, by
+// their records in the schema: a file's kind is decided by its keys.
+config::KeyOwners KeyOwnersOf(const sema::Schema& schema) {
+  auto owns = [&schema](std::vector<std::string> records) {
+    return [&schema, records](std::string_view key) {
+      for (const std::string& name : records) {
+        auto record = schema.records.find(name);
+        if (record == schema.records.end()) continue;
+        if (record->second.FindFileKey(key) || record->second.FindAlias(key)) return true;
+      }
+      return false;
+    };
+  };
+  return {owns({"ClusterConfig", "SageMakerConfig"}), owns({"DeepSpeedConfig"})};
+}
+
+// Top-level keys that Accelerate's loader takes as null where it refuses them missing
+// (`ClusterConfig` declares them without a default), what `accelerate launch` then does, and
+// the value that says the same.
+struct NullKey {
+  std::string_view key;
+  std::string_view effect;
+  std::string_view same_as;
+};
+constexpr NullKey kNullKeys[] = {
+    {"distributed_type", "`accelerate launch` then starts one plain process with no distributed engine",
+     "NO"},
+};
+
+// A null key of kNullKeys is checked as the value that does the same, with a warning, instead
+// of being reported missing.
+void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine& diagnostics) {
+  for (const ast::Name& name : config.null_keys) {
+    for (const NullKey& null : kNullKeys) {
+      if (name.text != null.key) continue;
+      diagnostics.Emit(diag::Kind::NullKeyTakenAsUnset, config.file.source, name.span, name.text, null.effect,
+                       null.same_as);
+      ast::Statement statement;
+      statement.path.push_back(name);
+      statement.value = std::make_unique<ast::Expr>();
+      statement.value->kind = ast::ExprKind::String;
+      statement.value->text = std::string(null.same_as);
+      statement.value->span = statement.span = name.span;
+      config.file.jobs.front().body.statements.push_back(std::move(statement));
+    }
+  }
+}
+
 void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
-  config::ConfigFile config = config::ReadConfigFile(*compilation.source, compilation.diagnostics);
+  config::ConfigFile config =
+      config::ReadConfigFile(*compilation.source, compilation.diagnostics, KeyOwnersOf(stdlib.schema()));
   if (config.file.jobs.empty()) return;  // unreadable: the reader said why
+  for (const ast::Name& name : config.null_keys) compilation.null_keys.push_back(name.text);
+  if (config.kind == config::FileKind::AccelerateConfig)
+    ReadNullKeysAsLaunchDoes(config, compilation.diagnostics);
   compilation.tree = std::make_unique<ast::File>(std::move(config.file));
   compilation.root_record = config.root_record;
   const ast::File& file = *compilation.tree;
@@ -160,6 +212,10 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
     // them matches no argument and is dropped, though published configs put them there.
     check.foreign_keys = {{"deepspeed_config", "DeepSpeedConfig", "`accelerate launch`",
                            "the DeepSpeed JSON file that `deepspeed_config_file` names"}};
+  } else if (config.kind == config::FileKind::DeepSpeedConfig) {
+    // An Accelerate key in a DeepSpeed config: DeepSpeed reads its top level with `.get`.
+    check.foreign_keys = {
+        {"", "ClusterConfig", "DeepSpeed", "the Accelerate config file (`accelerate launch --config_file`)"}};
   }
   check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
   check.yaml_scalars = true;

@@ -313,7 +313,7 @@ class Checker {
                               const source::SourceFile* file, const std::string& prefix) {
     if (!options_.file_keys) return false;
     for (const ForeignKeys& foreign : options_.foreign_keys) {
-      if (prefix != foreign.section + ".") continue;
+      if (prefix != (foreign.section.empty() ? "" : foreign.section + ".")) continue;
       auto other = schema_.records.find(foreign.record);
       if (other == schema_.records.end() || other->second.FindFileKey(name.text) == nullptr) continue;
       diagnostics_.Emit(diag::Kind::KeyOfAnotherFile, file, name.span, name.text, foreign.record, record.name,

@@ -50,7 +50,7 @@ struct Composition {
 // A top-level section of a config file whose unknown keys are often meant for another file:
 // `deepspeed_config` in an Accelerate config, where DeepSpeed JSON keys have no effect.
 struct ForeignKeys {
-  std::string section;  // the section's config-file key, e.g. `deepspeed_config`
+  std::string section;  // the section's config-file key, e.g. `deepspeed_config`; "": the top level
   std::string record;   // the record of the other file, e.g. `DeepSpeedConfig`
   std::string reader;   // who ignores the key in the section, e.g. "`accelerate launch`"
   std::string where;    // where the key belongs, e.g. "the JSON file `deepspeed_config_file` names"

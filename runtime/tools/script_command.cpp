@@ -297,6 +297,12 @@ std::optional<acc::ConfigFile> CheckConfig(const std::string& path) {
   acc::ConfigFile config{path, {}};
   if (compilation.tree && !compilation.tree->jobs.empty())
     config.values = ToPython(compilation.tree->jobs.front().body);
+  // Accelerate's loader keeps a null key as None, which is not always its absence: a null
+  // `distributed_type` is not NO, so no `num_processes` of 1 is filled in.
+  for (const std::string& name : compilation.null_keys) {
+    std::erase_if(config.values, [&name](const auto& entry) { return entry.first == name; });
+    config.values.emplace_back(name, acc::PyValue{});
+  }
   return config;
 }
 

@@ -43,7 +43,7 @@ void Describe(const ast::Block& block, std::string& out) {
 // record, and the diagnostics as printed.
 std::string ReadAll(const source::SourceFile& source, YamlParser parser) {
   diag::DiagnosticEngine diagnostics;
-  ConfigFile config = ReadConfigFile(source, diagnostics, parser);
+  ConfigFile config = ReadConfigFile(source, diagnostics, {}, parser);
   std::string tree;
   for (const ast::JobDecl& job : config.file.jobs) {
     tree += fmt::format("job {}@{}-{} {}-{} ", job.name.text, job.name.span.begin, job.name.span.end,
