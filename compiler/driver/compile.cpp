@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <string_view>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "compiler/config/reader.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
@@ -191,6 +194,43 @@ void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine
   }
 }
 
+// Keys `accelerate launch` hands its workers through `str()` in an environment variable, which
+// the plugin splits at commas: a YAML list arrives as the text `['A', 'B']` and names no class.
+// `read_when` is the setting under which the plugin reads the key (and raises on the name).
+struct StringifiedKey {
+  std::string_view section;    // the section's field, e.g. `fsdp_config`
+  std::string_view field;      // e.g. `transformer_cls_names_to_wrap`
+  std::string_view read_when;  // an enum field of the section ...
+  std::string_view read_as;    // ... and the member under which the key is read
+  std::string_view raises;     // what the plugin then does
+};
+constexpr StringifiedKey kStringifiedKeys[] = {
+    {"fsdp_config", "transformer_cls_names_to_wrap", "auto_wrap_policy", "TRANSFORMER_BASED_WRAP",
+     "`Accelerator.prepare` raises \"Could not find the transformer layer class\""},
+};
+
+// A YAML list where launch reads a comma-separated string: an error where the plugin reads it.
+void CheckStringifiedLists(Compilation& compilation) {
+  const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
+  if (launch == nullptr || !compilation.config_file) return;
+  for (const StringifiedKey& key : kStringifiedKeys) {
+    const sema::Value* section = launch->Field(key.section);
+    const sema::Value* value = section ? section->Field(key.field) : nullptr;
+    const sema::Value* policy = section ? section->Field(key.read_when) : nullptr;
+    if (value == nullptr || value->kind != sema::Value::Kind::List || policy == nullptr ||
+        policy->text != key.read_as || value->provenance.file == nullptr)
+      continue;
+    std::vector<std::string> names, quoted;
+    for (const sema::Value& item : value->items) {
+      names.push_back(item.text);
+      quoted.push_back("'" + item.text + "'");
+    }
+    compilation.diagnostics.Emit(diag::Kind::ListPassedAsText, value->provenance.file, value->provenance.span,
+                                 fmt::format("[{}]", fmt::join(quoted, ", ")), key.raises,
+                                 fmt::format("{}", fmt::join(names, ",")));
+  }
+}
+
 void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
   config::ConfigFile config =
@@ -222,6 +262,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   compilation.config_file = check.file_keys;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
+  CheckStringifiedLists(compilation);
   if (compilation.spec && !compilation.config_file && options.lower) {
     compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics,
                                     ReferencedDeepSpeed(compilation));

@@ -38,6 +38,27 @@ Node Mapping(std::vector<std::pair<std::string, Node>> entries) {
   return node;
 }
 
+// `list<string> | string`: names given as a list or as one comma-separated string.
+// `accelerate launch` passes such a key to the plugin through `str()` and the plugin splits
+// the text at commas, so only the string form survives the trip.
+bool TakesCommaSeparatedNames(const sema::Type& declared) {
+  const sema::Type& type = declared.kind == sema::Type::Kind::Optional ? declared.args[0] : declared;
+  if (type.kind != sema::Type::Kind::Union) return false;
+  bool list = false, string = false;
+  for (const sema::Type& alternative : type.args) {
+    list |= alternative.kind == sema::Type::Kind::List && alternative.args.size() == 1 &&
+            alternative.args[0].kind == sema::Type::Kind::String;
+    string |= alternative.kind == sema::Type::Kind::String;
+  }
+  return list && string;
+}
+
+std::string CommaSeparated(const sema::Value& names) {
+  std::string text;
+  for (const sema::Value& name : names.items) text += (text.empty() ? "" : ",") + name.text;
+  return text;
+}
+
 class Builder {
  public:
   explicit Builder(const sema::Schema& schema) : schema_(schema) {}
@@ -89,6 +110,11 @@ class Builder {
       case sema::Value::Kind::Record: {
         std::vector<std::pair<std::string, Node>> entries;
         for (const WrittenField& field : FieldsToWrite(value, schema_)) {
+          if (field.value->kind == sema::Value::Kind::List && !field.value->items.empty() &&
+              TakesCommaSeparatedNames(field.field->type)) {
+            entries.emplace_back(FileKey(*field.field), Leaf(YamlString(CommaSeparated(*field.value))));
+            continue;
+          }
           if (std::optional<Node> item = Build(*field.value))
             entries.emplace_back(FileKey(*field.field), std::move(*item));
         }
