@@ -206,7 +206,8 @@ class Checker {
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
         }
-        ok = false;
+        // The key is an error, but the record's other fields are known: rules that read only
+        // them still run (CheckConstraints), so one pass reports every independent mistake.
         continue;
       }
       if (field->deprecated) {
@@ -237,6 +238,12 @@ class Checker {
         field_value = FromEntries(field, it->second, path);
       } else if (misspelt.count(field.name) == 0) {
         field_value = DefaultFor(field, record, file, span, path, recovered);
+      } else {
+        // Meant but misspelt: its value is unknown. The default stands in so that the record
+        // is whole; rules here and above that read the field are not run.
+        field_value = DefaultFor(field, record, file, span, path, true);
+        unknown_values_.insert(path);
+        failed.insert(field.name);
       }
       if (!field_value) {
         ok = false;
@@ -1007,9 +1014,26 @@ class Checker {
     return Mismatch(expr, type, file, path);
   }
 
+  // Whether `expr`, evaluated in `record` at `prefix`, reads a field of unknown_values_ or
+  // something inside one.
+  bool ReadsUnknownValue(const ast::Expr& expr, const RecordSchema& record, const std::string& prefix) const {
+    if (unknown_values_.empty()) return false;
+    std::vector<std::vector<std::string>> paths;
+    ReferencedPaths(expr, paths);
+    for (const std::vector<std::string>& path : paths) {
+      std::string text = prefix + PathText(record.name, path);
+      for (const std::string& unknown : unknown_values_) {
+        if (text == unknown || text.rfind(unknown + ".", 0) == 0) return true;
+      }
+    }
+    return false;
+  }
+
   void CheckConstraints(const RecordSchema& record, const Value& value, std::set<std::string> failed,
                         const source::SourceFile* file, source::Span span, const std::string& prefix) {
-    auto reads_failed = [&](const ast::Expr& expr) { return !failed.empty() && ReadsAnyOf(expr, failed); };
+    auto reads_failed = [&](const ast::Expr& expr) {
+      return (!failed.empty() && ReadsAnyOf(expr, failed)) || ReadsUnknownValue(expr, record, prefix);
+    };
     for (size_t i = 0; i < record.fields.size(); ++i) {
       const FieldSchema& field = record.fields[i];
       const Value& field_value = value.items[i];
@@ -1126,6 +1150,8 @@ class Checker {
   diag::DiagnosticEngine& diagnostics_;
   const CheckOptions& options_;
   source::Span job_span_;  // where problems in values the spec did not write are reported
+  // Paths (as the file names them) of fields whose key was misspelt: their value is unknown.
+  std::set<std::string> unknown_values_;
   // Lets by the file whose values may name them and the name written there.
   std::map<std::pair<const source::SourceFile*, std::string>, LetBinding> lets_;
   std::set<const ast::LetDecl*> active_lets_;         // lets being expanded, to catch cycles
