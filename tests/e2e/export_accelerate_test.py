@@ -14,6 +14,7 @@ Exit 0 pass, 1 fail, 77 when Accelerate cannot be imported.
 """
 import glob
 import os
+import shutil
 import subprocess
 import sys
 
@@ -190,7 +191,8 @@ def main(argv):
         print(f"skipped: Accelerate is not importable ({e}); install python/requirements.txt")
         return 77
     import accelerate_launch_oracle_test as o
-    os.makedirs(work_dir, exist_ok=True)
+    shutil.rmtree(work_dir, ignore_errors=True)  # a rerun writes every file afresh
+    os.makedirs(work_dir)
     configs = written_configs(accelc, repo_root, work_dir)
     base = o.base_environment(work_dir)
     o.set_environ(base)
