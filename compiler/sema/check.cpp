@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -1076,29 +1077,75 @@ class Checker {
         continue;
       }
       if (result->bool_value) continue;
-      diag::Diagnostic d = RuleViolation(rule, value, file, span, prefix);
-      if (!options_.target.empty() && !rule.targets.empty() &&
-          std::find(rule.targets.begin(), rule.targets.end(), options_.target) == rule.targets.end()) {
-        // The tool this file is for does not need it; the tools that do are worth a line.
-        d.severity = diag::Severity::Note;
-        d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code,
-                                 options_.target, fmt::join(rule.targets, "` or `--for "));
-        d.notes.clear();
+      // Broken parts that come to the same place are one finding: a rule whose missing keys
+      // have no line of their own is reported once.
+      std::vector<std::tuple<const source::SourceFile*, uint32_t, uint32_t>> reported;
+      for (const ast::Expr* broken : BrokenConclusions(*rule.condition, value, file)) {
+        diag::Diagnostic d = RuleViolation(rule, value, file, span, prefix, broken);
+        std::tuple<const source::SourceFile*, uint32_t, uint32_t> where{d.file, d.span.begin, d.span.end};
+        if (std::find(reported.begin(), reported.end(), where) != reported.end()) continue;
+        reported.push_back(where);
+        if (!options_.target.empty() && !rule.targets.empty() &&
+            std::find(rule.targets.begin(), rule.targets.end(), options_.target) == rule.targets.end()) {
+          // The tool this file is for does not need it; the tools that do are worth a line.
+          d.severity = diag::Severity::Note;
+          d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code,
+                                   options_.target, fmt::join(rule.targets, "` or `--for "));
+          d.notes.clear();
+        }
+        diagnostics_.Add(std::move(d));
       }
-      diagnostics_.Add(std::move(d));
     }
   }
 
+  // The parts of a broken rule to report, one finding each: for `A implies C1 and ... and Cn`
+  // with several Ci false, each of them, when each reads a key this file sets (a file that sets
+  // two keys a rule forbids gets two findings, each at its key); otherwise the whole rule
+  // (null), reported once.
+  std::vector<const ast::Expr*> BrokenConclusions(const ast::Expr& condition, const Value& value,
+                                                  const source::SourceFile* file) {
+    std::vector<const ast::Expr*> conjuncts;
+    if (condition.kind == ast::ExprKind::Binary && condition.text == "implies")
+      Conjuncts(*condition.operands[1], conjuncts);
+    std::vector<const ast::Expr*> broken;
+    if (conjuncts.size() > 1) {
+      for (const ast::Expr* conjunct : conjuncts) {
+        std::string error;
+        std::optional<Value> holds = Evaluate(*conjunct, value, &error);
+        if (holds && holds->kind == Value::Kind::Bool && !holds->bool_value) broken.push_back(conjunct);
+      }
+    }
+    auto sets_a_key = [&](const ast::Expr* part) {
+      std::vector<std::vector<std::string>> paths;
+      ReferencedPaths(*part, paths);
+      return std::any_of(paths.begin(), paths.end(), [&](const std::vector<std::string>& path) {
+        const Value* input = ValueAt(value, path);
+        return input && input->provenance.kind == Provenance::Kind::Spec && input->provenance.file == file;
+      });
+    };
+    if (broken.size() < 2 || !std::all_of(broken.begin(), broken.end(), sets_a_key)) return {nullptr};
+    return broken;
+  }
+
+  static void Conjuncts(const ast::Expr& expr, std::vector<const ast::Expr*>& out) {
+    if (expr.kind == ast::ExprKind::Binary && expr.text == "and") {
+      Conjuncts(*expr.operands[0], out);
+      Conjuncts(*expr.operands[1], out);
+      return;
+    }
+    out.push_back(&expr);
+  }
+
   // A broken rule is reported at the field the user most likely has to change: the first one
-  // its conclusion (the right of `implies`) reads that this file sets, else the first field it
-  // reads that this file sets, else the record. Every other field it reads that this file sets
-  // gets a note, so the whole story is on screen.
+  // its conclusion (the right of `implies`, or the one broken part of it `broken`) reads that
+  // this file sets, else the first field it reads that this file sets, else the record. Every
+  // other field it reads that this file sets gets a note, so the whole story is on screen.
   diag::Diagnostic RuleViolation(const RuleSchema& rule, const Value& value, const source::SourceFile* file,
-                                 source::Span span, const std::string& prefix) {
+                                 source::Span span, const std::string& prefix, const ast::Expr* broken) {
     std::vector<std::vector<std::string>> paths;
     const ast::Expr& condition = *rule.condition;
     if (condition.kind == ast::ExprKind::Binary && condition.text == "implies") {
-      ReferencedPaths(*condition.operands[1], paths);
+      ReferencedPaths(broken ? *broken : *condition.operands[1], paths);
       ReferencedPaths(*condition.operands[0], paths);
     } else {
       ReferencedPaths(condition, paths);
