@@ -362,30 +362,35 @@ def mutant_cases(files, count, seed, out_dir):
 # accelc
 
 
-def start_accelc(accelc, cases, work_dir):
+def start_accelc(accelc, cases):
     """Runs accelc on every case in a background thread, ACCELC_BATCH files a process, one
-    process at a time (each checks on every core) while the oracle runs here. Returns a
-    function that waits and fills each case's errors."""
+    process at a time (each checks on every core) while the oracle runs here. YAML and JSON
+    cases go to separate processes, and a process's diagnostics count only for its own cases:
+    what accelc says about the JSON file a YAML names belongs to that YAML's check, not to the
+    JSON's own case. Returns a function that waits and fills each case's errors."""
     import threading
 
-    batches = [cases[i:i + ACCELC_BATCH] for i in range(0, len(cases), ACCELC_BATCH)]
+    batches = []
+    for kind in ("yaml", "json"):
+        same = [c for c in cases if c.kind == kind]
+        batches += [same[i:i + ACCELC_BATCH] for i in range(0, len(same), ACCELC_BATCH)]
     results = []
 
     def run_all():
         for batch in batches:
             argv = [accelc, "check", "--format", "json", "--max-diagnostics", "0"] + [c.path for c in batch]
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            results.append((proc.returncode, proc.stdout, proc.stderr))
+            results.append((batch, proc.returncode, proc.stdout, proc.stderr))
 
     thread = threading.Thread(target=run_all)
     thread.start()
 
     def finish():
         thread.join()
-        by_path = {os.path.realpath(c.path): c for c in cases}
-        for code, out, err in results:
+        for batch, code, out, err in results:
             if code not in (0, 1) or not out.strip():
                 raise SystemExit(f"accelc check exited {code}:\n{err[-3000:]}")
+            by_path = {os.path.realpath(c.path): c for c in batch}
             for d in json.loads(out):
                 case = by_path.get(os.path.realpath(d.get("file", "")))
                 if case is not None and d.get("severity") == "error":
@@ -742,7 +747,7 @@ def main(argv):
 
     files = input_files(os.path.abspath(opts.repo_root))
     cases = published_cases(files) + mutant_cases(files, opts.cases, opts.seed, os.path.join(work_dir, "mutants"))
-    finish_accelc = start_accelc(os.path.abspath(opts.accelc), cases, work_dir)
+    finish_accelc = start_accelc(os.path.abspath(opts.accelc), cases)
     accelerate = AccelerateOracle(work_dir)
     for case in cases:
         case.oracle = judge_oracle(case, accelerate)
