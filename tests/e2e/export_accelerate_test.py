@@ -35,6 +35,14 @@ def specs(repo_root):
     return found
 
 
+def folder_copy(folder, repo_root, work_dir):
+    """A copy of `folder` (a spec's, in the checkout) under `work_dir`, made once."""
+    copy = os.path.join(work_dir, "folders", os.path.relpath(folder, repo_root))
+    if not os.path.isdir(copy):
+        shutil.copytree(folder, copy, symlinks=True)
+    return copy
+
+
 def written_configs(accelc, repo_root, work_dir):
     """(name, yaml path, folder to launch in) of every config Accel writes for Accelerate."""
     out = []
@@ -44,8 +52,9 @@ def written_configs(accelc, repo_root, work_dir):
         done = subprocess.run([accelc, "export", "--to", "accelerate-yaml", spec, "-o", path],
                               capture_output=True, text=True)
         if done.returncode == 0:
-            # Launched where the spec is: the paths it names are relative to there.
-            out.append((os.path.relpath(spec, repo_root), path, os.path.dirname(spec)))
+            # Launched in a copy of the spec's folder: the paths it names are relative to there,
+            # and a launch writes files where it runs (`.deepspeed_env` for several machines).
+            out.append((os.path.relpath(spec, repo_root), path, folder_copy(os.path.dirname(spec), repo_root, work_dir)))
     for name, answers in INIT_ANSWERS.items():
         path = os.path.join(work_dir, name + ".yaml")
         done = subprocess.run([accelc, "init", "--format", "accelerate-yaml", "-o", path], input=answers,
@@ -178,6 +187,15 @@ def judge(oracle, o, label, path, cwd, accelc, failures):
     return f"{kind}: {len(expectations)} values as written"
 
 
+def checkout_files(repo_root):
+    """The files under the folders whose specs are launched (their copies are, not they)."""
+    found = set()
+    for top in ("specs", "examples", os.path.join("tests", "lit", "rules")):
+        for folder, _, names in os.walk(os.path.join(repo_root, top)):
+            found.update(os.path.join(folder, name) for name in names)
+    return found
+
+
 def main(argv):
     if len(argv) != 4:
         print(__doc__, file=sys.stderr)
@@ -199,10 +217,13 @@ def main(argv):
     oracle = o.Oracle(base, cuda_devices=8)
     failures = []
     plugins = 0
+    before = checkout_files(repo_root)
     for label, path, cwd in configs:
         verdict = judge(oracle, o, label, path, cwd, accelc, failures)
         plugins += verdict.startswith(("fsdp", "deepspeed"))
         print(f"  {label}: {verdict}")
+    for written in sorted(checkout_files(repo_root) - before):
+        failures.append(f"a launch wrote {written} into the checkout; launches must run in the work folder")
     print(f"{len(configs)} written configs launched by Accelerate, {plugins} plugins rebuilt from the launch")
     if plugins < 3:
         failures.append(f"only {plugins} FSDP/DeepSpeed configs were judged; the inputs lost their engines")
