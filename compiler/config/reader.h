@@ -59,7 +59,7 @@ struct KeyOwners {
 // reported as A1001 with the parser's location; JSON nested deeper than 256 levels is A1006.
 // The kind is the one more of the top-level keys belong to (ties: `.json` without
 // `distributed_type` or `compute_environment` is DeepSpeed's); DeepSpeed content in a file not
-// named `.json` gets a note (A2027) and, being JSON, is typed as json.load types it, because
+// named `.json` gets a note (A0004) and, being JSON, is typed as json.load types it, because
 // every DeepSpeed reader loads it with json.load whatever its name.
 ConfigFile ReadConfigFile(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics,
                           const KeyOwners& owners = {}, YamlParser parser = YamlParser::kOwnReaders);

@@ -174,8 +174,7 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A3014",
        "A key of an Accelerate config that `accelerate launch` hands the plugin through `str()` in an "
        "environment variable is a YAML list: `fsdp_transformer_layer_cls_to_wrap: [BertLayer]` arrives as "
-       "the "
-       "text `['BertLayer']`, which the plugin splits at commas, finds no such class and raises in "
+       "the text `['BertLayer']`, which the plugin splits at commas, finds no such class and raises in "
        "`Accelerator.prepare` (only where it reads the key: `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`)."
        "\nFix: write the names as one comma-separated string, `BertLayer,T5Block`."},
       {"A4001",
