@@ -306,6 +306,26 @@ plan::MixedPrecision JsonPrecision(const Value& json, plan::MixedPrecision job) 
   return plan::MixedPrecision::no;
 }
 
+// DeepSpeed's fp16 loss scaler from the JSON's `fp16` section, with DeepSpeed's defaults for
+// what it leaves out: dynamic (DynamicLossScaler) unless `loss_scale` is a positive number.
+plan::LossScaling JsonLossScaling(const Value* json) {
+  const Value* fp16 = At(json, "fp16");
+  plan::LossScaling scaling;
+  scaling.rule = plan::LossScaleRule::deepspeed;
+  scaling.growth_factor = 2.0;  // DynamicLossScaler's scale_factor, not configurable
+  scaling.backoff_factor = 0.5;
+  scaling.init_scale = std::ldexp(1.0, static_cast<int>(Count(At(fp16, "initial_scale_power")).value_or(16)));
+  scaling.growth_interval = Count(At(fp16, "loss_scale_window")).value_or(1000);
+  scaling.hysteresis = Count(At(fp16, "hysteresis")).value_or(2);
+  scaling.consecutive_hysteresis = Flag(At(fp16, "consecutive_hysteresis")).value_or(false);
+  scaling.min_scale = Number(At(fp16, "min_loss_scale")).value_or(1.0);
+  if (double fixed = Number(At(fp16, "loss_scale")).value_or(0); fixed > 0) {
+    scaling.rule = plan::LossScaleRule::fixed;
+    scaling.init_scale = fixed;
+  }
+  return scaling;
+}
+
 }  // namespace
 
 plan::Sharding LowerFsdp(const Value* plugin) {
@@ -477,6 +497,9 @@ plan::Sharding LowerDeepSpeed(const Value* plugin, const Value* json, const Deep
                         ? At(json, "gradient_accumulation_steps")
                         : At(plugin, "gradient_accumulation_steps");
   if (std::optional<int64_t> n = Count(ga)) loop.gradient_accumulation.num_steps = *n;
+  // DeepSpeed scales fp16 losses itself, also under a plugin without a JSON (its defaults).
+  loop.loss_scaling = JsonLossScaling(json);
+  loop.loss_scaling.enabled = loop.mixed_precision == plan::MixedPrecision::fp16;
   if (json == nullptr) {
     if (std::optional<double> n = Number(At(plugin, "gradient_clipping"))) loop.max_grad_norm = *n;
     return s;
@@ -489,6 +512,7 @@ plan::Sharding LowerDeepSpeed(const Value* plugin, const Value* json, const Deep
   }
 
   loop.mixed_precision = JsonPrecision(*json, job.precision);
+  loop.loss_scaling.enabled = loop.mixed_precision == plan::MixedPrecision::fp16;
   // The JSON's batch sizes describe the job's loader; a number must agree with it.
   int64_t micro = job.batch_size;
   if (const Value* v = At(json, "train_micro_batch_size_per_gpu"); Count(v) && *Count(v) != micro) {

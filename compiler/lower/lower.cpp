@@ -618,6 +618,15 @@ class Lowerer {
     // falls back to False: adjust_scheduler is in effect always off.
     ga.adjust_scheduler = false;
 
+    // Accelerate builds its GradScaler from GradScalerKwargs only for fp16 (a DeepSpeed plan's
+    // JSON replaces this with DeepSpeed's own scaler).
+    Fields scaler = accelerator.Record("grad_scaler");
+    loop.loss_scaling.enabled = precision == plan::MixedPrecision::fp16 && scaler.Bool("enabled");
+    loop.loss_scaling.init_scale = scaler.Float("init_scale");
+    loop.loss_scaling.growth_factor = scaler.Float("growth_factor");
+    loop.loss_scaling.backoff_factor = scaler.Float("backoff_factor");
+    loop.loss_scaling.growth_interval = scaler.Int("growth_interval");
+
     Fields autocast = accelerator.Record("autocast");
     loop.autocast.enabled = autocast.Bool("enabled");
     const Value& cache = autocast["cache_enabled"];

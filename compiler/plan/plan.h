@@ -17,7 +17,7 @@
 // header turns that table into C++ types and the reflection the JSON, schema and explain use.
 namespace accel::plan {
 
-inline constexpr std::string_view kFormat = "accel-plan/7";
+inline constexpr std::string_view kFormat = "accel-plan/8";
 
 // The largest job accelrun starts: beyond these a plan (or a launch flag) is a typo or hostile,
 // and a launcher would fork processes until the machine fails.

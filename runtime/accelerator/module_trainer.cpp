@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer_state.h"
 
 namespace accel::rt::accelerator {
@@ -43,6 +44,12 @@ class ModuleTrainer final : public train::Trainer {
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : NamedParameters()) parameters.push_back(tensor);
     return torch::nn::utils::clip_grad_norm_(parameters, max_norm);
+  }
+  bool UnscaleGradients(double inv_scale) override {
+    std::vector<at::Tensor> gradients;
+    for (const auto& [name, tensor] : NamedParameters())
+      if (tensor.grad().defined()) gradients.push_back(tensor.grad());
+    return train::UnscaleAndFindNonFinite(gradients, inv_scale);
   }
   void SetLearningRate(double lr) override {
     for (torch::optim::OptimizerParamGroup& group : optimizer_.param_groups()) group.options().set_lr(lr);

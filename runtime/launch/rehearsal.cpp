@@ -56,7 +56,7 @@ std::vector<std::string> RehearseOnCpu(plan::Plan& plan) {
   if (loop != nullptr && loop->mixed_precision == plan::MixedPrecision::fp16) {
     loop->mixed_precision = plan::MixedPrecision::bf16;
     changes.push_back(
-        "mixed precision fp16 -> bf16 (CPU autocast has no fp16; the GPU run's loss scaling is not "
+        "mixed precision fp16 -> bf16 (a rehearsal trains in bf16; the GPU run's loss scaling is not "
         "rehearsed)");
   }
   if (!changes.empty()) plan.hash = plan::ComputeHash(plan);

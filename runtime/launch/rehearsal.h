@@ -14,7 +14,8 @@ namespace accel::rt::launch {
 
 // Turns a plan whose device is an accelerator (cuda, xpu, ...) into its rehearsal on the CPU:
 // device cpu, `rehearsal` true, backend gloo. A rehearsal (one made here or compiled as one) with fp16 runs
-// bf16: CPU autocast has no fp16 and no gradient scaler. Returns what changed, one line each, for the
+// bf16 without loss scaling, as rehearsals always have (the worker runs fp16 with its loss scaler
+// on the CPU too, which tests/e2e/loss_scaling_test.py checks on its own). Returns what changed, one line each, for the
 // launcher to print; empty for a plan that is neither. The plan's hash is recomputed when
 // anything changed. A CPU plan that is no rehearsal is left as it is.
 std::vector<std::string> RehearseOnCpu(plan::Plan& plan);

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
 #include "runtime/train/weight_storage.h"
@@ -407,6 +408,14 @@ double ShardedEngine::ClipGradNorm(double max_norm) {
   for (UnitState& state : state_)
     if (state.shard.grad().defined()) state.shard.mutable_grad().mul_(coefficient);
   return total;
+}
+
+bool ShardedEngine::UnscaleGradients(double inv_scale) {
+  std::vector<at::Tensor> gradients;
+  for (UnitState& state : state_)
+    if (state.shard.grad().defined()) gradients.push_back(state.shard.grad());
+  const bool overflow = UnscaleAndFindNonFinite(gradients, inv_scale);
+  return groups_.SumOverShardGroup(overflow ? 1.0 : 0.0) > 0;
 }
 
 void ShardedEngine::SetLearningRate(double lr) {

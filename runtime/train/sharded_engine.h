@@ -110,6 +110,8 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
 
   // Trainer: the engine's own. ClipGradNorm: the global L2 norm from the shards' norms.
   double ClipGradNorm(double max_norm) override;
+  // This rank's gradient shards; an overflow anywhere in the shard group counts for all.
+  bool UnscaleGradients(double inv_scale) override;
   void SetLearningRate(double lr) override;
   double learning_rate() const override;
   // Steps the shards, then (stages 1, 2) all-gathers them into the parameters.

@@ -213,6 +213,12 @@ double TensorParallelTrainer::ClipGradNorm(double) {
       "without tensor parallelism");
 }
 
+bool TensorParallelTrainer::UnscaleGradients(double inv_scale) {
+  std::vector<at::Tensor> overflow{at::full({1}, inner_->UnscaleGradients(inv_scale) ? 1.0f : 0.0f, at::kFloat)};
+  group_.AllReduce(overflow, distributed::ReduceOp::kMax);
+  return overflow[0].item<float>() > 0;
+}
+
 OptimizerState TensorParallelTrainer::ExportOptimizerState() const {
   return full_ ? whole_state_ : inner_->ExportOptimizerState();
 }

@@ -111,6 +111,8 @@ class TensorParallelTrainer final : public Trainer, public GradientSync {
   ModelOutputs Evaluate(const data::Columns& batch) override { return inner_->Evaluate(batch); }
   void CheckColumns(const data::Columns& sample) override { inner_->CheckColumns(sample); }
   double ClipGradNorm(double max_norm) override;
+  // The inner trainer's answer for this rank's slices, shared over the tensor-parallel group.
+  bool UnscaleGradients(double inv_scale) override;
   void SetLearningRate(double lr) override { inner_->SetLearningRate(lr); }
   double learning_rate() const override { return inner_->learning_rate(); }
   void OptimizerStep(bool skip) override { inner_->OptimizerStep(skip); }

@@ -4,6 +4,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -226,6 +227,16 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
                                               {"step", progress.step},
                                               {"samples_seen", progress.samples_seen},
                                               {"world_size", static_cast<int64_t>(rng_states.size())}});
+  if (const std::optional<LossScaleState>& scale = progress.loss_scale) {
+    add_json("scaler.json", json::Object{{"format", "accel-loss-scale"},
+                                         {"version", kStateVersion},
+                                         {"scale", scale->scale},
+                                         {"growth_tracker", scale->growth_tracker},
+                                         {"iteration", scale->iteration},
+                                         {"last_overflow", scale->last_overflow},
+                                         {"hysteresis_left", scale->hysteresis_left},
+                                         {"skipped_steps", progress.skipped_steps}});
+  }
   for (size_t rank = 0; rank < rng_states.size(); ++rank) {
     llvm::Expected<checkpoint::TensorRef> ref = keep(rng_states[rank]);
     if (!ref) return ref.takeError();
@@ -289,6 +300,33 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
   progress.warmup_steps = scheduler->getInteger("warmup_steps").getValueOr(-1);
   if (const json::Array* base = scheduler->getArray("base_lrs"); base && base->size() == 1)
     progress.base_lr = (*base)[0].getAsNumber().getValueOr(0);
+
+  // A checkpoint of a run without loss scaling has none: a resume in fp16 starts the scale afresh.
+  if (ckpt.files.count("scaler.json") != 0) {
+    std::string scaler_path = ckpt.path + "/scaler.json";
+    llvm::Expected<json::Object> scaler = ReadJson(ckpt, "scaler.json");
+    if (!scaler) return scaler.takeError();
+    llvm::Optional<double> scale = scaler->getNumber("scale");
+    if (!scale || !std::isfinite(*scale) || *scale <= 0)
+      return Fail(fmt::format("{}: `scale` must be a positive number", scaler_path));
+    LossScaleState& state = progress.loss_scale.emplace();
+    state.scale = *scale;
+    llvm::Expected<int64_t> tracker = Integer(*scaler, "growth_tracker", scaler_path);
+    if (!tracker) return tracker.takeError();
+    llvm::Expected<int64_t> iteration = Integer(*scaler, "iteration", scaler_path);
+    if (!iteration) return iteration.takeError();
+    llvm::Expected<int64_t> last_overflow = Integer(*scaler, "last_overflow", scaler_path, /*minimum=*/-1);
+    if (!last_overflow) return last_overflow.takeError();
+    llvm::Expected<int64_t> hysteresis = Integer(*scaler, "hysteresis_left", scaler_path);
+    if (!hysteresis) return hysteresis.takeError();
+    llvm::Expected<int64_t> skipped = Integer(*scaler, "skipped_steps", scaler_path);
+    if (!skipped) return skipped.takeError();
+    state.growth_tracker = *tracker;
+    state.iteration = *iteration;
+    state.last_overflow = *last_overflow;
+    state.hysteresis_left = *hysteresis;
+    progress.skipped_steps = *skipped;
+  }
 
   return progress;
 }

@@ -14,6 +14,7 @@
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/checkpoint/sharded_reader.h"
+#include "runtime/train/loss_scaler.h"
 #include "runtime/train/trainer.h"
 
 // save_state / load_state of the training state as safetensors plus small JSON, never a pickle
@@ -45,6 +46,10 @@ struct Progress {
   // continues from the same optimizer step and data position (batches per process: the same
   // samples when the global batch is kept); rank r draws random_states_{r mod saved}.
   int64_t saved_world_size = 0;
+  // fp16: the loss scaler's state and the optimizer steps it skipped over the whole run
+  // (`scaler.json`); none in a run, or a checkpoint, without loss scaling.
+  std::optional<LossScaleState> loss_scale;
+  int64_t skipped_steps = 0;
 };
 
 // The safetensors dtype of `type` (`F32`, `F64`, `I64`, `U8`), or null for one checkpoints do

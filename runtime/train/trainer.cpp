@@ -19,6 +19,7 @@
 #include "runtime/tensor/scalar_type.h"
 #include "runtime/train/activation_checkpointing.h"
 #include "runtime/train/autocast_region.h"
+#include "runtime/train/loss_scaler.h"
 #include "runtime/train/named_inputs.h"
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state.h"
@@ -520,6 +521,7 @@ class TorchTrainer final : public Trainer {
         model.model);
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
+    if (!parameters.empty() && !parameters.front().is_meta()) device_ = parameters.front().device();
 
     type_ = OptimizerTypeOf(loop);
     optimizer_ = MakeOptimizer(loop, parameters);
@@ -603,26 +605,33 @@ class TorchTrainer final : public Trainer {
     auto* scripted = dynamic_cast<ScriptedModel*>(model_.get());
     if (scripted != nullptr) scripted->EnterColumns();
     ModelOutputs outputs;
-    if (loop_.mixed_precision == plan::MixedPrecision::bf16) {
-      AutocastRegion autocast(c10::kCPU, at::kBFloat16, loop_.autocast.enabled, loop_.autocast.cache_enabled);
-      outputs = ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
-    } else {
+    {
+      std::optional<AutocastRegion> autocast;
+      EnterAutocast(autocast);
       outputs = ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
     }
     if (scripted != nullptr) outputs.loss = scripted->LeaveColumns(outputs.loss);
     return outputs;
   }
 
-  // The forward pass under bf16 autocast when the loop asks for it; outputs in fp32, as
+  // The forward pass under autocast when the loop asks for it; outputs in fp32, as
   // Accelerate's prepared model returns them (convert_outputs_to_fp32), so the loss is computed
   // outside the autocast region, as in a user's loop.
   torch::Tensor Forward(const at::Tensor& features) {
-    if (loop_.mixed_precision == plan::MixedPrecision::bf16) {
-      AutocastRegion autocast(c10::kCPU, at::kBFloat16, loop_.autocast.enabled, loop_.autocast.cache_enabled);
-      return model_->Forward(features).to(torch::kFloat);
-    }
+    std::optional<AutocastRegion> autocast;
+    EnterAutocast(autocast);
     return model_->Forward(features).to(torch::kFloat);
   }
+
+  // Accelerate's autocast for the loop's precision (bf16 or fp16), on the device the model
+  // computes on, in `region` (which the caller scopes); none without mixed precision.
+  void EnterAutocast(std::optional<AutocastRegion>& region) const {
+    if (loop_.mixed_precision == plan::MixedPrecision::no) return;
+    const at::ScalarType type = loop_.mixed_precision == plan::MixedPrecision::fp16 ? at::kHalf : at::kBFloat16;
+    region.emplace(device_.type(), type, loop_.autocast.enabled, loop_.autocast.cache_enabled);
+  }
+
+
 
   // The loss of `output` against `targets`, after checking that they fit each other.
   torch::Tensor Losses(const torch::Tensor& output, const at::Tensor& targets,
@@ -655,6 +664,14 @@ class TorchTrainer final : public Trainer {
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
     return torch::nn::utils::clip_grad_norm_(parameters, max_norm);
+  }
+
+  // Whole gradients: after the data-parallel reduction every rank holds the same ones.
+  bool UnscaleGradients(double inv_scale) override {
+    std::vector<at::Tensor> gradients;
+    for (const auto& [name, tensor] : model_->Parameters())
+      if (tensor.grad().defined()) gradients.push_back(tensor.grad());
+    return UnscaleAndFindNonFinite(gradients, inv_scale);
   }
 
   void SetLearningRate(double lr) override {
@@ -739,6 +756,9 @@ class TorchTrainer final : public Trainer {
   std::unique_ptr<Model> model_;
   std::string type_;  // sgd, adam or adamw
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  // Where the model computes (autocast's device type); a shapes-only model will compute on
+  // the CPU, where its bytes arrive.
+  c10::Device device_{c10::kCPU};
 };
 
 }  // namespace

@@ -111,6 +111,11 @@ class Trainer {
   // Scales the gradients so their global L2 norm is at most `max_norm` (clip_grad_norm_);
   // returns the norm before clipping.
   virtual double ClipGradNorm(double max_norm) = 0;
+  // Multiplies the gradients by `inv_scale` (fp16 loss scaling) and returns whether any
+  // gradient of the model was inf or NaN, on any rank that holds a part of it: collective where
+  // ranks hold different parts (the sharded engine's shards, tensor-parallel slices), so that
+  // every rank gets the same answer.
+  virtual bool UnscaleGradients(double inv_scale) = 0;
   // The learning rate of the optimizer's parameter group (the scheduler sets it).
   virtual void SetLearningRate(double lr) = 0;
   virtual double learning_rate() const = 0;

@@ -24,6 +24,7 @@
 #include "runtime/train/evaluation.h"
 #include "runtime/train/gradient_accumulation.h"
 #include "runtime/train/gradient_sync.h"
+#include "runtime/train/loss_scaler.h"
 #include "runtime/train/lr_schedule.h"
 #include "runtime/train/process_group.h"
 #include "runtime/train/reducer.h"
@@ -103,6 +104,11 @@ class TrainingRun {
     for (int64_t step = first_step; step <= loop_.steps; ++step) {
       progress::Working(fmt::format("step {}", step));
       StepResult result = Step(step);
+      // Every skipped step, reported or not: the scale it tried and the one it backed off to.
+      if (result.skipped && report_) {
+        report_->LogEvent(step, "overflow", {},
+                          {{"loss_scale", result.loss_scale}, {"next_loss_scale", loss_scaler_.scale()}});
+      }
       if (llvm::Error error = CheckpointIfDue(step, result.epoch_ended)) return error;
       if (llvm::Error error = EvaluateIfDue(step)) return error;
       Report(step, first_step, result);
@@ -110,6 +116,10 @@ class TrainingRun {
     progress::Working("saving the model");
     if (report_) report_->Finish();
     summary_.wall_seconds = Elapsed();
+    if (loop_.loss_scaling.enabled) {
+      summary_.loss_scale = loss_scaler_.scale();
+      summary_.skipped_steps = progress_.skipped_steps;
+    }
     if (llvm::Error error = Finish()) return error;
     return summary_;
   }
@@ -120,6 +130,10 @@ class TrainingRun {
     double lr = 0;    // the rate the optimizer step used
     double grad_norm = 0;
     bool epoch_ended = false;
+    // fp16: the scale this step's loss was multiplied by, and whether its gradients overflowed
+    // (the optimizer and the scheduler then skipped the step).
+    double loss_scale = 1;
+    bool skipped = false;
   };
 
   // The checkpoint store, if the plan saves checkpoints; `--resume` needs one.
@@ -321,13 +335,6 @@ class TrainingRun {
           "computed "
           "yet; drop the clipping, or run with tp_size 1");
     }
-    // The compiler keeps fp16 only in GPU plans, and a rehearsal on the CPU turns it into bf16.
-    if (loop_.mixed_precision == plan::MixedPrecision::fp16) {
-      return llvm::make_error<ArgumentMismatch>(
-          "`mixed_precision = fp16` needs autocast with a gradient scaler on a GPU, which this runtime does "
-          "not run yet; rehearse the job on the CPU with `accelrun --device cpu` (it runs fp16 as bf16), or "
-          "use `bf16`");
-    }
     return llvm::Error::success();
   }
 
@@ -448,6 +455,7 @@ class TrainingRun {
         return Fail("cannot resume: " + llvm::toString(std::move(error)));
       }
       scheduler_->set_last_step(progress_.scheduler_steps);
+      if (progress_.loss_scale && loop_.loss_scaling.enabled) loss_scaler_.Restore(*progress_.loss_scale);
     }
     // Each rank loaded on its own (with save_on_each_node, from its own machine's copy): all
     // must continue from rank 0's step.
@@ -591,8 +599,9 @@ class TrainingRun {
       result.epoch_ended = result.epoch_ended || batch.last_in_epoch;
       BroadcastBuffersIfDue(/*next=*/accumulation_->all_reduce_gradients());
       sync_->PrepareForBackward(accumulation_->all_reduce_gradients());
-      // accelerator.backward divides by the accumulation steps, also in a cycle cut short.
-      const double scale = 1.0 / static_cast<double>(loop_.gradient_accumulation.num_steps);
+      // accelerator.backward divides by the accumulation steps, also in a cycle cut short; fp16
+      // multiplies by the loss scale.
+      const double scale = loss_scaler_.scale() / static_cast<double>(loop_.gradient_accumulation.num_steps);
       loss_total += batch.columns.empty() ? trainer_->ForwardBackward(batch.features, batch.targets, scale)
                                           : trainer_->ForwardBackward(batch.columns, scale);
       sync_->Finalize();
@@ -604,11 +613,17 @@ class TrainingRun {
       if (!loop_.step_scheduler_with_optimizer && !sync) scheduler_->Step();
     }
     if (!loop_.step_scheduler_with_optimizer) trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
+    // Unscaled before clipping, as accelerator.clip_grad_norm_ does; an overflow skips the
+    // optimizer's and the wrapped scheduler's step.
+    result.loss_scale = loss_scaler_.scale();
+    result.skipped = loss_scaler_.UnscaleAndCheck(*trainer_);
     result.grad_norm = loop_.max_grad_norm > 0 ? trainer_->ClipGradNorm(loop_.max_grad_norm) : 0.0;
-    trainer_->OptimizerStep();
+    trainer_->OptimizerStep(/*skip=*/result.skipped);
+    loss_scaler_.Update(result.skipped);
+    if (result.skipped) ++progress_.skipped_steps;
     if (loop_.step_scheduler_with_optimizer) {
       StepLikeAccelerate(*scheduler_, step_policy_, /*sync_gradients=*/true,
-                         /*optimizer_step_was_skipped=*/false);
+                         /*optimizer_step_was_skipped=*/result.skipped);
     } else {
       scheduler_->Step();
     }
@@ -616,6 +631,7 @@ class TrainingRun {
     trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
     result.loss = loss_total / static_cast<double>(micro_batches);
     progress_.step = step;
+    if (loop_.loss_scaling.enabled) progress_.loss_scale = loss_scaler_.state();
     progress_.data_epoch = data.epoch();
     progress_.data_position = data.position();
     progress_.scheduler_steps = scheduler_->last_step();
@@ -698,6 +714,10 @@ class TrainingRun {
                              {"epoch", static_cast<double>(loaders_->train.epoch())},
                              {"samples_per_second", throughput}};
     if (loop_.max_grad_norm > 0) scalars.emplace_back("grad_norm", result.grad_norm);
+    if (loop_.loss_scaling.enabled) {
+      scalars.emplace_back("loss_scale", result.loss_scale);
+      scalars.emplace_back("skipped_steps", static_cast<double>(progress_.skipped_steps));
+    }
     report_->Log(step, scalars, mean);
     report_->Update(step, result.lr, throughput);
   }
@@ -762,6 +782,8 @@ class TrainingRun {
   double base_lr_ = 0;
   bool sync_buffers_ = false;
   Progress progress_;
+  // fp16's loss scale (the plan's rule; scale 1 and never an overflow without loss scaling).
+  LossScaler loss_scaler_{loop_.loss_scaling};
 
   std::optional<RunReport> report_;
   RunSummary summary_;

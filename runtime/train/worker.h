@@ -46,6 +46,10 @@ struct RunSummary {
   double wall_seconds = 0;
   // The step the run resumed from (the checkpoint's); -1 for a fresh start.
   int64_t resumed_at_step = -1;
+  // fp16 with loss scaling: the scale at the end and the optimizer steps skipped for an inf or
+  // NaN gradient over the whole run; -1 without loss scaling.
+  double loss_scale = -1;
+  int64_t skipped_steps = -1;
   std::string model_path;
   std::string parameter_digest;  // sha256 over every parameter's bytes, in name order
 };

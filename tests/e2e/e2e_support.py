@@ -134,3 +134,13 @@ def worker_ranks(plan):
         if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and state != "Z":
             ranks[int(env[b"RANK"])] = int(entry)
     return ranks
+
+
+def load_blobs(specs):
+    """The TorchScript examples' data (specs/data/blobs.csv) as PyTorch's reference loops read it:
+    float32 features (the first four columns) and int64 labels (the fifth)."""
+    import numpy as np  # only the tests that compare with PyTorch have them
+    import torch
+
+    table = np.loadtxt(os.path.join(specs, "data", "blobs.csv"), delimiter=",", skiprows=1, dtype=np.float64)
+    return torch.tensor(table[:, :4], dtype=torch.float32), torch.tensor(table[:, 4], dtype=torch.int64)

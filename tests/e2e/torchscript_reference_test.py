@@ -19,10 +19,9 @@ import os
 import shutil
 import sys
 
-import numpy as np
 import torch
 
-from e2e_support import read_jsonl, read_safetensors, run
+from e2e_support import load_blobs, read_jsonl, read_safetensors, run
 
 STEPS, BATCH, WARMUP, LR, SEED, HELD_OUT, EVAL_EVERY = 60, 25, 6, 0.01, 3, 100, 20
 
@@ -54,9 +53,7 @@ def script_attention_model(path):
 def reference(model_path, specs):
     model = torch.jit.load(model_path)
     model.train()
-    table = np.loadtxt(os.path.join(specs, "data", "blobs.csv"), delimiter=",", skiprows=1, dtype=np.float64)
-    features = torch.tensor(table[:, :4], dtype=torch.float32)
-    labels = torch.tensor(table[:, 4], dtype=torch.int64)
+    features, labels = load_blobs(specs)
     eval_features, eval_labels = features[-HELD_OUT:], labels[-HELD_OUT:]
     features, labels = features[:-HELD_OUT], labels[:-HELD_OUT]
     opt = torch.optim.Adam(model.parameters(), lr=LR)
