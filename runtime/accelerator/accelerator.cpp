@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -212,10 +213,15 @@ struct Accelerator::Impl {
     if (from) {
       progress = Check(rank(), train::RestoreTrainingState(*from, *trainer, rank(), context.world_size,
                                                            train::DataIdentitySeed(*data)));
+      // A plan of `epochs` leaves the step count to the program's loop: then only wrapping is refused.
+      const int64_t steps = loop->steps > 0 ? loop->steps : std::numeric_limits<int64_t>::max() / 2;
+      Check(rank(), train::CheckProgressFitsPlan(progress, {steps, loop->gradient_accumulation.num_steps},
+                                                 from->path));
       Check(rank(),
             loaders->train.Restore(std::max<int64_t>(progress.data_epoch, 0), progress.data_position));
       scheduler->set_last_step(progress.scheduler_steps);
     }
+    train::GuardRotation(*store, from ? from->path : std::string(), progress);
     ops->WaitForEveryone();
   }
 

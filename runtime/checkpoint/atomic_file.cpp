@@ -1,10 +1,12 @@
 #include "runtime/checkpoint/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -94,6 +96,27 @@ llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::
   }
   // The rename is durable only once the directory entry is on disk.
   return SyncDirectory(directory.string());
+}
+
+std::vector<std::string> RemoveStaleTemporaries(const std::string& path) {
+  std::filesystem::path target(path);
+  std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string_view digits = std::string_view(name).substr(prefix.size());
+    pid_t pid = 0;
+    auto [end, problem] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (problem != std::errc() || end != digits.data() + digits.size() || pid <= 0) continue;
+    // Alive (or another user's, EPERM): not ours to remove.
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (!entry.is_regular_file(ec)) continue;
+    if (std::filesystem::remove(entry.path(), ec)) removed.push_back(entry.path().string());
+  }
+  return removed;
 }
 
 llvm::Error SyncDirectory(const std::string& path) {

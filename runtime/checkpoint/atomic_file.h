@@ -22,6 +22,12 @@ llvm::Error WriteAndSync(const std::string& path, const std::vector<std::string_
 // rename it over `path`, fsync the directory. Creates missing parent directories.
 llvm::Error WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& parts);
 
+// Removes what WriteFileAtomically(path) left when its writer was killed: `path.tmp.<pid>`
+// files whose process no longer runs on this machine. Returns the removed paths. A file of a
+// writer on another machine sharing the folder would look stale too: call it only where one
+// writer per output is the rule (`accelrun consolidate`).
+std::vector<std::string> RemoveStaleTemporaries(const std::string& path);
+
 // fsyncs the directory `path`, so that entries created, renamed or removed in it survive a
 // power loss. Errors name the directory.
 llvm::Error SyncDirectory(const std::string& path);

@@ -60,17 +60,31 @@ llvm::Error WriteCheckpointDirectory(const std::string& directory, const std::ve
   return SyncDirectory(directory);
 }
 
+llvm::Expected<Manifest> ReadManifest(const std::string& directory) {
+  std::string path = (fs::path(directory) / std::string(kManifestName)).string();
+  std::error_code ec;
+  fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) {
+    return Fail(directory, fmt::format("no {}: the checkpoint was never finished", kManifestName));
+  }
+  if (!fs::is_regular_file(status)) return Fail(path, "not a regular file, so not a manifest Accel wrote");
+  uintmax_t size = fs::file_size(path, ec);
+  if (ec) return Fail(path, ec.message());
+  if (size > kMaxManifestBytes) {
+    return Fail(path, fmt::format("{} bytes, over the {} MiB a manifest can take; it was not written by "
+                                  "Accel, or was edited",
+                                  size, kMaxManifestBytes >> 20));
+  }
+  llvm::Expected<std::shared_ptr<const FileBytes>> bytes = FileBytes::Map(path);
+  if (!bytes) return bytes.takeError();
+  return ParseManifest((*bytes)->view(), path);
+}
+
 llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& directory,
                                                              const std::vector<std::string>& taken) {
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) return Fail(directory, "not a checkpoint directory");
-  std::string manifest_path = (fs::path(directory) / std::string(kManifestName)).string();
-  if (!fs::exists(manifest_path, ec)) {
-    return Fail(directory, fmt::format("no {}: the checkpoint was never finished", kManifestName));
-  }
-  llvm::Expected<std::shared_ptr<const FileBytes>> manifest_bytes = FileBytes::Map(manifest_path);
-  if (!manifest_bytes) return manifest_bytes.takeError();
-  llvm::Expected<Manifest> manifest = ParseManifest((*manifest_bytes)->view(), manifest_path);
+  llvm::Expected<Manifest> manifest = ReadManifest(directory);
   if (!manifest) return manifest.takeError();
 
   VerifiedCheckpoint checkpoint;

@@ -10,6 +10,7 @@
 #include "llvm/Support/Error.h"
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/checkpoint/file_bytes.h"
+#include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/safetensors.h"
 
 // One checkpoint directory: its files plus the manifest that vouches for them. Writing never
@@ -38,6 +39,16 @@ struct VerifiedCheckpoint {
   // such file or it is not valid safetensors.
   llvm::Expected<SafetensorsFile> Safetensors(const std::string& name) const;
 };
+
+// The largest manifest any reader parses: 64 MiB holds about 900,000 digests, a checkpoint of
+// 7 TiB in kManifestChunkSize pieces. Parsing costs about five times the file's size in memory,
+// so a bigger one (edited, or not a manifest) is refused before it is read.
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+
+// The manifest of `directory`, parsed. Fails, naming the path, when there is none, when it is
+// not a regular file (a FIFO or device would block or never end) or is over kMaxManifestBytes,
+// or when ParseManifest refuses it.
+llvm::Expected<Manifest> ReadManifest(const std::string& directory);
 
 // Opens every file the manifest of `directory` names and checks its size and the SHA-256 of
 // every piece the manifest lists (all pieces of all files in parallel, two threads per core,

@@ -29,13 +29,7 @@ std::string Parent(const std::string& path) {
 // Whether `directory` has a manifest that parses; its files are not hashed (rotation and the
 // "newer checkpoint" check need to know what is complete, not to re-read every byte).
 bool HasValidManifest(const std::string& directory) {
-  llvm::Expected<std::shared_ptr<const FileBytes>> bytes =
-      FileBytes::Map((fs::path(directory) / std::string(kManifestName)).string());
-  if (!bytes) {
-    llvm::consumeError(bytes.takeError());
-    return false;
-  }
-  llvm::Expected<Manifest> manifest = ParseManifest((*bytes)->view(), directory);
+  llvm::Expected<Manifest> manifest = ReadManifest(directory);
   if (!manifest) {
     llvm::consumeError(manifest.takeError());
     return false;
@@ -217,6 +211,12 @@ void CheckpointStore::Rotate(const std::string& keep, SaveResult& result) const 
   size_t excess = complete.size() - *options_.total_limit;
   for (size_t i = 0; i < excess; ++i) {
     if (complete[i] == keep) continue;
+    if (rotation_guard_) {
+      if (std::optional<std::string> reason = rotation_guard_(complete[i])) {
+        if (!reason->empty()) result.warnings.push_back(*reason);
+        continue;
+      }
+    }
     if (llvm::Error error = RemoveCheckpoint(complete[i])) {
       result.warnings.push_back("rotation: " + llvm::toString(std::move(error)));
     } else {

@@ -90,6 +90,14 @@ class CheckpointStore {
   // For the ranks that did not call FinishSharded: the next save's number, as rank 0's.
   void AdvanceIteration() { ++options_.iteration; }
 
+  // What rotation must leave alone, asked of each complete checkpoint it would remove: nullopt
+  // lets it go; a reason keeps it (said as a warning of the save, unless empty), however many
+  // complete checkpoints that leaves. The worker keeps the checkpoint its run resumed from and
+  // any whose step is beyond the newest it has written, so that a run gone wrong never rotates
+  // away the state it came from.
+  using RotationGuard = std::function<std::optional<std::string>(const std::string& checkpoint)>;
+  void GuardRotation(RotationGuard guard) { rotation_guard_ = std::move(guard); }
+
   // The newest checkpoint whose files all match its manifest: the `checkpoint_N` folders are
   // tried from the highest N down; each one skipped adds a warning naming it and what was wrong
   // (no manifest, a file missing, a size or digest mismatch). Sets iteration() to N + 1. Fails
@@ -112,6 +120,7 @@ class CheckpointStore {
   llvm::Expected<SaveResult> SaveManual(const std::string& directory, const WriteFolder& write, bool staged);
 
   ProjectOptions options_;
+  RotationGuard rotation_guard_;
 };
 
 // The `checkpoint_<digits>` folders of `checkpoints_dir` as (number, path), lowest first.

@@ -1,5 +1,6 @@
 #include "runtime/tools/consolidate_command.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -53,6 +54,37 @@ std::string WriteWhole(const ckpt::ShardedStateReader& reader, ckpt::ShardedKind
   return "";
 }
 
+// Why none of `outputs` may be written, or "": an output inside the checkpoint folder (after
+// resolving links), or one that is a file of it under another name (a hard link), would replace
+// part of the checkpoint being read; two outputs on one file would overwrite each other.
+std::string RefuseOutputInsideCheckpoint(const std::string& checkpoint, const std::vector<std::string>& outputs) {
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(checkpoint, ec);
+  std::vector<fs::path> resolved;
+  for (const std::string& output : outputs) {
+    if (output.empty()) continue;
+    fs::path path = fs::weakly_canonical(output, ec);
+    auto [inside, rest] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+    if (inside == folder.end()) {
+      return fmt::format("`{}` is inside the checkpoint `{}`; writing it would replace part of what is being "
+                         "read: write the consolidated file outside the checkpoint folder",
+                         output, checkpoint);
+    }
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
+      if (fs::exists(path, ec) && fs::equivalent(path, entry.path(), ec)) {
+        return fmt::format("`{}` is the checkpoint's own `{}` under another name; write the consolidated file "
+                           "to a new path",
+                           output, entry.path().filename().string());
+      }
+    }
+    for (const fs::path& earlier : resolved) {
+      if (earlier == path) return fmt::format("`-o` and `--optimizer` both name `{}`; give each its own file", output);
+    }
+    resolved.push_back(path);
+  }
+  return "";
+}
+
 }  // namespace
 
 int RunConsolidateCommand(const std::vector<std::string>& args) {
@@ -102,6 +134,11 @@ int RunConsolidateCommand(const std::vector<std::string>& args) {
                checkpoint_arg);
     return kExitUsage;
   }
+  if (std::string refused = RefuseOutputInsideCheckpoint(checkpoint_arg, {output, optimizer_output});
+      !refused.empty()) {
+    fmt::print(stderr, "accelrun: error: {}\n", refused);
+    return kExitUsage;
+  }
   llvm::Expected<ckpt::VerifiedCheckpoint> checkpoint = ckpt::VerifyCheckpointDirectory(checkpoint_arg);
   if (!checkpoint) {
     fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(checkpoint.takeError()));
@@ -128,6 +165,8 @@ int RunConsolidateCommand(const std::vector<std::string>& args) {
   for (const Target& target : targets) {
     size_t tensor_count = 0;
     uint64_t byte_count = 0;
+    for (const std::string& stale : ckpt::RemoveStaleTemporaries(target.path))
+      fmt::print(stderr, "accelrun: removed {}, left by a consolidate that was stopped\n", stale);
     if (std::string failed = WriteWhole(*reader, target.kind, target.path, tensor_count, byte_count);
         !failed.empty()) {
       fmt::print(stderr, "accelrun: error: {}\n", failed);

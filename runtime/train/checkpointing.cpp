@@ -131,6 +131,26 @@ llvm::Error SetAsideRejected(const checkpoint::CheckpointStore& store) {
   return llvm::Error::success();
 }
 
+void GuardRotation(checkpoint::CheckpointStore& store, const std::string& resumed_from, const Progress& progress) {
+  std::error_code ec;
+  std::filesystem::path from =
+      resumed_from.empty() ? std::filesystem::path() : std::filesystem::weakly_canonical(resumed_from, ec);
+  store.GuardRotation([from, &progress](const std::string& checkpoint) -> std::optional<std::string> {
+    std::error_code error;
+    // Kept without a word: the run's own starting point.
+    if (!from.empty() && std::filesystem::weakly_canonical(checkpoint, error) == from) return std::string();
+    llvm::Expected<int64_t> step = SavedStep(checkpoint);
+    if (!step) {
+      return fmt::format("rotation keeps {}: {}", checkpoint, llvm::toString(step.takeError()));
+    }
+    if (*step > progress.step) {
+      return fmt::format("rotation keeps {}: it is at step {}, beyond step {}, the newest this run has written",
+                         checkpoint, *step, progress.step);
+    }
+    return std::nullopt;
+  });
+}
+
 bool WritesCheckpoints(const plan::Checkpoint& spec, const plan::InitProcessGroup& init, int rank) {
   return spec.save_on_each_node ? rank % init.processes_per_machine == 0 : rank == 0;
 }

@@ -36,6 +36,13 @@ llvm::Expected<std::optional<checkpoint::VerifiedCheckpoint>> FindResumePoint(
 // kept for inspection, no longer loaded.
 llvm::Error SetAsideRejected(const checkpoint::CheckpointStore& store);
 
+// Guards `store`'s rotation for a run (CheckpointStore::GuardRotation): it never removes
+// `resumed_from` (empty for a fresh run), nor a checkpoint whose step is beyond `progress.step`
+// at the save (the newest step this run has written), nor one whose step it cannot read. A
+// tampered or mistaken run can then write checkpoints, but not destroy the ones it came from.
+// `progress` must outlive the store's saves.
+void GuardRotation(checkpoint::CheckpointStore& store, const std::string& resumed_from, const Progress& progress);
+
 // Whether this rank writes checkpoints: rank 0, or with save_on_each_node every machine's
 // local rank 0.
 bool WritesCheckpoints(const plan::Checkpoint& spec, const plan::InitProcessGroup& init, int rank);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -77,18 +79,25 @@ llvm::Expected<json::Object> ReadJson(const checkpoint::VerifiedCheckpoint& ckpt
   return Fail(fmt::format("{}/{}: expected a JSON object", ckpt.path, name));
 }
 
-// Integer `key` of `object`, at least `minimum`: a count edited to -5 must not resume a run
-// at a negative step or data position.
+// Integer `key` of `object`, at least `minimum` and at most `maximum`: a count edited to -5
+// must not resume a run at a negative step or data position.
 llvm::Expected<int64_t> Integer(const json::Object& object, llvm::StringRef key, const std::string& file,
-                                int64_t minimum = 0) {
+                                int64_t minimum = 0, int64_t maximum = std::numeric_limits<int64_t>::max()) {
   llvm::Optional<int64_t> value = object.getInteger(key);
   if (!value) return Fail(fmt::format("{}: expected an integer `{}`", file, key.str()));
   if (*value < minimum) {
     return Fail(
         fmt::format("{}: invalid value {} of `{}`: must be at least {}", file, *value, key.str(), minimum));
   }
+  if (*value > maximum) {
+    return Fail(
+        fmt::format("{}: invalid value {} of `{}`: must be at most {}", file, *value, key.str(), maximum));
+  }
   return *value;
 }
+
+// Samples are counted in a double for the reports: beyond 2^53 the count is no longer exact.
+constexpr int64_t kMaxSamplesSeen = int64_t{1} << 53;
 
 // The bytes of tensor `name` of `file`, after checking them against `target`'s dtype and shape.
 llvm::Expected<std::string_view> BytesFor(const checkpoint::SafetensorsFile& file,
@@ -262,12 +271,19 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
     return Fail(fmt::format("{}: version {} is newer than this accelrun reads ({})", state_path,
                             *state->getInteger("version"), kStateVersion));
   }
-  llvm::Expected<int64_t> saved_world = Integer(*state, "world_size", state_path, 1);
+  llvm::Expected<int64_t> saved_world = Integer(*state, "world_size", state_path, 1, kMaxCheckpointWorldSize);
   if (!saved_world) return saved_world.takeError();
+  // Every rank that wrote it left its random state: a resume draws rank r's from r mod world.
+  for (int64_t rank : {int64_t{0}, *saved_world - 1}) {
+    if (ckpt.files.count(fmt::format("random_states_{}.safetensors", rank)) == 0) {
+      return Fail(fmt::format("{}: `world_size` is {}, but the checkpoint holds no random_states_{}.safetensors",
+                              state_path, *saved_world, rank));
+    }
+  }
   progress.saved_world_size = *saved_world;
   llvm::Expected<int64_t> step = Integer(*state, "step", state_path);
   if (!step) return step.takeError();
-  llvm::Expected<int64_t> samples = Integer(*state, "samples_seen", state_path);
+  llvm::Expected<int64_t> samples = Integer(*state, "samples_seen", state_path, 0, kMaxSamplesSeen);
   if (!samples) return samples.takeError();
   progress.step = *step;
   progress.samples_seen = *samples;
@@ -311,15 +327,18 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
       return Fail(fmt::format("{}: `scale` must be a positive number", scaler_path));
     LossScaleState& state = progress.loss_scale.emplace();
     state.scale = *scale;
-    llvm::Expected<int64_t> tracker = Integer(*scaler, "growth_tracker", scaler_path);
+    // Each counts steps, or is a step: none can pass the checkpoint's own.
+    llvm::Expected<int64_t> tracker = Integer(*scaler, "growth_tracker", scaler_path, 0, progress.step);
     if (!tracker) return tracker.takeError();
-    llvm::Expected<int64_t> iteration = Integer(*scaler, "iteration", scaler_path);
+    llvm::Expected<int64_t> iteration = Integer(*scaler, "iteration", scaler_path, 0, progress.step);
     if (!iteration) return iteration.takeError();
-    llvm::Expected<int64_t> last_overflow = Integer(*scaler, "last_overflow", scaler_path, /*minimum=*/-1);
+    llvm::Expected<int64_t> last_overflow =
+        Integer(*scaler, "last_overflow", scaler_path, /*minimum=*/-1, /*maximum=*/*iteration);
     if (!last_overflow) return last_overflow.takeError();
-    llvm::Expected<int64_t> hysteresis = Integer(*scaler, "hysteresis_left", scaler_path);
+    llvm::Expected<int64_t> hysteresis =
+        Integer(*scaler, "hysteresis_left", scaler_path, 0, std::numeric_limits<int32_t>::max());
     if (!hysteresis) return hysteresis.takeError();
-    llvm::Expected<int64_t> skipped = Integer(*scaler, "skipped_steps", scaler_path);
+    llvm::Expected<int64_t> skipped = Integer(*scaler, "skipped_steps", scaler_path, 0, progress.step);
     if (!skipped) return skipped.takeError();
     state.growth_tracker = *tracker;
     state.iteration = *iteration;
@@ -639,6 +658,53 @@ llvm::Error RestoreRng(const checkpoint::VerifiedCheckpoint& ckpt, int rank) {
 }
 
 }  // namespace
+
+llvm::Expected<int64_t> SavedStep(const std::string& directory) {
+  constexpr uintmax_t kMaxStateBytes = 1 << 20;  // the file Accel writes is about 200 bytes
+  std::string path = (std::filesystem::path(directory) / "trainer_state.json").string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Fail(fmt::format("{}: not a regular file", path));
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxStateBytes) return Fail(fmt::format("{}: not a trainer state of at most 1 MiB", path));
+  llvm::Expected<std::shared_ptr<const checkpoint::FileBytes>> bytes = checkpoint::FileBytes::Map(path);
+  if (!bytes) return bytes.takeError();
+  std::string_view text = (*bytes)->view();
+  if (plan::JsonNestsDeeperThan(text, plan::kMaxJsonDepth)) return Fail(fmt::format("{}: nested too deep", path));
+  llvm::Expected<json::Value> value = json::parse(llvm::StringRef(text.data(), text.size()));
+  if (!value) return Fail(fmt::format("{}: {}", path, llvm::toString(value.takeError())));
+  const json::Object* object = value->getAsObject();
+  llvm::Optional<int64_t> step = object != nullptr ? object->getInteger("step") : llvm::None;
+  if (!step) return Fail(fmt::format("{}: expected an integer `step`", path));
+  return *step;
+}
+
+llvm::Error CheckProgressFitsPlan(const Progress& progress, const ProgressLimits& limits,
+                                  const std::string& checkpoint) {
+  if (progress.step > limits.steps) {
+    return Fail(fmt::format(
+        "{}: the checkpoint is at step {}, beyond this plan's {} steps; it was written by a longer run or "
+        "edited: resume it with `train.steps` of at least {}, or start afresh",
+        checkpoint, progress.step, limits.steps, progress.step));
+  }
+  // The products below cannot overflow: both factors are at most kMaxCheckpointWorldSize
+  // (the world size is bounded on read) or the capped step count.
+  const int64_t steps = std::min(limits.steps, std::numeric_limits<int64_t>::max() / kMaxCheckpointWorldSize);
+  const int64_t micro_batches = std::min(limits.micro_batches_per_step, kMaxCheckpointWorldSize);
+  const int64_t max_epoch = steps * micro_batches;
+  if (progress.data_epoch > max_epoch) {
+    return Fail(fmt::format("{}/dataloader_0.json: epoch {} cannot be reached in this plan's {} steps of {} "
+                            "batches; the checkpoint was edited or is from another job",
+                            checkpoint, progress.data_epoch, limits.steps, limits.micro_batches_per_step));
+  }
+  // The scheduler advances once per process per step, or once per micro-batch.
+  const int64_t per_step = std::max(progress.saved_world_size, micro_batches);
+  if (progress.scheduler_steps > steps * per_step) {
+    return Fail(fmt::format("{}/scheduler.json: `last_epoch` {} is beyond what {} steps of {} processes count; "
+                            "the checkpoint was edited or is from another job",
+                            checkpoint, progress.scheduler_steps, limits.steps, progress.saved_world_size));
+  }
+  return llvm::Error::success();
+}
 
 llvm::Expected<Progress> RestoreTrainingState(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer,
                                               int rank, int world_size, int64_t data_seed,

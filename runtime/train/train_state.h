@@ -52,6 +52,27 @@ struct Progress {
   int64_t skipped_steps = 0;
 };
 
+// The most processes a checkpoint may say wrote it: far beyond any cluster, small enough that
+// no count derived from it overflows (a world size edited to 2^32 once became 0 and a divisor).
+inline constexpr int64_t kMaxCheckpointWorldSize = int64_t{1} << 20;
+
+// What a checkpoint's counters may be for the plan resuming it.
+struct ProgressLimits {
+  int64_t steps = 0;                   // the plan's optimizer steps
+  int64_t micro_batches_per_step = 1;  // its gradient accumulation
+};
+
+// Refuses, naming the checkpoint, a step beyond the plan's steps (a tampered step of 2^63 - 1
+// wrapped to -2^63 on resume and trained forever), an epoch beyond the batches those steps draw,
+// and a scheduler count beyond what those steps advance it by, before anything adds to them.
+llvm::Error CheckProgressFitsPlan(const Progress& progress, const ProgressLimits& limits,
+                                  const std::string& checkpoint);
+
+// The step of the checkpoint in `directory`, from its trainer_state.json, unverified (rotation
+// asks it of checkpoints it does not load). Fails when the file is missing, not a regular file,
+// over 1 MiB, or gives no step.
+llvm::Expected<int64_t> SavedStep(const std::string& directory);
+
 // The safetensors dtype of `type` (`F32`, `F64`, `I64`, `U8`), or null for one checkpoints do
 // not store.
 const char* SafetensorsDtype(at::ScalarType type);

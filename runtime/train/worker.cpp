@@ -442,6 +442,10 @@ class TrainingRun {
           loop_.sharding.stage > 0 && tp_ == nullptr ? &sharded_resume_ : nullptr);
       if (tp_ != nullptr && restored) tp_->EndFullState();
       if (!restored) return restored.takeError();
+      if (llvm::Error error = CheckProgressFitsPlan(
+              *restored, {loop_.steps, loop_.gradient_accumulation.num_steps}, (*from)->path)) {
+        return error;
+      }
       if (restored->saved_world_size != context_.world_size) ConvertWorldSize(*restored);
       if (llvm::Error error = CheckSchedule(*restored)) return error;
       progress_ = *restored;
@@ -457,6 +461,7 @@ class TrainingRun {
       scheduler_->set_last_step(progress_.scheduler_steps);
       if (progress_.loss_scale && loop_.loss_scaling.enabled) loss_scaler_.Restore(*progress_.loss_scale);
     }
+    if (WritesCheckpoints(spec, steps_.init, context_.rank)) GuardRotation(*store_, resumed_from_, progress_);
     // Each rank loaded on its own (with save_on_each_node, from its own machine's copy): all
     // must continue from rank 0's step.
     at::Tensor step = at::full({1}, progress_.step, at::kLong);

@@ -193,7 +193,37 @@ def main():
     rc, text = run([accelrun, "consolidate", checkpoint])
     assert rc == 2 and "missing `-o <file>`" in text, text
 
-    print(f"consolidate: 12 tensors ({checked} bytes) equal the values written and the rank files; 7 refusals")
+    # An output that is one of the checkpoint's own files, by path, through `..`, through a
+    # symlink or as a hard link, or any new path inside its folder, would replace part of the
+    # checkpoint being read (exit 0 and a checkpoint gone, before): refused, nothing changed.
+    own = copy("own")
+    before = {name: open(os.path.join(own, name), "rb").read() for name in os.listdir(own)}
+    shard = "model_shard-00001-of-00004.safetensors"
+    os.symlink(own, os.path.join(workdir, "own_link"))
+    os.link(os.path.join(own, shard), os.path.join(workdir, "hard_link.safetensors"))
+    for output, needle in [
+        (os.path.join(own, shard), "is inside the checkpoint"),
+        (os.path.join(workdir, "own", "..", "own", "accel_manifest.json"), "is inside the checkpoint"),
+        (os.path.join(workdir, "own_link", shard), "is inside the checkpoint"),
+        (os.path.join(own, "new.safetensors"), "is inside the checkpoint"),
+        (os.path.join(workdir, "hard_link.safetensors"), f"is the checkpoint's own `{shard}` under another name"),
+    ]:
+        rc, text = run([accelrun, "consolidate", own, "-o", output])
+        assert rc == 2 and needle in text, f"-o {output}: exit {rc}:\n{text}"
+    rc, text = run([accelrun, "consolidate", own, "-o", model_out, "--optimizer", model_out])
+    assert rc == 2 and "both name" in text, text
+    after = {name: open(os.path.join(own, name), "rb").read() for name in os.listdir(own)}
+    assert after == before, "a refused consolidate changed the checkpoint"
+
+    # A consolidate killed mid-write leaves `<output>.tmp.<pid>`: the next one removes it.
+    stale = model_out + ".tmp.999999999"
+    with open(stale, "wb") as f:
+        f.write(b"half a file")
+    rc, text = run([accelrun, "consolidate", checkpoint, "-o", model_out])
+    assert rc == 0 and f"removed {stale}" in text and not os.path.exists(stale), text
+
+    print(f"consolidate: 12 tensors ({checked} bytes) equal the values written and the rank files; 13 refusals; "
+          "a stale temporary removed")
     return 0
 
 

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstring>
+#include <limits>
 
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/dtype.h"
@@ -256,6 +257,86 @@ TEST(TrainState, RefusesNegativeCountsInTheSavedProgress) {
   ASSERT_FALSE(static_cast<bool>(position));
   EXPECT_NE(llvm::toString(position.takeError()).find("dataloader_0.json: invalid value -1 of `position`"),
             std::string::npos);
+}
+
+// A checkpoint whose trainer_state.json was edited (`from` → `to`) and rehashed into the
+// manifest, as an adversary with write access to the checkpoint folder would leave it.
+checkpoint::VerifiedCheckpoint SaveEdited(const Trainer& trainer, const std::string& name, int world_size,
+                                          const std::string& from, const std::string& to) {
+  std::string dir = accel::testing::ScratchDir(name).string();
+  std::vector<at::Tensor> rng(world_size, CaptureRngState());
+  auto files = EncodeTrainingState(trainer, {1, 8, 0, 8}, rng, 3);
+  EXPECT_TRUE(static_cast<bool>(files));
+  std::vector<checkpoint::CheckpointFile> edited = (*files)->files();
+  std::string state;
+  for (checkpoint::CheckpointFile& file : edited) {
+    if (file.name != "trainer_state.json") continue;
+    for (std::string_view part : file.parts) state += part;
+    size_t at = state.find(from);
+    EXPECT_NE(at, std::string::npos) << state;
+    if (at != std::string::npos) state.replace(at, from.size(), to);
+    file.parts = {state};
+  }
+  checkpoint::CheckpointStore store = Store(dir);
+  EXPECT_TRUE(static_cast<bool>(store.Save(edited)));
+  llvm::Expected<checkpoint::VerifiedCheckpoint> loaded = store.LoadLatest();
+  EXPECT_TRUE(static_cast<bool>(loaded));
+  return std::move(*loaded);
+}
+
+// A world size of 2^32 was cut to 0 and used as a divisor (SIGFPE); one that names more ranks
+// than left their random state would read a file that is not there.
+TEST(TrainState, RefusesAWorldSizeTheCheckpointDoesNotHold) {
+  std::unique_ptr<Trainer> sgd = Build("sgd", 1);
+  llvm::Expected<Progress> huge =
+      RestoreTrainingState(SaveEdited(*sgd, "world_2_32", 1, "\"world_size\": 1", "\"world_size\": 4294967296"),
+                           *sgd, 3, 4, 3);
+  ASSERT_FALSE(static_cast<bool>(huge));
+  EXPECT_NE(llvm::toString(huge.takeError()).find("invalid value 4294967296 of `world_size`: must be at most 1048576"),
+            std::string::npos);
+  llvm::Expected<Progress> more =
+      RestoreTrainingState(SaveEdited(*sgd, "world_3_of_2", 2, "\"world_size\": 2", "\"world_size\": 3"), *sgd,
+                           0, 1, 3);
+  ASSERT_FALSE(static_cast<bool>(more));
+  EXPECT_NE(llvm::toString(more.takeError())
+                .find("`world_size` is 3, but the checkpoint holds no random_states_2.safetensors"),
+            std::string::npos);
+}
+
+// A step edited to 2^63 - 1 resumed at -2^63 after the wrap, trained forever and rotated the
+// good checkpoints away: every counter is held to what a run of this plan can reach.
+TEST(TrainState, RefusesCountsBeyondWhatThePlanReaches) {
+  const ProgressLimits plan{100, 2};
+  Progress at_end;
+  at_end.step = 100;
+  at_end.data_epoch = 200;
+  at_end.scheduler_steps = 200;
+  at_end.saved_world_size = 1;
+  EXPECT_FALSE(static_cast<bool>(CheckProgressFitsPlan(at_end, plan, "ckpt")));
+
+  Progress wrapped = at_end;
+  wrapped.step = std::numeric_limits<int64_t>::max();
+  llvm::Error step = CheckProgressFitsPlan(wrapped, plan, "ckpt");
+  ASSERT_TRUE(static_cast<bool>(step));
+  EXPECT_NE(llvm::toString(std::move(step)).find("ckpt: the checkpoint is at step 9223372036854775807, beyond this "
+                                                 "plan's 100 steps"),
+            std::string::npos);
+
+  Progress epoch = at_end;
+  epoch.data_epoch = 201;
+  llvm::Error far = CheckProgressFitsPlan(epoch, plan, "ckpt");
+  ASSERT_TRUE(static_cast<bool>(far));
+  EXPECT_NE(llvm::toString(std::move(far)).find("epoch 201 cannot be reached"), std::string::npos);
+
+  // Once per process per step: 4 processes may have counted 400.
+  Progress scheduler = at_end;
+  scheduler.saved_world_size = 4;
+  scheduler.scheduler_steps = 400;
+  EXPECT_FALSE(static_cast<bool>(CheckProgressFitsPlan(scheduler, plan, "ckpt")));
+  scheduler.scheduler_steps = 401;
+  llvm::Error beyond = CheckProgressFitsPlan(scheduler, plan, "ckpt");
+  ASSERT_TRUE(static_cast<bool>(beyond));
+  EXPECT_NE(llvm::toString(std::move(beyond)).find("`last_epoch` 401 is beyond"), std::string::npos);
 }
 
 TEST(DataLoaderResume, RestoreContinuesTheStreamSampleExactly) {

@@ -119,6 +119,30 @@ TEST(CheckpointStore, RotatesOnlyAfterTheNewCheckpointAndKeepsTheNewest) {
   EXPECT_EQ(Entries(project / "checkpoints"), (std::vector<std::string>{"checkpoint_3"}));
 }
 
+// The guard keeps what it gives a reason for, silently for an empty one, whatever the limit.
+TEST(CheckpointStore, RotationKeepsWhatTheGuardNames) {
+  fs::path project = ScratchDir("guarded");
+  CheckpointStore store = Open(project, 1);
+  const std::string first = (project / "checkpoints" / "checkpoint_0").string();
+  const std::string second = (project / "checkpoints" / "checkpoint_1").string();
+  store.GuardRotation([&](const std::string& checkpoint) -> std::optional<std::string> {
+    if (checkpoint == first) return std::string();
+    if (checkpoint == second) return std::string("kept: beyond");
+    return std::nullopt;
+  });
+  Save(store, 0);
+  SaveResult kept = Save(store, 1);
+  EXPECT_TRUE(kept.removed.empty());
+  EXPECT_TRUE(kept.warnings.empty());
+  SaveResult third = Save(store, 2);
+  EXPECT_TRUE(third.removed.empty());
+  EXPECT_EQ(third.warnings, (std::vector<std::string>{"kept: beyond"}));
+  SaveResult fourth = Save(store, 3);
+  EXPECT_EQ(fourth.removed, (std::vector<std::string>{(project / "checkpoints" / "checkpoint_2").string()}));
+  EXPECT_EQ(Entries(project / "checkpoints"),
+            (std::vector<std::string>{"checkpoint_0", "checkpoint_1", "checkpoint_3"}));
+}
+
 TEST(CheckpointStore, RotationLeavesForeignEntriesAlone) {
   // Accelerate counts every entry and crashes on names without digits (catalog §9 #24).
   fs::path project = ScratchDir("foreign");

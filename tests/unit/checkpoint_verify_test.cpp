@@ -5,6 +5,8 @@
 
 #include "tests/unit/scratch_dir.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -201,6 +203,30 @@ TEST(VerifyCheckpoint, LoadsAVersion1ManifestAndStillCatchesAFlippedByte) {
   llvm::Expected<VerifiedCheckpoint> flipped = LoadLatest(project);
   ASSERT_FALSE(static_cast<bool>(flipped));
   EXPECT_NE(llvm::toString(flipped.takeError()).find("`model.safetensors` has sha256 "), std::string::npos);
+}
+
+// A manifest edited to hundreds of megabytes cost 22 s and 3.4 GB per rank before its refusal:
+// one over the cap is refused by its size, unread, both on load and by the rotation's check.
+TEST(VerifyCheckpoint, RefusesAManifestOverTheCapWithoutReadingIt) {
+  fs::path project = SaveLargeCheckpoint("huge_manifest", "small");
+  fs::path manifest = project / "checkpoints" / "checkpoint_0" / std::string(kManifestName);
+  // Sparse: the size is over the cap, the disk holds nothing of it.
+  fs::resize_file(manifest, kMaxManifestBytes + 1);
+  llvm::Expected<VerifiedCheckpoint> loaded = LoadLatest(project);
+  ASSERT_FALSE(static_cast<bool>(loaded));
+  std::string message = llvm::toString(loaded.takeError());
+  EXPECT_NE(message.find("over the 64 MiB a manifest can take"), std::string::npos) << message;
+}
+
+// A manifest that is a FIFO would block its reader forever: refused by its kind.
+TEST(VerifyCheckpoint, RefusesAManifestThatIsNotARegularFile) {
+  fs::path project = SaveLargeCheckpoint("fifo_manifest", "small");
+  fs::path manifest = project / "checkpoints" / "checkpoint_0" / std::string(kManifestName);
+  fs::remove(manifest);
+  ASSERT_EQ(::mkfifo(manifest.c_str(), 0600), 0);
+  llvm::Expected<Manifest> read = ReadManifest((project / "checkpoints" / "checkpoint_0").string());
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_NE(llvm::toString(read.takeError()).find("not a regular file"), std::string::npos);
 }
 
 }  // namespace
