@@ -150,6 +150,19 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A3009",
        "\"auto\" in a file checked `--for deepspeed`: the `deepspeed` launcher fills in nothing.\nFix: "
        "write the value, or check with `--for accelerate` or `--for trainer` if one of them runs the file."},
+      {"A3015",
+       "A config names a file that is not of the kind the tool reads there: under /proc, /sys or /dev (the "
+       "system's files, such as /proc/self/environ, which holds the environment's tokens), a FIFO, a "
+       "socket, a device, or for a DeepSpeed config a file that is not a JSON object (it does not start "
+       "with `{`). The tool would fail on it, hang or read what is not meant for it; Accel refuses it "
+       "before reading it, and shows nothing of it, since a checked config is untrusted (a pull request "
+       "can name any path).\nFix: name the JSON config you mean."},
+      {"A3016",
+       "`accelc check` (and so the GitHub Action and the editor) reads the files a config names only "
+       "inside the checked file's repository: the nearest folder above it holding `.git`, else its own "
+       "folder, with symlinks resolved. A config in a pull request could otherwise name any file the "
+       "runner can read. A file outside is not read, so it is not checked.\nFix: pass "
+       "`--read-outside-repo` where the configs are trusted, or move the file into the repository."},
       {"A3007",
        "A launch config names a file (a DeepSpeed JSON config) that is not there, relative to the config or "
        "to "

@@ -38,6 +38,7 @@
 #include "compiler/parse/parse.h"
 #include "compiler/plan/describe.h"
 #include "compiler/plan/plan_paths.h"
+#include "compiler/source/named_file.h"
 #include "llvm/Support/BuryPointer.h"
 
 namespace {
@@ -127,12 +128,17 @@ struct Options {
   accel::driver::FilterOptions filter;
   bool defaults = false;  // init --defaults
   bool force = false;     // init --force
+  bool read_outside_repo = false;  // check: also read files a config names outside its repository
   bool help = false;      // -h, --help
   bool version = false;   // --version
 };
 
 // Reads an env file into `assignments`; returns an error message, or "".
+// Nothing of a line that is not an assignment is shown: `--env-file /etc/shadow` must not print
+// its first line (a CI log is public).
 std::string ReadEnvFile(const std::string& path, std::vector<std::string>& assignments) {
+  if (std::string why = accel::source::WhyNotReadable(path); !why.empty())
+    return fmt::format("cannot read env file `{}`: {}", path, why);
   std::ifstream in(path);
   if (!in) return fmt::format("cannot read env file `{}`", path);
   std::string line;
@@ -143,7 +149,9 @@ std::string ReadEnvFile(const std::string& path, std::vector<std::string>& assig
     if (line.rfind("export ", 0) == 0) line = line.substr(7);
     size_t equals = line.find('=');
     if (equals == std::string::npos || equals == 0) {
-      return fmt::format("{}:{}: expected KEY=VALUE, found `{}`", path, number, line);
+      return fmt::format("{}:{}: expected KEY=VALUE (a `#` comment or a blank line); the line is not "
+                         "shown, the file may not be an env file",
+                         path, number);
     }
     std::string value = line.substr(equals + 1);
     if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
@@ -202,6 +210,10 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
                return "";
              },
              .needs = "`accelerate`, `trainer` or `deepspeed`"},
+      Option{.names = {"--read-outside-repo"},
+             .help = "with `check`: also read the files a config names outside the checked\n"
+                     "file's repository (docs/security.md)",
+             .apply = accel::cli::SetFlag(o.read_outside_repo)},
       Option{.names = {"--werror"},
              .help = "treat warnings as errors",
              .apply = accel::cli::SetFlag(o.filter.werror)},
@@ -857,6 +869,7 @@ int main(int argc, char** argv) {
   compile_options.note_native = options.command == "check" && !compile_options.lower && !options.verify;
   compile_options.overrides = options.overrides;
   compile_options.tool = options.tool;
+  compile_options.confine_references = options.command == "check" && !options.read_outside_repo;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   auto results = std::make_unique<std::vector<Compilation>>(
       CompileAll(files, *stdlib, environment, compile_options, jobs));

@@ -10,6 +10,7 @@
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/check.h"
+#include "compiler/source/named_file.h"
 
 namespace accel::driver {
 namespace {
@@ -42,7 +43,7 @@ const sema::Value* LaunchConfig(const sema::Value& root) {
 // the other). Finding and reading the second file is the driver's part: sema sees no file
 // system, and the JSON is a compilation of its own, kept in `referenced`.
 void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
-                              const sema::Environment& environment, const std::string& tool) {
+                              const sema::Environment& environment, const CompileOptions& referrer) {
   const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
   // Only a DeepSpeed launch reads the section; otherwise the launcher ignores it (DS-003).
   const sema::Value* engine = launch ? launch->Field("distributed_type") : nullptr;
@@ -66,7 +67,8 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   const fs::path* found = nullptr;
   std::error_code ec;
   for (const fs::path& candidate : candidates) {
-    if (fs::is_regular_file(candidate, ec)) {
+    // Any kind of file: one that is not a regular file is refused below, by what it is.
+    if (fs::exists(candidate, ec)) {
       found = &candidate;
       break;
     }
@@ -82,10 +84,30 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
                                  named->text, places);
     return;
   }
+  // Untrusted: refused by its kind, or where it lies, before a byte is read; quoted only once it
+  // looks like the JSON object DeepSpeed reads (source/named_file.h).
+  auto refuse = [&](const std::string& why) {
+    compilation.diagnostics.Emit(diag::Kind::ReferencedFileRefused, file, span, "deepspeed_config_file",
+                                 named->text, "read as a DeepSpeed JSON config", why);
+  };
+  if (std::string why = source::WhyNotReadable(found->string()); !why.empty()) return refuse(why);
+  if (referrer.confine_references) {
+    fs::path repository = source::RepositoryOf(file != nullptr ? file->name() : compilation.source->name());
+    if (!source::IsInside(found->string(), repository)) {
+      compilation.diagnostics.Emit(diag::Kind::ReferencedFileOutside, file, span, "deepspeed_config_file",
+                                   named->text, repository.string());
+      return;
+    }
+  }
+  llvm::Expected<source::SourceFile> text = source::SourceFile::Read(found->string(), kMaxSourceBytes);
+  if (text && !source::LooksLikeJsonObject(text->text())) {
+    return refuse("it does not start with `{`, so it is not the JSON object DeepSpeed reads");
+  }
+  llvm::consumeError(text.takeError());  // too large or unreadable: CompileFile says so
   CompileOptions options;
   options.lower = false;
   // The JSON an Accelerate config names is read by Accelerate's DeepSpeedPlugin.
-  options.tool = tool.empty() ? "accelerate" : tool;
+  options.tool = referrer.tool.empty() ? "accelerate" : referrer.tool;
   auto nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
   for (const diag::Diagnostic& d : nested->diagnostics.diagnostics()) compilation.diagnostics.Add(d);
   if (nested->spec) sema::CheckDeepSpeedBatch(*launch, *nested->spec, compilation.diagnostics);
@@ -261,7 +283,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.yaml_scalars = true;
   compilation.config_file = check.file_keys;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options);
   CheckStringifiedLists(compilation);
   if (compilation.spec && !compilation.config_file && options.lower) {
     compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics,
@@ -314,7 +336,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   }
   sema::CheckOptions check = Composed(compilation, file, options);
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment, options.tool);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options);
   CheckReferencedModel(compilation);
   if (!compilation.spec) return;
   if (!options.lower) {

@@ -59,6 +59,10 @@ struct CompileOptions {
   // it names are for `accelerate`; a DeepSpeed JSON on its own is for `accelerate` when a value
   // is "auto" (only Accelerate and the Trainer fill those in), else for `deepspeed`.
   std::string tool;
+  // `accelc check` and the editor: read a file a config names (a DeepSpeed JSON) only inside
+  // the checked file's repository (source::RepositoryOf), since the config is untrusted; off
+  // with `--read-outside-repo`, and for `build`, which the user runs on their own files.
+  bool confine_references = false;
 };
 
 // Runs the whole pipeline on the spec at `path`: parse, check against `stdlib`, lower. Stops

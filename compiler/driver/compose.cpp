@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/parse/parse.h"
+#include "compiler/source/named_file.h"
 
 namespace accel::driver {
 namespace {
@@ -94,6 +95,10 @@ class Composer {
     if (fs::path(canonical).extension() != ".accel") {
       diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,
                         "only `.accel` specs can be imported, and nothing of other files is shown");
+      return nullptr;
+    }
+    if (std::string why = source::WhyNotReadable(canonical); !why.empty()) {
+      diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path, why);
       return nullptr;
     }
     llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path);

@@ -12,6 +12,9 @@ std::unique_ptr<Analysis> Analyze(const Document& document, const driver::Stdlib
   driver::CompileOptions options;
   options.lower = false;
   options.note_native = true;
+  // An editor opens repositories it has never seen: the files their configs name are confined
+  // as in `accelc check`.
+  options.confine_references = true;
   auto analysis = std::make_unique<Analysis>();
   analysis->compilation = driver::CompileText(document.path, document.text, stdlib, kNoEnvironment, options);
   int suppressed = 0;

@@ -29,9 +29,11 @@ llvm::Expected<at::Tensor> ReadNpy(const std::string& path);
 llvm::Expected<at::Tensor> ReadSafetensorsTensor(const checkpoint::SafetensorsFile& file,
                                                  const std::string& path, const std::string& key);
 
-// "; did you mean `x`?" for a close candidate, otherwise "; the <what> are `a`, `b`".
+// "; did you mean `x`?" for a close candidate, otherwise "; the <what> are `a`, `b`", or
+// without `list_candidates` "; it has 2 <what>" (names read from a file that may be of another
+// kind, a CSV header being any file's first line, are not shown).
 std::string Suggest(const std::string& name, const std::vector<std::string>& candidates,
-                    const std::string& what);
+                    const std::string& what, bool list_candidates = true);
 
 // A shape as NumPy prints it: `(3,)`, `(2, 4)`.
 std::string ShapeText(at::IntArrayRef shape);

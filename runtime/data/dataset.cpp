@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "llvm/ADT/StringRef.h"
+#include "compiler/source/named_file.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
@@ -29,7 +30,7 @@ namespace accel::rt::data {
 static_assert(std::endian::native == std::endian::little, "the loaders assume a little-endian host");
 
 std::string Suggest(const std::string& name, const std::vector<std::string>& candidates,
-                    const std::string& what) {
+                    const std::string& what, bool list_candidates) {
   const std::string* best = nullptr;
   unsigned best_distance = 0;
   for (const std::string& candidate : candidates) {
@@ -42,6 +43,11 @@ std::string Suggest(const std::string& name, const std::vector<std::string>& can
   // A third of the name may be wrong: enough for typos, not for unrelated names.
   if (best != nullptr && best_distance <= std::max<size_t>(1, name.size() / 3)) {
     return fmt::format("; did you mean `{}`?", *best);
+  }
+  if (!list_candidates) {
+    // `what` is a plural ("columns"): one of them is its singular.
+    return fmt::format("; it has {} {}", candidates.size(),
+                       candidates.size() == 1 ? what.substr(0, what.size() - 1) : what);
   }
   std::string list;
   for (const std::string& candidate : candidates) list += (list.empty() ? "`" : ", `") + candidate + "`";
@@ -107,6 +113,9 @@ at::Tensor TensorFromBytes(std::string_view bytes, at::IntArrayRef shape, at::Sc
 }  // namespace
 
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> ReadFile(const std::string& path) {
+  // `/dev/zero` read until every rank ran out of memory; a FIFO would block the rank.
+  if (std::string why = source::WhyNotReadable(path); !why.empty())
+    return Fail(fmt::format("{}: cannot read it as data: {}", path, why));
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer) return Fail(fmt::format("{}: cannot read: {}", path, buffer.getError().message()));
@@ -216,8 +225,10 @@ llvm::Expected<Dataset> LoadCsv(const std::string& path, const std::vector<std::
                      const char* list) -> llvm::Error {
     auto found = std::find(names.begin(), names.end(), name);
     if (found == names.end()) {
+      // The first line of whatever file the spec names: its text is not shown (it may be any
+      // file's), only a close name, or how many columns it has.
       return Fail(fmt::format("{}:1:1: the header has no column `{}` (named in {}){}", path, name, list,
-                              Suggest(name, names, "columns")));
+                              Suggest(name, names, "columns", /*list_candidates=*/false)));
     }
     ColumnUse& use = uses[found - names.begin()];
     if (use.role != ColumnUse::kIgnored) {

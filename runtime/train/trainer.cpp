@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "compiler/source/named_file.h"
 #include "runtime/tensor/scalar_type.h"
 #include "runtime/train/activation_checkpointing.h"
 #include "runtime/train/autocast_region.h"
@@ -366,12 +367,14 @@ class ScriptedModel final : public Model {
     const std::string& path = spec.path;
     // The save hint is for a file that is there but is not a TorchScript archive.
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
+    if (!std::filesystem::exists(path, ec)) {
       throw std::invalid_argument(
-          "cannot load the TorchScript model " + path + ": " +
-          (std::filesystem::exists(path, ec) ? "it is not a file" : "the file does not exist") +
-          " (a relative path in a plan is relative to the plan file's directory, in a spec to the spec's)");
+          "cannot load the TorchScript model " + path +
+          ": the file does not exist (a relative path in a plan is relative to the plan file's directory, in a "
+          "spec to the spec's)");
     }
+    if (std::string why = source::WhyNotReadable(path); !why.empty())
+      throw std::invalid_argument("cannot load the TorchScript model " + path + ": " + why);
     try {
       // On the meta device the file's tensors are read one at a time and dropped.
       module_ = torch::jit::load(path, c10::Device(shapes_only ? c10::kMeta : c10::kCPU));

@@ -3,6 +3,7 @@
 // worked out by hand from Accelerate's BatchSamplerShard and DataLoaderDispatcher; the
 // permutations come from Python's torch (see each test).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <ATen/ATen.h>
 
@@ -375,6 +376,24 @@ TEST(LoadCsv, ReportsCellErrorsWithLineAndColumn) {
                 "0, 1, 2, ...");
 }
 
+// A spec can name any file as its CSV: the first line of a password file or a key must not
+// come back as "the columns are ...", and a device or FIFO is refused before it is read
+// (`/dev/zero` was read until every rank ran out of memory).
+TEST(LoadCsv, ShowsNothingOfAFileThatIsNotItsCsvAndRefusesSpecialFiles) {
+  TempDir dir;
+  std::string path = dir.Write("shadow", "root:$6$secrethash:19000:0:99999:7:::\nbin:*:19000\n");
+  std::string error = ErrorOf(LoadCsv(path, {}, {"label"}, TargetKind::kClassLabels));
+  EXPECT_EQ(error, path + ":1:1: the header has no column `label` (named in target_columns); it has 1 column");
+  EXPECT_EQ(error.find("secrethash"), std::string::npos);
+  EXPECT_EQ(ErrorOf(LoadCsv("/dev/zero", {}, {"y"}, TargetKind::kRegression)),
+            "/dev/zero: cannot read it as data: it is under /dev, a file the system makes, not one a config names");
+  std::string fifo = dir.Write("pipe.csv", "");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ErrorOf(LoadCsv(fifo, {}, {"y"}, TargetKind::kRegression)),
+            fifo + ": cannot read it as data: it is a FIFO (named pipe)");
+}
+
 TEST(LoadCsv, ReportsRowsWithTheWrongCellCount) {
   TempDir dir;
   std::string path = dir.Write("short.csv", "a,b,y\n1,2,3\n\n4,5\n");
@@ -392,9 +411,7 @@ TEST(LoadCsv, ReportsHeaderAndColumnErrors) {
             path + ":1:1: the header has no column `prise` (named in target_columns); did you mean `price`?");
   EXPECT_EQ(
       ErrorOf(LoadCsv(path, {"zzzzzz"}, {"price"}, TargetKind::kRegression)),
-      path +
-          ":1:1: the header has no column `zzzzzz` (named in feature_columns); the columns are `price`, "
-          "`size`, `rooms`");
+      path + ":1:1: the header has no column `zzzzzz` (named in feature_columns); it has 3 columns");
   EXPECT_EQ(ErrorOf(LoadCsv(path, {"size", "price"}, {"price"}, TargetKind::kRegression)),
             path +
                 ":1:1: column `price` is named twice in feature_columns and target_columns; a column is "
