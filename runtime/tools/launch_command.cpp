@@ -27,6 +27,7 @@
 #include "runtime/launch/plan_env.h"
 #include "runtime/launch/rehearsal.h"
 #include "runtime/launch/restarts.h"
+#include "runtime/launch/resume_point.h"
 #include "runtime/observe/metrics_history.h"
 #include "runtime/observe/sparkline.h"
 #include "runtime/tools/plan_input.h"
@@ -362,6 +363,15 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     return kExitUsage;
   }
 
+  // A path the user named is checked before anything is written or started: a typo must not fail every rank, and then be "fixed"
+  // by a restart that resumes another checkpoint (resume_point.h).
+  if (!options.dry_run && !options.self_test) {
+    if (std::string why = launch::WhyNotAResumePoint(options.resume); !why.empty()) {
+      fmt::print(stderr, "accelrun: error: {}\n", why);
+      return kExitUsage;
+    }
+  }
+
   launch::LaunchId launch_id = launch::ResolveLaunchId(options.placement.rdzv_id, env,
                                                        topology.launched_by.empty() && topology.nnodes == 1);
   // A dry run's output stays the same from run to run, like the launcher pid below.
@@ -440,13 +450,20 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   };
   launch::LaunchOptions launch_options = make_workers(topology, launch_id.id, options.resume);
 
-  // A restart continues the run from its newest complete checkpoint, whatever the first attempt
-  // resumed from; a plan without checkpoints starts over, and the self-test simply runs again.
-  bool saves_checkpoints = plan->Find<plan::Checkpoint>() != nullptr;
-  std::string restart_resume = options.self_test ? options.resume : saves_checkpoints ? "auto" : "";
-  std::string resume_note = options.self_test   ? "running the test again"
-                            : saves_checkpoints ? "resuming from the newest complete checkpoint"
-                                                : "starting over: the plan saves no checkpoints";
+  // A restart continues the run from the newest checkpoint the job has written, else from what the
+  // first attempt was asked to resume; a plan without checkpoints starts over, and the self-test
+  // simply runs again.
+  const plan::Checkpoint* checkpoint_step = moved.Find<plan::Checkpoint>();
+  const auto launched = std::filesystem::file_time_type::clock::now();
+  auto restart_resume = [&]() -> std::string {
+    if (options.self_test) return options.resume;
+    if (checkpoint_step == nullptr) return "";
+    return launch::ResumeForRestart(*checkpoint_step, output_dir, options.resume, launched);
+  };
+  std::string resume_note = options.self_test ? "running the test again"
+                            : checkpoint_step != nullptr
+                                ? "resuming from the newest complete checkpoint (where it began, if it wrote none)"
+                                : "starting over: the plan saves no checkpoints";
   if (max_restarts > 0) {
     placement->notes.push_back(fmt::format("up to {} restart{} after a failure, {}", max_restarts,
                                            max_restarts == 1 ? "" : "s", resume_note));
@@ -500,7 +517,7 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
         launch::OutputStream::kStdout,
         fmt::format("accelrun: restart {}: rendezvous {}:{} ({}), launch {}\n", attempt,
                     again->topology.master_addr, again->topology.master_port, again->rendezvous_from, id.id));
-    launch::LaunchOptions next = make_workers(again->topology, id.id, restart_resume);
+    launch::LaunchOptions next = make_workers(again->topology, id.id, restart_resume());
     next.interrupted = interrupted;
     next.print = printer.AsPrinter();
     return next;

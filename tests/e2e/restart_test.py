@@ -173,7 +173,7 @@ def main():
     assert code == 0, f"accelrun exited {code} with restarts left"
     for restart, (rank, pid) in enumerate(zip((1, 0), pids), start=1):
         assert re.search(rf"^accelrun: restart {restart} of 2 after rank {rank} \(pid {pid}\) was killed by signal 9; "
-                         r"resuming from the newest complete checkpoint in \d+\.\d s$", text, re.M), \
+                         r"resuming from the newest complete checkpoint \(where it began, if it wrote none\) in \d+\.\d s$", text, re.M), \
             f"restart {restart} (rank {rank}, pid {pid}) is not announced"
         assert re.search(rf"^accelrun: attempt {restart} of 3 failed: rank {rank} \(pid {pid}\) failed with "
                          r"signal 9 \(Killed\)", text, re.M), f"attempt {restart}'s failure is not reported"
@@ -240,6 +240,17 @@ def main():
             done.stderr
         assert not os.path.exists(os.path.join(root, "out")), f"{name}: something was written before the refusal"
         print(f"{name}: --max-restarts refused: {done.stderr.strip()}")
+
+    # 5. A mistyped `--resume PATH` with restarts left: refused before anything starts (exit 2),
+    # never restarted into another checkpoint.
+    root = os.path.join(workdir, "mistyped")
+    spec = write_spec(root)
+    done = subprocess.run([accelrun, spec, "--resume", os.path.join(root, "chekpoint_3"), "--max-restarts", "1"],
+                          capture_output=True, text=True, timeout=60, env=scheduler_free_env())
+    assert done.returncode == 2, f"mistyped --resume: exit {done.returncode}:\n{done.stdout}{done.stderr}"
+    assert "no such checkpoint folder; name a `checkpoint_N` folder" in done.stderr, done.stderr
+    assert "accelrun: restart" not in done.stdout + done.stderr and not os.path.exists(os.path.join(root, "out")), done.stdout
+    print(f"mistyped --resume: {done.stderr.strip()}")
     print(f"e2e restart: passed in {time.monotonic() - started:.1f} s")
 
 
