@@ -1,5 +1,7 @@
 #include "compiler/format/format.h"
 
+#include <string_view>
+
 #include "compiler/format/meaning.h"
 #include "compiler/format/printer.h"
 #include "compiler/parse/parse.h"
@@ -7,6 +9,13 @@
 namespace accel::format {
 
 Formatted Format(const source::SourceFile& source, diag::DiagnosticEngine& diagnostics, size_t line_limit) {
+  // A UTF-8 byte-order mark is no part of the layout (editors on Windows add one): the canonical
+  // file has none, and the rest is formatted as if it had never been there.
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (std::string_view(source.text()).substr(0, kByteOrderMark.size()) == kByteOrderMark) {
+    return Format(source::SourceFile(source.name(), source.text().substr(kByteOrderMark.size())), diagnostics,
+                  line_limit);
+  }
   Formatted result;
   parse::SyntaxTree syntax;
   ast::File file = parse::Parse(source, diagnostics, &syntax);

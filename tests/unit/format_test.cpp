@@ -36,6 +36,13 @@ TEST(Format, PutsOneStatementPerLineAndDropsSemicolons) {
             "}\n");
 }
 
+// A file saved with a UTF-8 byte-order mark was "an internal error: the formatted text does not
+// parse"; its canonical form has no mark.
+TEST(Format, DropsAByteOrderMark) {
+  EXPECT_EQ(Fmt("\xEF\xBB\xBFjob j {\n  model = MLP { inputs = 4 }\n}\n"),
+            "job j {\n  model = MLP { inputs = 4 }\n}\n");
+}
+
 TEST(Format, KeepsAOneAssignmentBlockOnOneLineOnlyWhenItFits) {
   EXPECT_EQ(Fmt("job j { output { dir = \"runs/x\" } }"), "job j {\n  output { dir = \"runs/x\" }\n}\n");
   EXPECT_EQ(Fmt("job j { output { dir = \"runs/x\" } }", 20),
