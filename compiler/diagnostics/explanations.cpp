@@ -163,6 +163,13 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "folder, with symlinks resolved. A config in a pull request could otherwise name any file the "
        "runner can read. A file outside is not read, so it is not checked.\nFix: pass "
        "`--read-outside-repo` where the configs are trusted, or move the file into the repository."},
+      {"A3017",
+       "A text value that its type restricts is not of that kind: a `host` (`main_process_ip`) must be a "
+       "host name (letters, digits, `-`, `.`, `_`) or an IPv4 or IPv6 address, and a `path` holds no NUL "
+       "byte. Accelerate would pass either on to torchrun or to the system, which fails far from the "
+       "config, or, for a line break in an address, writes a forged line into the job's environment and "
+       "logs. The offending byte is named by its code, not shown.\nFix: write the machine's name or "
+       "address, such as `10.0.0.1`, or the path without the byte."},
       {"A3007",
        "A launch config names a file (a DeepSpeed JSON config) that is not there, relative to the config or "
        "to "

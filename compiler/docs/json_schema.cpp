@@ -223,6 +223,7 @@ class Writer {
         return json::Object{{"type", "number"}};
       case Kind::String:
       case Kind::Path:
+      case Kind::Host:
         return json::Object{{"type", "string"}};
       case Kind::Duration:
         // YAML and JSON have no duration literal (`30s`): no config-file value fits.

@@ -28,8 +28,13 @@ inline constexpr int64_t kMaxProcessesPerMachine = 4096;
 // bound keeps a hostile file from exhausting the stack of the recursive parser.
 inline constexpr int kMaxJsonDepth = 64;
 
+// The longest duration a plan holds, in ms: a year, as the stdlib's `timeout` bound. Beyond it a
+// deadline in nanoseconds overflows 64 bits (`100000000h` once killed a job in 0.1 s).
+inline constexpr int64_t kMaxDurationMs = int64_t{8760} * 3600 * 1000;
+
 // The range the reader enforces on a numeric field (on each element of a list).
-enum class Check { Any, Positive, NonNegative, Port };
+// `Host` applies to a string: empty, or a host name or IP address (scalars::WhyNotAHost).
+enum class Check { Any, Positive, NonNegative, Port, Duration, Host };
 
 // What the table says of one field.
 struct FieldInfo {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "compiler/plan/plan.h"
+#include "compiler/scalars/host_names.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace accel::plan {
@@ -85,6 +86,10 @@ class Reader {
       auto s = v.getAsString();
       if (!s) return Fail(path, "expected string");
       out = s->str();
+      if (check == Check::Host && !out.empty()) {
+        if (std::string why = scalars::WhyNotAHost(out); !why.empty())
+          return Fail(path, "invalid address", why);
+      }
       return true;
     } else if constexpr (std::is_enum_v<T>) {
       return ReadEnum(v, out, path);
@@ -117,6 +122,11 @@ class Reader {
         return value >= 0 || Fail(path, "invalid value " + text, "must not be negative");
       case Check::Port:
         return (value >= 0 && value <= 65535) || Fail(path, "invalid value " + text, "not a port");
+      case Check::Host:
+        return true;  // a string's check, made where strings are read
+      case Check::Duration:
+        return (value > 0 && value <= static_cast<double>(kMaxDurationMs)) ||
+               Fail(path, "invalid value " + text, "must be from 1 ms to a year (8760 h)");
     }
     return true;
   }

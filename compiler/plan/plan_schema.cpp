@@ -20,7 +20,10 @@ class SchemaWriter {
       return json::Object{{"type", "boolean"}};
     } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
       json::Object o{{"type", std::is_same_v<T, int64_t> ? "integer" : "number"}};
-      if (check == Check::Positive) {
+      if (check == Check::Duration) {
+        o["minimum"] = 1;
+        o["maximum"] = kMaxDurationMs;
+      } else if (check == Check::Positive) {
         if (std::is_same_v<T, int64_t>) {
           o["minimum"] = 1;
         } else {
@@ -32,6 +35,7 @@ class SchemaWriter {
       if (check == Check::Port) o["maximum"] = 65535;
       return o;
     } else if constexpr (std::is_same_v<T, std::string>) {
+      if (check == Check::Host) return json::Object{{"type", "string"}, {"pattern", "^[A-Za-z0-9._:%\\[\\]-]*$"}};
       return json::Object{{"type", "string"}};
     } else if constexpr (IsList<T>::value) {
       return json::Object{{"type", "array"}, {"items", TypeSchema<typename IsList<T>::Element>(check)}};

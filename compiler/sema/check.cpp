@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "compiler/scalars/bool_words.h"
+#include "compiler/scalars/host_names.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_versions.h"
 #include "compiler/sema/trainer_arguments.h"
@@ -602,6 +603,9 @@ class Checker {
         value.int_value = std::strtoll(text.c_str(), &end, 10) * 1000;
         if (text.empty() || *end != '\0') return std::nullopt;
         return value;
+      case Type::Kind::Host:
+        if (!scalars::WhyNotAHost(text).empty()) return std::nullopt;
+        [[fallthrough]];
       case Type::Kind::String:
       case Type::Kind::Path:
         value.kind = Value::Kind::String;
@@ -722,7 +726,8 @@ class Checker {
             expr.kind == ast::ExprKind::Int ? static_cast<double>(expr.int_value) : expr.float_value;
         return value;
       case Type::Kind::String:
-      case Type::Kind::Path: {
+      case Type::Kind::Path:
+      case Type::Kind::Host: {
         if (options_.yaml_scalars &&
             (expr.kind == ast::ExprKind::Duration || expr.kind == ast::ExprKind::Bytes)) {
           value.kind = Value::Kind::String;  // YAML `tag: 5m` is text where text is wanted
@@ -733,6 +738,15 @@ class Checker {
         value.kind = Value::Kind::String;
         std::optional<std::string> text = Interpolate(expr, file);
         if (!text) return std::nullopt;
+        // The bad byte is named, never printed: a line break would forge the next log line.
+        if (std::string why = type.kind == Type::Kind::Host ? scalars::WhyNotAHost(*text)
+                              : type.kind == Type::Kind::Path && text->find('\0') != std::string::npos
+                                  ? "a path holds no NUL byte (the system would cut it there)"
+                                  : "";
+            !why.empty()) {
+          diagnostics_.Emit(diag::Kind::InvalidText, file, expr.span, path, type.Describe(), why);
+          return std::nullopt;
+        }
         value.text = std::move(*text);
         return value;
       }

@@ -244,7 +244,7 @@ class SchemaBuilder {
     static const std::map<std::string, Type::Kind, std::less<>> kBuiltins = {
         {"bool", Type::Kind::Bool},     {"int", Type::Kind::Int},   {"float", Type::Kind::Float},
         {"string", Type::Kind::String}, {"path", Type::Kind::Path}, {"duration", Type::Kind::Duration},
-        {"bytes", Type::Kind::Bytes}};
+        {"bytes", Type::Kind::Bytes},   {"host", Type::Kind::Host}};
     const std::string& name = atom.name.text;
     if (name == "list" || name == "map") {
       size_t arity = name == "list" ? 1 : 2;
@@ -260,7 +260,7 @@ class SchemaBuilder {
     if (auto it = kBuiltins.find(name); it != kBuiltins.end()) return Type{it->second, "", {}};
     if (schema_.enums.count(name)) return Type{Type::Kind::Enum, name, {}};
     if (schema_.records.count(name)) return Type{Type::Kind::Record, name, {}};
-    std::vector<std::string> candidates = {"bool",     "int",   "float", "string", "path",
+    std::vector<std::string> candidates = {"bool",     "int",   "float", "string", "path", "host",
                                            "duration", "bytes", "list",  "map"};
     for (const auto& [n, _] : schema_.enums) candidates.push_back(n);
     for (const auto& [n, _] : schema_.records) candidates.push_back(n);
@@ -282,7 +282,7 @@ std::optional<Type> ResolveType(const ast::TypeRef& ref, const Schema& schema, c
   static const std::map<std::string, Type::Kind, std::less<>> kBuiltins = {
       {"bool", Type::Kind::Bool},     {"int", Type::Kind::Int},   {"float", Type::Kind::Float},
       {"string", Type::Kind::String}, {"path", Type::Kind::Path}, {"duration", Type::Kind::Duration},
-      {"bytes", Type::Kind::Bytes}};
+      {"bytes", Type::Kind::Bytes},   {"host", Type::Kind::Host}};
   std::vector<Type> alternatives;
   bool optional = false;
   for (const ast::TypeAtom& atom : ref.alternatives) {

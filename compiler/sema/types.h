@@ -14,6 +14,7 @@ struct Type {
     Float,
     String,
     Path,
+    Host,  // a host name or IP address (scalars::WhyNotAHost)
     Duration,
     Bytes,
     Enum,

@@ -18,6 +18,8 @@ std::string Type::Describe() const {
       return "string";
     case Kind::Path:
       return "path";
+    case Kind::Host:
+      return "host";
     case Kind::Duration:
       return "duration";
     case Kind::Bytes:

@@ -145,7 +145,23 @@ TEST(PlanJson, NonPositiveCountsAndTimeoutsAreRejectedEvenWithAValidHash) {
   read = FromJson(ToJson(plan), "p.json");
   ASSERT_FALSE(static_cast<bool>(read));
   EXPECT_EQ(llvm::toString(read.takeError()),
-            "p.json: invalid value 0 at steps[0].timeout: must be positive");
+            "p.json: invalid value 0 at steps[0].timeout: must be from 1 ms to a year (8760 h)");
+  // 100000000 h overflowed a deadline in nanoseconds: the job was killed at once.
+  plan = SamplePlan();
+  std::get<InitProcessGroup>(plan.steps[0]).timeout = int64_t{100000000} * 3600 * 1000;
+  plan.hash = ComputeHash(plan);
+  read = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: invalid value 360000000000000 at steps[0].timeout: must be from 1 ms to a year (8760 h)");
+  // An address with a line break forged a log line: named by its byte, not printed.
+  plan = SamplePlan();
+  std::get<InitProcessGroup>(plan.steps[0]).main_process_ip = "127.0.0.1\nMASTER_ADDR=evil";
+  plan.hash = ComputeHash(plan);
+  read = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: invalid address at steps[0].main_process_ip: it holds a line break (byte 0x0a at offset 9)");
   // Ranges hold inside lists and nested records too.
   plan = SamplePlan();
   std::get<MLP>(std::get<BuildModel>(plan.steps[2]).model).hidden = {64, -1};
