@@ -7,9 +7,11 @@ namespace {
 
 constexpr size_t kMaxHostBytes = 253;  // RFC 1035's limit for a full domain name
 
+// Bytes of UTF-8 letters too: Python resolves an internationalized name (`café.example`)
+// through IDNA, so torchrun reaches it.
 bool IsNameByte(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_';
+         c == '_' || (static_cast<unsigned char>(c) & 0x80) != 0;
 }
 
 bool IsIpv6Byte(char c) {

@@ -10,7 +10,8 @@ namespace {
 
 TEST(HostNames, AcceptsNamesAndAddressesOfEveryForm) {
   for (const char* host : {"localhost", "node-01.cluster.local", "10.0.0.1", "::1", "[::1]", "fe80::1%eth0",
-                           "[2001:db8::8a2e:370:7334]", "::ffff:192.0.2.1", "gpu_7"}) {
+                           "[2001:db8::8a2e:370:7334]", "::ffff:192.0.2.1", "gpu_7",
+                           "caf\xC3\xA9.example"}) {
     EXPECT_EQ(WhyNotAHost(host), "") << host;
   }
 }

@@ -355,20 +355,20 @@ TEST_F(Interop, ImportEscapesStringsAndReadsBackTheSameValues) {
       "distributed_type: 'NO'\n"
       "tpu_name: \"say \\\"hi\\\" \\\\ there\"\n"
       "tpu_zone: \"tab\\there\\nnext\"\n"
-      "main_process_ip: \"caf\\xE9 \\u65E5\"\n"
+      "main_training_function: \"caf\\xE9 \\u65E5\"\n"
       "dynamo_config:\n"
       "  dynamo_backend: INDUCTOR\n"
       "  options: {\"my-key\": 1, none: 2, plain: x, ratio: 1.0}\n");
   EXPECT_NE(text.find(R"(tpu_name = "say \"hi\" \\ there")"), std::string::npos) << text;
   EXPECT_NE(text.find(R"(tpu_zone = "tab\there\nnext")"), std::string::npos) << text;
-  EXPECT_NE(text.find("main_process_ip = \"caf\xC3\xA9 \xE6\x97\xA5\""), std::string::npos) << text;
+  EXPECT_NE(text.find("main_training_function = \"caf\xC3\xA9 \xE6\x97\xA5\""), std::string::npos) << text;
   // Map keys that are not names, or are reserved words, are quoted; a float stays a float.
   EXPECT_NE(text.find(R"(options = { "my-key": 1, "none": 2, plain: "x", ratio: 1.0 })"), std::string::npos)
       << text;
   const sema::Value& compute = *Spec(text).Field("compute");
   EXPECT_EQ(compute.Field("tpu_name")->text, "say \"hi\" \\ there");
   EXPECT_EQ(compute.Field("tpu_zone")->text, "tab\there\nnext");
-  EXPECT_EQ(compute.Field("main_process_ip")->text, "caf\xC3\xA9 \xE6\x97\xA5");
+  EXPECT_EQ(compute.Field("main_training_function")->text, "caf\xC3\xA9 \xE6\x97\xA5");
   const sema::Value& options = *compute.Field("dynamo_config")->Field("options");
   ASSERT_EQ(options.items.size(), 4u);
   EXPECT_EQ(options.keys[1], "none");
