@@ -159,12 +159,17 @@ llvm::Error MetricsLog::WriteEvent(int64_t step, const std::string& event, const
 llvm::Error MetricsLog::Append(const std::string& line) {
   // One write(2) per line: with O_APPEND a kill leaves whole lines plus at most a partial one.
   // Regular files take the whole buffer at once; the loop only covers signals and full disks.
+  // A disk that fills mid-line takes part of it: the part is cut off again, so that the file
+  // still ends with a whole line (the only writer is this one).
+  const off_t before = ::lseek(fd_, 0, SEEK_END);
   std::string_view rest(line);
   while (!rest.empty()) {
     ssize_t written = ::write(fd_, rest.data(), rest.size());
     if (written < 0) {
       if (errno == EINTR) continue;
-      return SystemError("cannot write", path_);
+      llvm::Error error = SystemError("cannot write", path_);
+      if (before >= 0 && rest.size() != line.size()) (void)::ftruncate(fd_, before);
+      return error;
     }
     rest.remove_prefix(static_cast<size_t>(written));
   }

@@ -25,7 +25,8 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 //    "elapsed_seconds":12.5}
 // and carries no loss (docs/training.md lists the events). Non-finite values (NaN, +-inf) have no JSON
 // spelling and are written as `null`. Each line goes to the file in one write(2), so a killed process leaves
-// at most one partial last line; `Open(path, /*append=*/true)` removes such a line before appending.
+// at most one partial last line; `Open(path, /*append=*/true)` removes such a line before appending. A write
+// that fails part-way (a full disk) cuts its part off again, so the file ends with a whole line.
 // Move-only; the destructor closes the file.
 class MetricsLog {
  public:

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +66,32 @@ TEST(MetricsLog, WritesStepTimeAndScalarsInOrder) {
     llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(line);
     EXPECT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
   }
+}
+
+// A disk that fills in the middle of a line took part of it, and the file ended with a torn
+// line. The part is cut off again: the write fails, the file still ends with a whole line.
+// The full disk is a file size limit (RLIMIT_FSIZE), set in a child so it binds nothing else.
+TEST(MetricsLog, AFullDiskLeavesNoTornLine) {
+  std::string path = (testing::ScratchDir("full_disk") / "metrics.jsonl").string();
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
+    llvm::Expected<MetricsLog> log = MetricsLog::Open(path, /*append=*/false);
+    if (!log || log->Write(1, {{"loss", 0.5}}, 1.0)) ::_exit(2);
+    rlimit limit{};
+    limit.rlim_cur = limit.rlim_max = std::filesystem::file_size(path) + 10;
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
+    llvm::Error error = log->Write(2, {{"loss", 0.25}, {"lr", 0.003}}, 2.0);
+    bool failed = static_cast<bool>(error);
+    llvm::consumeError(std::move(error));
+    ::_exit(failed ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no log, 3: no limit, 4: the write past the limit did not fail";
+  EXPECT_EQ(ReadFile(path), "{\"step\":1,\"time\":1.000000,\"loss\":0.5}\n");
 }
 
 TEST(MetricsLog, WritesNonFiniteValuesAsNull) {
