@@ -152,10 +152,14 @@ class Renderer {
   }
 
   // A string literal with the language's escapes (`\\ \" \n \t`); other control characters
-  // have no spelling.
+  // have no spelling. A config's text is literal, but a spec interpolates `${...}`: each `${`
+  // is written `$${`, so that `${HOME}` in a YAML string stays that text instead of becoming
+  // the value of HOME (a secret, where a variable holds one) in the compiled plan.
   std::string String(const std::string& text) {
     std::string out = "\"";
-    for (char c : text) {
+    for (size_t i = 0; i < text.size(); ++i) {
+      char c = text[i];
+      if (c == '$' && i + 1 < text.size() && text[i + 1] == '{') out += '$';
       switch (c) {
         case '\\':
           out += "\\\\";

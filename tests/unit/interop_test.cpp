@@ -375,6 +375,16 @@ TEST_F(Interop, ImportEscapesStringsAndReadsBackTheSameValues) {
   EXPECT_EQ(options.items[3].kind, sema::Value::Kind::Float);
 }
 
+// A config's `${HOME}` is text; in a spec it would be the variable's value, in the plan. The
+// import writes `$${`, which reads back as the same text, `$${` included.
+TEST_F(Interop, ImportKeepsDollarBraceAsText) {
+  std::string text = Import(
+      "distributed_type: 'NO'\n"
+      "tpu_name: \"${HOME}/x and $${y}\"\n");
+  EXPECT_NE(text.find(R"(tpu_name = "$${HOME}/x and $$${y}")"), std::string::npos) << text;
+  EXPECT_EQ(Spec(text).Field("compute")->Field("tpu_name")->text, "${HOME}/x and $${y}");
+}
+
 TEST_F(Interop, ImportLeavesOutNullsAndSectionsThatSetNothing) {
   std::string text = Import(
       "distributed_type: 'NO'\ndeepspeed_config: {}\nfsdp_config: {fsdp_ignored_modules: null}\n"
