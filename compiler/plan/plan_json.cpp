@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <string_view>
 
 #include "compiler/plan/plan.h"
 #include "compiler/scalars/host_names.h"
@@ -218,6 +220,18 @@ class Reader {
 // Rules across fields, which the table's per-field ranges cannot say. The compiler guarantees
 // them for plans it writes; a plan edited by hand (and rehashed) must not crash a worker.
 std::string CheckAcrossFields(const Plan& plan) {
+  // Every rank executes the first step of each kind (Plan::Find): a second one would be
+  // silently ignored, so a plan that holds one is refused.
+  std::map<std::string_view, size_t> first_of_kind;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    std::string_view tag = std::visit([](const auto& op) { return std::string_view(op.kTag); }, plan.steps[i]);
+    auto [first, inserted] = first_of_kind.emplace(tag, i);
+    if (!inserted) {
+      return fmt::format("invalid plan: steps[{}] is a second `{}` step (the first is steps[{}]); a plan holds "
+                         "each step once",
+                         i, tag, first->second);
+    }
+  }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step& step = plan.steps[i];
     if (const auto* group = std::get_if<InitProcessGroup>(&step)) {

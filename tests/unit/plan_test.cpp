@@ -162,6 +162,15 @@ TEST(PlanJson, NonPositiveCountsAndTimeoutsAreRejectedEvenWithAValidHash) {
   ASSERT_FALSE(static_cast<bool>(read));
   EXPECT_EQ(llvm::toString(read.takeError()),
             "p.json: invalid address at steps[0].main_process_ip: it holds a line break (byte 0x0a at offset 9)");
+  // A second step of a kind would be ignored (every rank runs the first): refused.
+  plan = SamplePlan();
+  plan.steps.push_back(plan.steps[0]);
+  plan.hash = ComputeHash(plan);
+  read = FromJson(ToJson(plan), "p.json");
+  ASSERT_FALSE(static_cast<bool>(read));
+  EXPECT_EQ(llvm::toString(read.takeError()),
+            "p.json: invalid plan: steps[" + std::to_string(plan.steps.size() - 1) +
+                "] is a second `init_process_group` step (the first is steps[0]); a plan holds each step once");
   // Ranges hold inside lists and nested records too.
   plan = SamplePlan();
   std::get<MLP>(std::get<BuildModel>(plan.steps[2]).model).hidden = {64, -1};
