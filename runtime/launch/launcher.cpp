@@ -363,4 +363,9 @@ std::string WithHugePageMalloc(const std::string& existing) {
   return existing.empty() ? "glibc.malloc.hugetlb=1" : existing + ":glibc.malloc.hugetlb=1";
 }
 
+std::chrono::milliseconds FirstWordLimit(std::chrono::milliseconds collective_timeout,
+                                         std::chrono::milliseconds watchdog_margin) {
+  return std::max(collective_timeout, std::chrono::milliseconds(60000)) + watchdog_margin;
+}
+
 }  // namespace accel::rt::launch

@@ -93,6 +93,12 @@ struct LaunchResult {
 // wrote before it ended has been printed.
 LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner);
 
+// How long a starting worker may stay silent before its first word: the collective timeout, but
+// at least a minute (loading LibTorch on a busy machine takes seconds, more than a short
+// timeout), plus the watchdog's margin. 2 s gives 65 s; 120 s gives 125 s.
+std::chrono::milliseconds FirstWordLimit(std::chrono::milliseconds collective_timeout,
+                                         std::chrono::milliseconds watchdog_margin);
+
 // An unused TCP port on the loopback interface, for a single-machine rendezvous; 0 on failure.
 int PickFreePort();
 

@@ -444,8 +444,7 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     // plan's collective timeout, plus a margin for the collective's own error to arrive first.
     // Starting a worker (loading LibTorch) gets at least a minute, however short the timeout.
     made.collective_timeout = std::chrono::milliseconds(init->timeout);
-    made.first_word_limit =
-        std::max(made.collective_timeout, std::chrono::milliseconds(60000)) + made.watchdog_margin;
+    made.first_word_limit = launch::FirstWordLimit(made.collective_timeout, made.watchdog_margin);
     return made;
   };
   launch::LaunchOptions launch_options = make_workers(topology, launch_id.id, options.resume);

@@ -13,6 +13,7 @@
 
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/manifest.h"
+#include "runtime/checkpoint/sharded_index.h"
 #include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/checkpoint/sharded_state.h"
 
@@ -419,6 +420,35 @@ TEST(ShardedCheckpoint, ReaderRefusesAnUnshardedCheckpointAndAnIndexThatDoesNotT
   std::string escape = EncodeShardedIndex(
       ShardedIndex{1, {{"w", ShardedTensor{"F32", {10}, {{"../a.safetensors", 0, 10}}}}}, {}});
   EXPECT_FALSE(static_cast<bool>(ParseShardedIndex(escape, "x.json")));
+}
+
+// A rank record names its rank within its world: rank == world (one past the last) is out of
+// range as much as any higher rank, and a world of 0 or beyond 32 bits has no ranks.
+TEST(ShardedCheckpoint, ARankRecordsRankIsWithinItsWorld) {
+  auto parse = [](uint64_t rank, uint64_t world) {
+    RankRecord record;
+    record.world_size = 4;
+    std::string text = EncodeRankRecord(record);
+    auto replace = [&text](const std::string& from, const std::string& to) {
+      size_t at = text.find(from);
+      ASSERT_NE(at, std::string::npos) << text;
+      text.replace(at, from.size(), to);
+    };
+    replace("\"rank\": 0", "\"rank\": " + std::to_string(rank));
+    replace("\"world_size\": 4", "\"world_size\": " + std::to_string(world));
+    return ParseRankRecord(text, "r.json");
+  };
+  for (auto [rank, world] : {std::pair<uint64_t, uint64_t>{0, 4}, {3, 4}, {0, 1}}) {
+    llvm::Expected<RankRecord> good = parse(rank, world);
+    ASSERT_TRUE(static_cast<bool>(good)) << rank << " of " << world << ": " << llvm::toString(good.takeError());
+    EXPECT_EQ(good->rank, rank);
+    EXPECT_EQ(good->world_size, world);
+  }
+  for (auto [rank, world] : {std::pair<uint64_t, uint64_t>{4, 4}, {5, 4}, {0, 0}, {0, uint64_t{1} << 32}}) {
+    llvm::Expected<RankRecord> bad = parse(rank, world);
+    ASSERT_FALSE(static_cast<bool>(bad)) << rank << " of " << world;
+    EXPECT_NE(llvm::toString(bad.takeError()).find("is out of range"), std::string::npos);
+  }
 }
 
 TEST(ShardedCheckpoint, ScatteredTensorsEncodeAsTheirConcatenation) {

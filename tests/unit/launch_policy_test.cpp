@@ -307,5 +307,14 @@ TEST(LaunchPolicy, AStoppedRankIsNamedAfterTheTimeoutWithoutTheMargin) {
       << result.message;
 }
 
+// A starting worker gets at least a minute before its first word, however short the timeout,
+// and the timeout itself when it is longer; the margin comes on top of either.
+TEST(FirstWordLimit, IsTheTimeoutButAtLeastAMinutePlusTheMargin) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(FirstWordLimit(milliseconds(2000), milliseconds(5000)), milliseconds(65000));
+  EXPECT_EQ(FirstWordLimit(milliseconds(120000), milliseconds(5000)), milliseconds(125000));
+  EXPECT_EQ(FirstWordLimit(milliseconds(60000), milliseconds(0)), milliseconds(60000));
+}
+
 }  // namespace
 }  // namespace accel::rt::launch
