@@ -120,9 +120,11 @@ TEST(Gloo, PeerThatLeavesMakesTheCollectiveFailInsteadOfHanging) {
   EXPECT_LT(seconds, 10.0);
 }
 
-// Two jobs on one address and port: a rank of job A reaches job B's store. It must be refused
-// at once, naming both launches, and must not take B's rank 1 place: B trains on.
-TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
+// Two jobs on one address and port: a rank of job A (`foreign_id`) reaches job B's store
+// (`job_id`). It must be refused at once, naming both launches, and must not take B's rank 1
+// place: B trains on.
+void ExpectTheForeignRankRefused(const std::string& job_id, const std::string& foreign_id,
+                                 const std::string& expected) {
   int port = launch::PickFreePort();
   auto options = [port](int rank, const std::string& launch) {
     RendezvousOptions o = LoopbackOptions(rank, 2, port, 4000);
@@ -131,7 +133,7 @@ TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
   };
   std::promise<void> foreign_done;
   auto job_b_rank0 = std::async(std::launch::async, [&] {
-    std::unique_ptr<Collectives> group = ConnectGloo(options(0, "slurm-12.0"));
+    std::unique_ptr<Collectives> group = ConnectGloo(options(0, job_id));
     std::vector<at::Tensor> tensors = {at::ones({4})};
     group->AllReduceSum(tensors);
     return tensors[0];
@@ -140,7 +142,7 @@ TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
     auto started = std::chrono::steady_clock::now();
     std::string message;
     try {
-      ConnectGloo(options(1, "slurm-11.0"));
+      ConnectGloo(options(1, foreign_id));
     } catch (const OwnRendezvousError& error) {
       message = error.what();
     }
@@ -149,18 +151,30 @@ TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
   });
   foreign_done.get_future().wait();  // the foreign rank knocks first
   auto job_b_rank1 = std::async(std::launch::async, [&] {
-    std::unique_ptr<Collectives> group = ConnectGloo(options(1, "slurm-12.0"));
+    std::unique_ptr<Collectives> group = ConnectGloo(options(1, job_id));
     std::vector<at::Tensor> tensors = {at::ones({4})};
     group->AllReduceSum(tensors);
     return tensors[0];
   });
   auto [message, took] = foreign.get();
-  EXPECT_NE(message.find("belongs to launch slurm-12.0, and this rank to launch slurm-11.0"),
-            std::string::npos)
-      << message;
+  EXPECT_NE(message.find(expected), std::string::npos) << message;
   EXPECT_LT(std::chrono::duration<double>(took).count(), 3.0);  // refused, not timed out
   EXPECT_TRUE(at::equal(job_b_rank0.get(), at::full({4}, 2.0f)));
   EXPECT_TRUE(at::equal(job_b_rank1.get(), at::full({4}, 2.0f)));
+}
+
+TEST(Gloo, ARankOfAnotherLaunchIsRefusedAndTheJobGoesOn) {
+  ExpectTheForeignRankRefused("slurm-12.0", "slurm-11.0",
+                              "belongs to launch slurm-12.0, and this rank to launch slurm-11.0");
+}
+
+// No launch id is not a wildcard, on either side: a rank without one joins no job that has one,
+// and a rank with one joins no job without.
+TEST(Gloo, AMissingLaunchIdMatchesNoOtherId) {
+  ExpectTheForeignRankRefused("slurm-12.0", "",
+                              "belongs to launch slurm-12.0, and this rank to launch one without a launch id");
+  ExpectTheForeignRankRefused("", "slurm-11.0",
+                              "belongs to launch one without a launch id, and this rank to launch slurm-11.0");
 }
 
 // Writing to a socket whose peer went away must fail with EPIPE, not kill the rank with
