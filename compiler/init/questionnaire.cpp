@@ -26,11 +26,18 @@ std::string Prompt(const Question& question, const Answers& earlier, bool color)
   return text + ": ";
 }
 
+// How much of a line past kMaxAnswerBytes is skipped before the input counts as endless: a
+// pasted paragraph is skipped and asked again, `< /dev/zero` stops the questionnaire.
+constexpr size_t kMaxSkippedBytes = 1 << 20;
+
 // One line of at most kMaxAnswerBytes, without its newline (`\r\n` too). Empty at the end of
-// the input; `too_long` says the line was cut (and the rest of it skipped).
-std::optional<std::string> ReadLine(std::istream& in, bool& too_long) {
+// the input; `too_long` says the line was cut (and the rest of it skipped), `endless` that no
+// newline came within kMaxSkippedBytes (the rest is left unread).
+std::optional<std::string> ReadLine(std::istream& in, bool& too_long, bool& endless) {
   std::string line;
   too_long = false;
+  endless = false;
+  size_t skipped = 0;
   char c;
   bool any = false;
   while (in.get(c)) {
@@ -38,6 +45,9 @@ std::optional<std::string> ReadLine(std::istream& in, bool& too_long) {
     if (c == '\n') break;
     if (line.size() < kMaxAnswerBytes) {
       line += c;
+    } else if (++skipped > kMaxSkippedBytes) {
+      too_long = endless = true;
+      break;
     } else {
       too_long = true;
     }
@@ -63,16 +73,23 @@ llvm::Error Ask(const std::vector<Question>& questions, Dialogue& dialogue, Answ
       }
       dialogue.out << Prompt(question, answers, dialogue.color);
       bool too_long = false;
+      bool endless = false;
       std::optional<std::string> line;
       if (dialogue.defaults_only) {
         line = "";
       } else {
         dialogue.out.flush();
-        line = ReadLine(dialogue.in, too_long);
+        line = ReadLine(dialogue.in, too_long, endless);
       }
       if (!line) {
         dialogue.out << "\n";
         return Fail(fmt::format("the input ended before \"{}\" was answered", question.text));
+      }
+      if (endless) {
+        dialogue.out << "\n";
+        return Fail(fmt::format("no line break in the first {} MiB of the answer to \"{}\"; the input is not "
+                                "one answer per line",
+                                kMaxSkippedBytes >> 20, question.text));
       }
       if (dialogue.echo || dialogue.defaults_only) dialogue.out << *line << "\n";
       llvm::Expected<std::string> answer =
