@@ -47,6 +47,7 @@ using accel::driver::Compilation;
 
 constexpr int kExitClean = 0;
 constexpr int kExitDiagnostics = 1;
+constexpr int kExitErrors = 1;  // diagnostics about an input, as `check` reports them
 constexpr int kExitUsage = 2;
 constexpr const char* kVersion = "0.1.0";
 
@@ -555,14 +556,18 @@ accel::plan::Plan ConfigSettings(const accel::sema::Spec& spec, const std::strin
 }
 
 // The plan of `path`: read when it is a plan (`.json` with an `accel-plan/` format), else
-// compiled from the spec. Diagnostics are printed; empty on failure.
+// compiled from the spec. Diagnostics are printed; empty on failure, with `failure` set to the
+// exit status: kExitErrors for a file with errors (as `check` exits), kExitUsage for one that
+// cannot be read.
 std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options& options,
-                                          const accel::driver::Stdlib& stdlib) {
+                                          const accel::driver::Stdlib& stdlib, int& failure) {
+  failure = kExitErrors;
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
     std::ifstream in(path, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad() || (!in.eof() && in.fail()) || text.empty()) {
       fmt::print(stderr, "accelc: error: cannot read `{}`\n", path);
+      failure = kExitUsage;
       return std::nullopt;
     }
     if (text.find("accel-plan/") != std::string::npos) {
@@ -595,6 +600,8 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options
     if (!compilation.diagnostics.has_errors()) {
       fmt::print(stderr, "accelc: error: `{}` is not a job spec, a config file or a plan\n", path);
     }
+    // No source: the file could not be read at all.
+    if (!compilation.source) failure = kExitUsage;
     return std::nullopt;
   }
   return std::move(*compilation.plan);
@@ -604,8 +611,9 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options
 int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
   std::vector<accel::plan::Plan> plans;
   for (const std::string& path : options.files) {
-    std::optional<accel::plan::Plan> plan = LoadPlan(path, options, stdlib);
-    if (!plan) return kExitUsage;
+    int failure = kExitUsage;
+    std::optional<accel::plan::Plan> plan = LoadPlan(path, options, stdlib, failure);
+    if (!plan) return failure;
     plans.push_back(std::move(*plan));
   }
   if (options.command == "explain") {

@@ -87,8 +87,17 @@ std::vector<std::string> FilesOf(const std::string& argument, std::vector<std::s
 int FormatOne(const std::string& path, FormatMode mode, bool color) {
   llvm::Expected<source::SourceFile> source = source::SourceFile::Read(path, kMaxSourceBytes);
   if (!source) {
-    fmt::print(stderr, "accelc: error: {}\n", llvm::toString(source.takeError()));
-    return kFailed;
+    // Too large is a problem of the file, left unformatted as one with syntax errors (exit 1,
+    // as `check` exits for it); unreadable is an I/O failure (exit 2).
+    int status = kFailed;
+    llvm::handleAllErrors(
+        source.takeError(),
+        [&](const source::FileTooLargeError& error) {
+          fmt::print(stderr, "accelc: error: {}; left unformatted\n", error.message());
+          status = kChanged;
+        },
+        [&](const llvm::ErrorInfoBase& error) { fmt::print(stderr, "accelc: error: {}\n", error.message()); });
+    return status;
   }
   diag::DiagnosticEngine diagnostics;
   format::Formatted formatted = format::Format(*source, diagnostics);
