@@ -30,7 +30,21 @@ std::string_view SeverityName(Severity severity) {
   return "error";
 }
 
+std::string CutLongMessage(std::string message) {
+  // Room for the note on what was cut, so that a message cut once is not cut again.
+  constexpr size_t kNoteRoom = 32;
+  if (message.size() <= kMaxMessageBytes + kNoteRoom) return message;
+  size_t keep = kMaxMessageBytes;
+  // Never in the middle of a UTF-8 sequence: back up over continuation bytes.
+  while (keep > 0 && (static_cast<unsigned char>(message[keep]) & 0xC0) == 0x80) --keep;
+  size_t left_out = message.size() - keep;
+  message.resize(keep);
+  message += "... (" + std::to_string(left_out) + " more bytes)";
+  return message;
+}
+
 Diagnostic& DiagnosticEngine::Add(Diagnostic diagnostic) {
+  diagnostic.message = CutLongMessage(std::move(diagnostic.message));
   if (diagnostic.severity == Severity::Error) ++error_count_;
   if (diagnostic.severity == Severity::Warning) ++warning_count_;
   diagnostics_.push_back(std::move(diagnostic));

@@ -52,6 +52,11 @@ struct Diagnostic {
   std::optional<FixIt> fixit;
 };
 
+// How long a message may be: one that quotes a literal of a file (a 10 MB string) keeps its
+// first kMaxMessageBytes and says how much was left out, in every output format.
+inline constexpr size_t kMaxMessageBytes = 1024;
+std::string CutLongMessage(std::string message);
+
 // Collects diagnostics for one compilation. Never stops at the first error: phases keep going
 // and report everything they can, and callers decide from error_count() whether to go on.
 class DiagnosticEngine {
@@ -89,7 +94,7 @@ class DiagnosticEngine {
   template <typename... Args>
   static std::string Format(const KindInfo& info, Args&&... args) {
     try {
-      return fmt::format(fmt::runtime(info.format), std::forward<Args>(args)...);
+      return CutLongMessage(fmt::format(fmt::runtime(info.format), std::forward<Args>(args)...));
     } catch (const fmt::format_error&) {
       return std::string(info.format) + " (internal error: wrong diagnostic arguments)";
     }

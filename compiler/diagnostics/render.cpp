@@ -70,8 +70,9 @@ void RenderOne(const Diagnostic& d, TextStyle style, std::string& out) {
   uint32_t last = end.line == begin.line ? std::min(end.column - 1, line_size) : line_size;
   if (last <= first) last = first + 1;
   uint32_t window_begin = first > kContext ? first - kContext : 0;
-  uint32_t window_end =
-      std::min<uint32_t>(static_cast<uint32_t>(line.size()), std::max(last, first + 1) + kContext);
+  // A span longer than the context (a 10 MB literal) shows its start only.
+  uint32_t shown_last = std::min(std::max(last, first + 1), first + 2 * kContext);
+  uint32_t window_end = std::min<uint32_t>(static_cast<uint32_t>(line.size()), shown_last + kContext);
   std::string prefix = window_begin > 0 ? "..." : "";
   std::string suffix = window_end < line.size() ? "..." : "";
   std::string shown = Printable(line.substr(window_begin, window_end - window_begin));

@@ -38,6 +38,24 @@ TEST(DiagnosticEngine, FormatsTheTableMessageAndCountsBySeverity) {
   EXPECT_TRUE(engine.has_errors());
 }
 
+// A 10 MB literal was printed three times: in the message, the source line and the caret line.
+// Each is cut, once, to a few hundred bytes.
+TEST(DiagnosticEngine, CutsALongLiteralInTheMessageAndTheSourceLine) {
+  std::string literal(10 << 20, 'x');
+  source::SourceFile file("big.accel", "job j { model = MLP { inputs = \"" + literal + "\" } }\n");
+  DiagnosticEngine engine;
+  Diagnostic& d = engine.Emit(Kind::TypeMismatch, &file, source::Span{31, static_cast<uint32_t>(33 + literal.size())},
+                              "model.inputs", "int", "a string \"" + literal + "\"");
+  EXPECT_LE(d.message.size(), kMaxMessageBytes + 32);
+  EXPECT_NE(d.message.find("more bytes)"), std::string::npos);
+  // Cut once: the count is of the literal's bytes, not of a second cut's few.
+  size_t count = d.message.rfind("... (");
+  ASSERT_NE(count, std::string::npos);
+  EXPECT_GT(std::stoull(d.message.substr(count + 5)), (10u << 20) - kMaxMessageBytes);
+  std::string text = RenderText(engine.diagnostics());
+  EXPECT_LT(text.size(), 4096u);
+}
+
 TEST(RenderText, ShowsLocationSourceLineCaretRangeAndFixIt) {
   source::SourceFile file("specs/bert.accel", "job j {\n    bucket_cap_mbb = 50\n}\n");
   DiagnosticEngine engine;
