@@ -99,16 +99,23 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
       return;
     }
   }
-  llvm::Expected<source::SourceFile> text = source::SourceFile::Read(found->string(), kMaxSourceBytes);
-  if (text && !source::LooksLikeJsonObject(text->text())) {
-    return refuse("it does not start with `{`, so it is not the JSON object DeepSpeed reads");
-  }
-  llvm::consumeError(text.takeError());  // too large or unreadable: CompileFile says so
   CompileOptions options;
   options.lower = false;
   // The JSON an Accelerate config names is read by Accelerate's DeepSpeedPlugin.
   options.tool = referrer.tool.empty() ? "accelerate" : referrer.tool;
-  auto nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
+  // Read once: checked for its kind, then compiled from the same bytes. A file too large or
+  // unreadable goes to CompileFile, which says so in its own diagnostics.
+  llvm::Expected<source::SourceFile> text = source::SourceFile::Read(found->string(), kMaxSourceBytes);
+  if (text && !source::LooksLikeJsonObject(text->text())) {
+    return refuse("it does not start with `{`, so it is not the JSON object DeepSpeed reads");
+  }
+  std::unique_ptr<Compilation> nested;
+  if (text) {
+    nested = std::make_unique<Compilation>(CompileText(found->string(), text->text(), stdlib, environment, options));
+  } else {
+    llvm::consumeError(text.takeError());
+    nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
+  }
   for (const diag::Diagnostic& d : nested->diagnostics.diagnostics()) compilation.diagnostics.Add(d);
   if (nested->spec) sema::CheckDeepSpeedBatch(*launch, *nested->spec, compilation.diagnostics);
   compilation.referenced.push_back(std::move(nested));

@@ -629,9 +629,16 @@ class TorchTrainer final : public Trainer {
   // Accelerate's autocast for the loop's precision (bf16 or fp16), on the device the model
   // computes on, in `region` (which the caller scopes); none without mixed precision.
   void EnterAutocast(std::optional<AutocastRegion>& region) const {
-    if (loop_.mixed_precision == plan::MixedPrecision::no) return;
-    const at::ScalarType type = loop_.mixed_precision == plan::MixedPrecision::fp16 ? at::kHalf : at::kBFloat16;
-    region.emplace(device_.type(), type, loop_.autocast.enabled, loop_.autocast.cache_enabled);
+    switch (loop_.mixed_precision) {
+      case plan::MixedPrecision::no:
+        return;
+      case plan::MixedPrecision::bf16:
+        region.emplace(device_.type(), at::kBFloat16, loop_.autocast.enabled, loop_.autocast.cache_enabled);
+        return;
+      case plan::MixedPrecision::fp16:
+        region.emplace(device_.type(), at::kHalf, loop_.autocast.enabled, loop_.autocast.cache_enabled);
+        return;
+    }
   }
 
 
