@@ -24,7 +24,6 @@ GradScaler there; the runtime's scaler does not care which device it scales on).
 Needs torch and deepspeed: run with the Python of .venv (python/requirements.txt).
 Usage: loss_scaling_test.py ACCELC ACCELRUN SPECS_DIR WORKDIR
 """
-import hashlib
 import json
 import os
 import shutil
@@ -32,7 +31,8 @@ import sys
 
 import torch
 
-from e2e_support import load_blobs, read_jsonl, read_safetensors, run
+from e2e_support import load_blobs, read_jsonl, read_safetensors, run, seedable_rows
+from sharding_support import rehash
 
 STEPS, BATCH, LR, SEED, INIT_SCALE, GROWTH_INTERVAL, CLIP = 40, 25, 0.01, 3, 2.0**30, 4, 1.0
 
@@ -68,12 +68,6 @@ DEEPSPEED_JSON = {
     "fp16": {"enabled": True, "initial_scale_power": 30, "loss_scale_window": 3, "hysteresis": 2,
              "min_loss_scale": 1},
 }
-
-
-def rehash(text):
-    old = json.loads(text)["hash"]
-    digest = hashlib.sha256(text.replace(f'"hash": "{old}"', '"hash": ""', 1).encode()).hexdigest()
-    return text.replace(f'"hash": "{old}"', f'"hash": "sha256:{digest}"', 1)
 
 
 def cpu_plan(accelc, workdir, name, model_path, specs, dtype, ds_config=None):
@@ -117,12 +111,8 @@ def reference(model_path, specs):
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     scaler = torch.amp.GradScaler("cpu", init_scale=INIT_SCALE, growth_interval=GROWTH_INTERVAL)
     losses, scales, skipped = {}, {}, []
-    n = features.shape[0]
-    per_epoch = (n + BATCH - 1) // BATCH
     for step in range(STEPS):
-        epoch, index = divmod(step, per_epoch)
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(SEED + epoch))
-        rows = order[index * BATCH : (index + 1) * BATCH]
+        rows = seedable_rows(step, features.shape[0], BATCH, SEED)
         with torch.autocast("cpu", dtype=torch.float16):
             out = model(features[rows])
         loss = torch.nn.functional.cross_entropy(out.float(), labels[rows])

@@ -21,7 +21,7 @@ import sys
 
 import torch
 
-from e2e_support import load_blobs, read_jsonl, read_safetensors, run
+from e2e_support import load_blobs, read_jsonl, read_safetensors, run, seedable_rows
 
 STEPS, BATCH, WARMUP, LR, SEED, HELD_OUT, EVAL_EVERY = 60, 25, 6, 0.01, 3, 100, 20
 
@@ -65,12 +65,8 @@ def reference(model_path, specs):
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, linear)
     losses, evals = [], []
-    n = features.shape[0]
-    per_epoch = (n + BATCH - 1) // BATCH
     for step in range(STEPS):
-        epoch, index = divmod(step, per_epoch)
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(SEED + epoch))
-        rows = order[index * BATCH : (index + 1) * BATCH]
+        rows = seedable_rows(step, features.shape[0], BATCH, SEED)
         loss = torch.nn.functional.cross_entropy(model(features[rows]).float(), labels[rows])
         loss.backward()
         opt.step()

@@ -11,13 +11,16 @@ checkpoint_crash_driver writes sharded checkpoints as four rank processes would 
      ranges do not tile a tensor (with a manifest rewritten to vouch for it), a missing `-o`.
 Usage: consolidate_test.py CRASH_DRIVER ACCELRUN WORKDIR
 """
-import hashlib
 import json
 import os
 import shutil
 import struct
 import subprocess
 import sys
+
+# The manifest rewriter the end-to-end tests share.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_support import rewrite_manifest_entry  # noqa: E402
 
 try:
     import numpy as np
@@ -104,20 +107,6 @@ def expect_refusal(accelrun, checkpoint, workdir, code, needle, what):
     rc, text = run([accelrun, "consolidate", checkpoint, "-o", output])
     assert rc == code and needle in text, f"{what}: exit {rc}, expected {code} with `{needle}`:\n{text}"
     assert not os.path.exists(output), f"{what}: an output was written"
-
-
-def rewrite_manifest_entry(checkpoint, name):
-    """Vouches for the current bytes of `name` in the manifest (a hostile or buggy writer)."""
-    path = os.path.join(checkpoint, "accel_manifest.json")
-    with open(path) as f:
-        manifest = json.load(f)
-    with open(os.path.join(checkpoint, name), "rb") as f:
-        data = f.read()
-    chunk = manifest["chunk_size"]
-    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""]
-    manifest["files"][name] = {"sha256": [hashlib.sha256(p).hexdigest() for p in pieces], "size": len(data)}
-    with open(path, "w") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
 
 
 def main():
