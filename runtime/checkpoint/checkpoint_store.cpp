@@ -207,9 +207,10 @@ void CheckpointStore::Rotate(const std::string& keep, SaveResult& result) const 
           "{}: no valid manifest, so not a complete Accel checkpoint; rotation leaves it alone", path));
     }
   }
-  if (complete.size() <= *options_.total_limit) return;
-  size_t excess = complete.size() - *options_.total_limit;
-  for (size_t i = 0; i < excess; ++i) {
+  // Oldest first until the limit holds. What the guard keeps still counts, so the next one
+  // goes in its place; a removal that fails counts as done, so that no newer one goes instead.
+  size_t remaining = complete.size();
+  for (size_t i = 0; i < complete.size() && remaining > *options_.total_limit; ++i) {
     if (complete[i] == keep) continue;
     if (rotation_guard_) {
       if (std::optional<std::string> reason = rotation_guard_(complete[i])) {
@@ -217,6 +218,7 @@ void CheckpointStore::Rotate(const std::string& keep, SaveResult& result) const 
         continue;
       }
     }
+    --remaining;
     if (llvm::Error error = RemoveCheckpoint(complete[i])) {
       result.warnings.push_back("rotation: " + llvm::toString(std::move(error)));
     } else {

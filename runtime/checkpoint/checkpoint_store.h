@@ -91,8 +91,8 @@ class CheckpointStore {
   void AdvanceIteration() { ++options_.iteration; }
 
   // What rotation must leave alone, asked of each complete checkpoint it would remove: nullopt
-  // lets it go; a reason keeps it (said as a warning of the save, unless empty), however many
-  // complete checkpoints that leaves. The worker keeps the checkpoint its run resumed from and
+  // lets it go; a reason keeps it (said as a warning of the save, unless empty), and the next
+  // older one goes in its place; when none is left to go, more than total_limit remain. The worker keeps the checkpoint its run resumed from and
   // any whose step is beyond the newest it has written, so that a run gone wrong never rotates
   // away the state it came from.
   using RotationGuard = std::function<std::optional<std::string>(const std::string& checkpoint)>;

@@ -12,6 +12,7 @@
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/tensor/scalar_type.h"
+#include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
 #include "runtime/train/train_state.h"
 #include "runtime/train/trainer.h"
@@ -337,6 +338,40 @@ TEST(TrainState, RefusesCountsBeyondWhatThePlanReaches) {
   llvm::Error beyond = CheckProgressFitsPlan(scheduler, plan, "ckpt");
   ASSERT_TRUE(static_cast<bool>(beyond));
   EXPECT_NE(llvm::toString(std::move(beyond)).find("`last_epoch` 401 is beyond"), std::string::npos);
+}
+
+// The worker's rotation guard: with total_limit 2, the save at step 30 would rotate away the two
+// oldest; one claims step 100 (beyond anything this run wrote) and one holds no readable step,
+// so both stay, each named in a warning, and only the ordinary old one goes.
+TEST(TrainState, RotationKeepsCheckpointsBeyondTheRunsNewestStepOrWithoutOne) {
+  std::string dir = accel::testing::ScratchDir("rotation_guard").string();
+  auto save = [](checkpoint::CheckpointStore& store, const std::string& state) {
+    llvm::Expected<checkpoint::SaveResult> saved = store.Save({{"trainer_state.json", {state}}});
+    EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
+    return saved ? *saved : checkpoint::SaveResult{};
+  };
+  // What earlier launches left, kept whole (no limit).
+  llvm::Expected<checkpoint::CheckpointStore> earlier = checkpoint::CheckpointStore::Open({dir, true, std::nullopt, 0});
+  ASSERT_TRUE(static_cast<bool>(earlier));
+  save(*earlier, R"({"step": 100})");
+  save(*earlier, R"({"no_step": 1})");
+  save(*earlier, R"({"step": 20})");
+  // This launch: total_limit 2, saving step 30 as checkpoint_3.
+  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open({dir, true, 2, 3});
+  ASSERT_TRUE(static_cast<bool>(store));
+  Progress progress;
+  progress.step = 30;
+  GuardRotation(*store, "", progress);
+  checkpoint::SaveResult last = save(*store, R"({"step": 30})");
+  const std::string checkpoints = store->checkpoints_dir();
+  EXPECT_EQ(last.removed, (std::vector<std::string>{checkpoints + "/checkpoint_2"}));
+  ASSERT_EQ(last.warnings.size(), 2u);
+  EXPECT_NE(last.warnings[0].find("checkpoint_0: it is at step 100, beyond step 30"), std::string::npos)
+      << last.warnings[0];
+  EXPECT_NE(last.warnings[1].find("checkpoint_1: " + checkpoints + "/checkpoint_1/trainer_state.json: expected "
+                                  "an integer `step`"),
+            std::string::npos)
+      << last.warnings[1];
 }
 
 TEST(DataLoaderResume, RestoreContinuesTheStreamSampleExactly) {
