@@ -8,6 +8,15 @@
 
 namespace accel::diag {
 
+FixIt ReplaceKeepingQuotes(const source::SourceFile* file, source::Span span, std::string replacement) {
+  std::string_view replaced = file != nullptr ? file->Slice(span) : std::string_view();
+  if (replaced.size() >= 2 && (replaced.front() == '"' || replaced.front() == '\'') &&
+      replaced.back() == replaced.front()) {
+    replacement = replaced.front() + replacement + replaced.back();
+  }
+  return FixIt{span, std::move(replacement)};
+}
+
 const std::vector<KindInfo>& AllKinds() {
   static const std::vector<KindInfo> kinds = {
 #define ACCEL_DIAGNOSTIC(name, code, severity, format) {#name, code, Severity::severity, format},

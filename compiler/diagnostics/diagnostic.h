@@ -40,6 +40,10 @@ struct FixIt {
   std::string replacement;
 };
 
+// The fix that puts `replacement` over `span` of `file` in the quotes the replaced text has, so
+// that it applies as is: a JSON key `"bfloat16"` becomes `"bf16"`, not `bf16`.
+FixIt ReplaceKeepingQuotes(const source::SourceFile* file, source::Span span, std::string replacement);
+
 // A located message. `file` is null only for diagnostics about no file in particular
 // (for example a missing input); otherwise it must outlive the Diagnostic.
 struct Diagnostic {

@@ -181,6 +181,8 @@ class Checker {
     bool ok = true;
     std::map<std::string, std::vector<Entry>, std::less<>> by_field;
     std::set<std::string> misspelt;
+    std::set<std::string, std::less<>> set_here;
+    for (const Entry& entry : entries) set_here.insert(entry.statement->path[entry.depth].text);
     for (const Entry& entry : entries) {
       const ast::Name& name = entry.statement->path[entry.depth];
       // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
@@ -203,7 +205,7 @@ class Checker {
       }
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
-        std::string guess = ReportUnknownField(record, name, entry.file, prefix, ignored);
+        std::string guess = ReportUnknownField(record, name, entry.file, prefix, set_here, ignored);
         if (ignored) continue;  // the reader drops it and the meant field keeps its default
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
@@ -312,7 +314,7 @@ class Checker {
     if (field == nullptr) return nullptr;
     diag::Diagnostic& d =
         diagnostics_.Emit(diag::Kind::DeprecatedAlias, file, name.span, name.text, field->name, field->name);
-    d.fixit = diag::FixIt{name.span, field->name};
+    d.fixit = diag::ReplaceKeepingQuotes(file, name.span, field->name);
     return field;
   }
 
@@ -369,6 +371,23 @@ class Checker {
     return "";
   }
 
+  // Whether the block sets `name` already: a fix to it would set it twice (A2004). A dotted name
+  // (`project_config.total_limit`) refines a record the block may set too, and is no repeat.
+  static bool SetAlready(const std::set<std::string, std::less<>>& set_here, std::string_view name) {
+    return set_here.count(name) > 0;
+  }
+
+  // Whether `field.sub` written in `record` compiles as it stands: a dotted name reaches into
+  // its first field only when that field is a record (it has defaults to fill); a union
+  // (`optimizer`: SGD | Adam | AdamW) needs its alternative chosen first, which no fix can do.
+  static bool FixReaches(const RecordSchema& record, const std::string& relative) {
+    size_t dot = relative.find('.');
+    if (dot == std::string::npos) return true;
+    if (relative.find('.', dot + 1) != std::string::npos) return false;
+    const FieldSchema* first = record.Find(std::string_view(relative).substr(0, dot));
+    return first != nullptr && first->type.kind == Type::Kind::Record;
+  }
+
   // The names a key of `record` may have here, built once per record: a file of many unknown
   // keys asks for them at every key.
   const std::vector<std::string>& NamesOf(const RecordSchema& record) {
@@ -379,9 +398,10 @@ class Checker {
 
   // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
   // name, if any.
+  // `set_here`: the names the block sets; a fix to one of them would set it twice (A2004).
   std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
                                  const source::SourceFile* file, const std::string& prefix,
-                                 bool ignored = false) {
+                                 const std::set<std::string, std::less<>>& set_here, bool ignored = false) {
     const std::vector<std::string>& names = NamesOf(record);
     // A Trainer name is a surer sign than a near spelling: `max_steps` means `steps`, even
     // where another field is a few edits away.
@@ -398,7 +418,10 @@ class Checker {
               : fmt::format("; did you mean `{}`? (the Trainer's `{}`)", trainer_guess, name.text);
       diag::Diagnostic& d = diagnostics_.Emit(ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField,
                                               file, name.span, name.text, record.name, hint);
-      if (!trainer_guess.empty()) d.fixit = diag::FixIt{name.span, trainer_guess};
+      if (!trainer_guess.empty() && FixReaches(record, trainer_guess) &&
+          !SetAlready(set_here, trainer_guess)) {
+        d.fixit = diag::ReplaceKeepingQuotes(file, name.span, trainer_guess);
+      }
       return trainer_guess;
     }
     std::string guess = diag::ClosestMatch(name.text, names);
@@ -433,7 +456,8 @@ class Checker {
     diag::Diagnostic& d = diagnostics_.Emit(
         ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField, file, name.span, name.text,
         record.name, guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
-    if (!guess.empty()) d.fixit = diag::FixIt{name.span, guess};
+    if (!guess.empty() && !SetAlready(set_here, guess))
+      d.fixit = diag::ReplaceKeepingQuotes(file, name.span, guess);
     return guess;
   }
 
@@ -682,7 +706,7 @@ class Checker {
         diagnostics_.Emit(diag::Kind::UnknownType, file, expr.path[0].span, expr.text,
                           guess.empty() ? fmt::format("; `{}` takes {}", path, type.Describe())
                                         : fmt::format("; did you mean `{}`?", guess));
-    if (!guess.empty()) d.fixit = diag::FixIt{expr.path[0].span, guess};
+    if (!guess.empty()) d.fixit = diag::ReplaceKeepingQuotes(file, expr.path[0].span, guess);
     return std::nullopt;
   }
 
@@ -969,7 +993,7 @@ class Checker {
       std::string guess = diag::ClosestMatch(word, names);
       diag::Diagnostic& d =
           diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, Join(names));
-      if (!guess.empty()) d.fixit = diag::FixIt{expr.span, guess};
+      if (!guess.empty()) d.fixit = diag::ReplaceKeepingQuotes(file, expr.span, guess);
       return std::nullopt;
     }
     // `Auto` is the stdlib's "filled in by Accelerate or the Trainer"; DeepSpeed alone does not.
