@@ -620,9 +620,9 @@ int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
     fmt::print("{}", accel::plan::Explain(plans[0], options.all));
     return kExitClean;
   }
-  std::vector<accel::plan::Change> changes = accel::plan::Diff(plans[0], plans[1]);
-  fmt::print("{}", accel::plan::RenderDiff(changes, options.files[0], options.files[1]));
-  return changes.empty() ? kExitClean : kExitDiagnostics;  // as diff(1): 1 when they differ
+  accel::plan::PlanDiff diff = accel::plan::Diff(plans[0], plans[1]);
+  fmt::print("{}", accel::plan::RenderDiff(diff, options.files[0], options.files[1]));
+  return diff.changes.empty() ? kExitClean : kExitDiagnostics;  // as diff(1): 1 when they differ
 }
 
 // `accelc import CONFIG` (an Accelerate config as a `.accel` spec) and `accelc export --to ...`

@@ -199,32 +199,117 @@ std::string Explain(const Plan& plan, bool all) {
   return out;
 }
 
-std::vector<Change> Diff(const Plan& a, const Plan& b) {
-  std::vector<Setting> settings_a, settings_b;
-  Walk(a.config, "", /*with_types=*/true, settings_a);
-  Walk(b.config, "", /*with_types=*/true, settings_b);
-  std::map<std::string, std::string> before, after;
-  for (const Setting& s : settings_a) before[s.path] = s.value;
-  for (const Setting& s : settings_b) after[s.path] = s.value;
-  std::vector<Change> changes;
-  for (const auto& [path, value] : before) {
-    auto it = after.find(path);
-    if (it == after.end()) {
-      changes.push_back({path, value, "", ImpactOf(path)});
-    } else if (it->second != value) {
-      changes.push_back({path, value, it->second, ImpactOf(path)});
-    }
-  }
-  for (const auto& [path, value] : after) {
-    if (before.count(path) == 0) changes.push_back({path, "", value, ImpactOf(path)});
-  }
-  std::sort(changes.begin(), changes.end(), [](const Change& x, const Change& y) { return x.path < y.path; });
-  return changes;
+namespace {
+
+struct Leaf {
+  std::string value;
+  std::string from;
+};
+using Leaves = std::map<std::string, Leaf>;
+
+Leaves LeavesOf(const Plan& plan) {
+  std::vector<Setting> settings;
+  Walk(plan.config, "", /*with_types=*/true, settings);
+  Leaves leaves;
+  for (Setting& s : settings) leaves[s.path] = {std::move(s.value), std::move(s.from)};
+  return leaves;
 }
 
-std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_name,
-                       const std::string& b_name) {
-  if (changes.empty()) return fmt::format("{} and {} resolve to the same configuration\n", a_name, b_name);
+// The leaves below `section` (`compute.fsdp_config.`), by their paths.
+std::vector<Leaves::const_iterator> Below(const Leaves& leaves, const std::string& section) {
+  std::vector<Leaves::const_iterator> below;
+  std::string prefix = section + ".";
+  for (auto it = leaves.lower_bound(prefix); it != leaves.end() && it->first.rfind(prefix, 0) == 0; ++it)
+    below.push_back(it);
+  return below;
+}
+
+// A section as one value: `FsdpConfig {sharding_strategy=SHARD_GRAD_OP}`, the fields set
+// somewhere other than the schema's defaults, or `FsdpConfig (all defaults)`.
+std::string SectionSummary(const std::vector<Leaves::const_iterator>& below, const std::string& section) {
+  std::string type;
+  std::vector<std::string> fields;
+  for (auto it : below) {
+    std::string field = it->first.substr(section.size() + 1);
+    if (field == "type") {
+      type = it->second.value;
+    } else if (it->second.from != "default") {
+      fields.push_back(fmt::format("{}={}", field, it->second.value));
+    }
+  }
+  if (type.empty()) type = "section";
+  if (fields.empty()) return type + " (all defaults)";
+  return fmt::format("{} {{{}}}", type, fmt::join(fields, ", "));
+}
+
+
+}  // namespace
+
+PlanDiff Diff(const Plan& a, const Plan& b) {
+  Leaves before = LeavesOf(a);
+  Leaves after = LeavesOf(b);
+  PlanDiff diff;
+  std::vector<Change>& changes = diff.changes;
+  // An unset optional as the file spells it: `none` in a spec, `null` in a YAML or JSON config
+  // (which compiles to settings without a hash).
+  bool specs = !a.hash.empty() && !b.hash.empty();
+  auto shown = [specs](const std::string& value) { return specs && value == "null" ? "none" : value; };
+  // A section set on one side only: its leaf on the other (`none`) against its fields, as one change.
+  auto sections = [&](Leaves& leaf_side, Leaves& record_side, bool added) {
+    for (auto it = leaf_side.begin(); it != leaf_side.end();) {
+      std::vector<Leaves::const_iterator> below = Below(record_side, it->first);
+      if (below.empty()) {
+        ++it;
+        continue;
+      }
+      std::string summary = SectionSummary(below, it->first);
+      std::string leaf = shown(it->second.value);
+      // What the section's fields affect, together (FSDP's state_dict_type: checkpoints).
+      unsigned impact = ImpactOf(it->first);
+      for (auto field : below) impact |= ImpactOf(field->first);
+      changes.push_back({it->first, added ? leaf : summary, added ? summary : leaf, impact});
+      for (auto field : below) record_side.erase(field);
+      it = leaf_side.erase(it);
+    }
+  };
+  sections(before, after, /*added=*/true);
+  sections(after, before, /*added=*/false);
+  for (const auto& [path, leaf] : before) {
+    auto it = after.find(path);
+    if (it == after.end()) {
+      changes.push_back({path, shown(leaf.value), "", ImpactOf(path)});
+    } else if (it->second.value != leaf.value) {
+      changes.push_back({path, shown(leaf.value), shown(it->second.value), ImpactOf(path)});
+    }
+  }
+  for (const auto& [path, leaf] : after) {
+    if (before.count(path) == 0) changes.push_back({path, "", shown(leaf.value), ImpactOf(path)});
+  }
+  std::sort(changes.begin(), changes.end(), [](const Change& x, const Change& y) { return x.path < y.path; });
+  if (!changes.empty() || a.hash == b.hash) return diff;
+  // Same settings, other plans: the job's name, or a step (another accelc's lowering).
+  if (a.job != b.job) changes.push_back({"job", a.job, b.job, unsigned(Impact::Other)});
+  for (size_t i = 0; i < std::max(a.steps.size(), b.steps.size()); ++i) {
+    std::string one = i < a.steps.size() ? StepLine(a.steps[i]) : "";
+    std::string other = i < b.steps.size() ? StepLine(b.steps[i]) : "";
+    if (one != other) changes.push_back({fmt::format("step {}", i + 1), one, other, unsigned(Impact::Other)});
+  }
+  if (changes.empty()) {
+    diff.otherwise =
+        a.format != b.format
+            ? fmt::format("their plans differ only in format ({} and {})", a.format, b.format)
+            : fmt::format("their plans differ only in where the values came from (the source files and lines "
+                          "`accelc explain` shows)");
+  }
+  return diff;
+}
+
+std::string RenderDiff(const PlanDiff& diff, const std::string& a_name, const std::string& b_name) {
+  const std::vector<Change>& changes = diff.changes;
+  if (changes.empty()) {
+    return fmt::format("{} and {} resolve to the same configuration{}\n", a_name, b_name,
+                       diff.otherwise.empty() ? "" : "; " + diff.otherwise);
+  }
   std::string out = fmt::format("--- {}\n+++ {}\n", a_name, b_name);
   unsigned all = 0;
   for (const Change& c : changes) {

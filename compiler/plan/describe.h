@@ -39,13 +39,21 @@ struct Change {
   unsigned impact = 0;  // Impact bits
 };
 
+struct PlanDiff {
+  std::vector<Change> changes;
+  // Set when no setting differs but the plans do (their hashes): what else differs, in words.
+  std::string otherwise;
+};
+
 // The settings whose resolved values differ between `a` and `b` (a default and the same value
-// written out are the same), each labelled with what it affects.
-std::vector<Change> Diff(const Plan& a, const Plan& b);
+// written out are the same), each labelled with what it affects. A section one side leaves out
+// (`none`) and the other sets is one change, showing the section's type and the fields set.
+// Plans whose hashes differ always name a difference: the job's name or a step when no setting
+// differs, else (`otherwise`) where the values came from.
+PlanDiff Diff(const Plan& a, const Plan& b);
 
 // `accelc diff`: one line per change, `numerics  train.steps: 200 -> 500`, then a summary line.
-std::string RenderDiff(const std::vector<Change>& changes, const std::string& a_name,
-                       const std::string& b_name);
+std::string RenderDiff(const PlanDiff& diff, const std::string& a_name, const std::string& b_name);
 
 }  // namespace accel::plan
 
