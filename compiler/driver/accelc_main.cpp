@@ -83,7 +83,7 @@ constexpr Command kCommands[] = {
      "`default_config.yaml`). Answers may be piped, one line each (empty:\n"
      "the default); an existing file is kept unless --force (docs/init.md)"},
     {"import", "import <config> [-o out]", "an Accelerate config YAML as a readable `.accel` job spec"},
-    {"export", "export --to <f> <file> [-o out]",
+    {"export", "export --to <f> <file> [-o out] [--time T] [--cpus-per-task N]",
      "what the Python stack reads: `accelerate-yaml` (a spec's `compute`,\n"
      "or a config) or `deepspeed-json` (a DeepSpeed config); or `sbatch`:\n"
      "a Slurm batch script running `srun accelrun` on the spec's plan,\n"
@@ -121,6 +121,8 @@ struct Options {
   std::string tool;                          // --for; empty: decided per file (CompileOptions::tool)
   bool all = false;                          // explain --all: defaults too
   std::string to;                            // export --to
+  std::string slurm_time;                    // export --to sbatch --time
+  long cpus_per_task = 0;                    // export --to sbatch --cpus-per-task
   std::string reference_url;                 // lsp --reference-url
   unsigned jobs = 0;                         // 0: one per core
   // --max-diagnostics: shown per file in the text and github formats; 0 shows all. A file of
@@ -284,6 +286,28 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .value_name = "<f>",
              .apply = accel::cli::StoreText(o.to),
              .needs = "`accelerate-yaml`, `deepspeed-json` or `sbatch`"},
+      Option{.names = {"--time"},
+             .value_name = "<limit>",
+             .help = "with `export --to sbatch`: the job's time limit (`#SBATCH --time`),\n"
+                     "HH:MM:SS, D-HH:MM:SS or minutes",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               if (!accel::interop::IsSlurmTime(v))
+                 return fmt::format(
+                     "`--time` takes a Slurm time limit such as 04:00:00, 1-12:00:00 or 90, found `{}`", v);
+               o.slurm_time = std::string(v);
+               return "";
+             },
+             .needs = "a time limit such as 04:00:00"},
+      Option{.names = {"--cpus-per-task"},
+             .value_name = "<n>",
+             .help = "with `export --to sbatch`: CPUs for each worker (`#SBATCH --cpus-per-task`)",
+             .apply = [&o](std::string_view, std::string_view v) -> std::string {
+               std::optional<long> n = accel::cli::ParseInteger(v, 1, 4096);
+               if (!n) return fmt::format("`--cpus-per-task` takes 1 to 4096, found `{}`", v);
+               o.cpus_per_task = *n;
+               return "";
+             },
+             .needs = "a CPU count"},
       Option{.names = {"--all"}, .apply = accel::cli::SetFlag(o.all)},
       Option{.names = {"--reference-url"},
              .value_name = "<url>",
@@ -395,6 +419,10 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
   if (options.command == "export" && options.to != "accelerate-yaml" && options.to != "deepspeed-json" &&
       options.to != "sbatch") {
     return "`export` needs `--to accelerate-yaml`, `--to deepspeed-json` or `--to sbatch`";
+  }
+  if ((!options.slurm_time.empty() || options.cpus_per_task > 0) &&
+      !(options.command == "export" && options.to == "sbatch")) {
+    return "`--time` and `--cpus-per-task` go with `export --to sbatch`";
   }
   if (options.command == "compile" && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
@@ -726,7 +754,11 @@ int ExportBatchScript(const Options& options, const accel::driver::Stdlib& stdli
   if (!ec && ::access((self.parent_path() / "accelrun").c_str(), X_OK) == 0)
     accelrun = (self.parent_path() / "accelrun").string();
   llvm::Expected<std::string> script =
-      accel::interop::ExportSbatch(*compilation.plan, {plan_path.string(), working_dir.string(), accelrun});
+      accel::interop::ExportSbatch(*compilation.plan, {.plan_path = plan_path.string(),
+                                                       .working_dir = working_dir.string(),
+                                                       .accelrun = accelrun,
+                                                       .time = options.slurm_time,
+                                                       .cpus_per_task = options.cpus_per_task});
   if (!script) {
     fmt::print(stderr, "accelc: error: {}\n", llvm::toString(script.takeError()));
     return kExitUsage;

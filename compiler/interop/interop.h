@@ -61,15 +61,22 @@ struct SbatchOptions {
   std::string plan_path;    // the compiled plan, absolute: the job may start anywhere
   std::string working_dir;  // absolute: the job's working directory (`--chdir`)
   std::string accelrun;     // the accelrun to start: an absolute path, or `accelrun` from PATH
+  std::string time;         // `--time`, in one of sbatch's forms (IsSlurmTime); empty: not asked
+  int64_t cpus_per_task = 0;  // `--cpus-per-task`; 0: not asked
 };
+
+// Whether `text` is a time limit sbatch reads: `minutes`, `minutes:seconds`,
+// `hours:minutes:seconds`, `days-hours`, `days-hours:minutes` or `days-hours:minutes:seconds`.
+bool IsSlurmTime(std::string_view text);
 
 // Writes a Slurm batch script for `plan`: `#SBATCH` lines for the job name, the plan's
 // machines (`--nodes`) and processes per machine (`--ntasks-per-node`, one accelrun and
 // worker per task), the working directory and the log file (`<job>-<job id>.out` there); with
-// a checkpoint step, `--requeue` and `--open-mode=append`. Then `srun <accelrun> <plan>`, with
+// a checkpoint step, `--requeue` and `--open-mode=append`; for a cuda plan one GPU per worker
+// (`--gpus-per-node`); `--time` and `--cpus-per-task` when `options` asks (the spec has neither:
+// comments then say how to pass them to sbatch). Then `srun <accelrun> <plan>`, with
 // `--resume auto` when the plan saves checkpoints, so that a requeued job continues where it
-// stopped. The spec has no CPU count or time limit, so no `--cpus-per-task` or `--time` is
-// written (comments say how to pass them to sbatch). Fails when the plan has no
+// stopped. Fails when the plan has no
 // init_process_group step, or when `working_dir` cannot be written in an `#SBATCH` line (a
 // blank or a quote).
 llvm::Expected<std::string> ExportSbatch(const plan::Plan& plan, const SbatchOptions& options);

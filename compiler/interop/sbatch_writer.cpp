@@ -1,5 +1,7 @@
 // A Slurm batch script for a compiled plan (`accelc export --to sbatch`), as torchx writes one
 // for a role: the allocation from the plan's placement, then `srun accelrun <plan>`.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/cli/shell_word.h"
@@ -24,7 +26,31 @@ bool SpecSetsPort(const plan::Plan& plan) {
   return value == nullptr || value->kind() != llvm::json::Value::Null;
 }
 
+// Digits only, at least one: the parts of a Slurm time limit.
+bool AllDigits(std::string_view text) {
+  return !text.empty() && text.size() <= 9 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
+
+bool IsSlurmTime(std::string_view text) {
+  // Slurm's parse_time (src/common/parse_time.c): an optional `days-` before one to three
+  // colon-separated numbers; with days, at most `hours:minutes:seconds`, and `days` alone
+  // takes one number (hours).
+  size_t dash = text.find('-');
+  std::string_view clock = dash == std::string_view::npos ? text : text.substr(dash + 1);
+  if (dash != std::string_view::npos && !AllDigits(text.substr(0, dash))) return false;
+  int parts = 0;
+  for (size_t start = 0;; ++parts) {
+    size_t colon = clock.find(':', start);
+    size_t length = colon == std::string_view::npos ? colon : colon - start;
+    if (!AllDigits(clock.substr(start, length))) return false;
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  return parts <= 2;
+}
 
 llvm::Expected<std::string> ExportSbatch(const plan::Plan& plan, const SbatchOptions& options) {
   const auto* init = plan.Find<plan::InitProcessGroup>();
@@ -50,16 +76,27 @@ llvm::Expected<std::string> ExportSbatch(const plan::Plan& plan, const SbatchOpt
   // would for `accelrun` started there, wherever sbatch is called.
   s += fmt::format("#SBATCH --chdir={}\n", options.working_dir);
   s += fmt::format("#SBATCH --output={}-%j.out\n", plan.job);
+  // One GPU per worker: accelrun gives each local rank its own device (docs/gpu.md). Without it
+  // most clusters start a GPU job on nodes whose GPUs the job may not see.
+  if (init->device == plan::Device::cuda)
+    s += fmt::format("#SBATCH --gpus-per-node={}\n", init->processes_per_machine);
+  if (options.cpus_per_task > 0) s += fmt::format("#SBATCH --cpus-per-task={}\n", options.cpus_per_task);
+  if (!options.time.empty()) s += fmt::format("#SBATCH --time={}\n", options.time);
   if (checkpoints) {
     // Requeued (a lost node, preemption, `scontrol requeue`), the job resumes; the log of the
     // attempt before is kept.
     s += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
   }
   s += "#\n";
-  s += "# The spec names no CPU count: the cluster's default CPUs per task apply (often 1). With\n";
-  s += "# `sbatch --cpus-per-task=N` each worker runs N threads (accelrun reads SLURM_CPUS_PER_TASK).\n";
-  s +=
-      "# The spec names no time limit: the partition's default applies; `sbatch --time=HH:MM:SS` sets one.\n";
+  if (options.cpus_per_task == 0) {
+    s += "# No CPU count was asked for: the cluster's default CPUs per task apply (often 1). With\n";
+    s += "# `sbatch --cpus-per-task=N` (or `accelc export --cpus-per-task N`) each worker runs N threads\n";
+    s += "# (accelrun reads SLURM_CPUS_PER_TASK).\n";
+  }
+  if (options.time.empty()) {
+    s += "# No time limit was asked for: the partition's default applies; `sbatch --time=HH:MM:SS`\n";
+    s += "# (or `accelc export --time HH:MM:SS`) sets one.\n";
+  }
   if (SpecSetsPort(plan)) {
     s += fmt::format("# The rendezvous is on the first node, port {} (the spec's `main_process_port`).\n",
                      init->main_process_port);
