@@ -653,6 +653,29 @@ int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
   return diff.changes.empty() ? kExitClean : kExitDiagnostics;  // as diff(1): 1 when they differ
 }
 
+// A relative path in a config names a file beside the config, else in the working directory
+// (as `check` finds it); the imported spec, which may be written elsewhere, names the same file
+// relative to its own directory (a spec's paths are relative to the spec).
+accel::interop::PlacePath ImportedPathPlacer(const Options& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path cwd = fs::current_path(ec);
+  fs::path config_dir = fs::absolute(options.files[0], ec).parent_path();
+  fs::path spec_dir = options.output.empty() ? cwd : fs::absolute(options.output, ec).parent_path();
+  return [=](const std::string& text) -> std::string {
+    fs::path given(text);
+    // `none` is Accelerate's word for no file.
+    if (text.empty() || text == "none" || given.is_absolute()) return text;
+    std::error_code exists_ec;
+    fs::path named = (config_dir / given).lexically_normal();
+    if (!fs::exists(named, exists_ec)) named = (cwd / given).lexically_normal();
+    // Found nowhere (`check` warns, A3007): written as the config has it.
+    if (!fs::exists(named, exists_ec)) return text;
+    fs::path relative = named.lexically_relative(spec_dir.lexically_normal());
+    return relative.empty() ? named.string() : relative.string();
+  };
+}
+
 // `accelc import CONFIG` (an Accelerate config as a `.accel` spec) and `accelc export --to ...`
 // (a spec or config as the file the Python stack reads). Only what the file sets is carried,
 // so the environment is not read.
@@ -680,8 +703,8 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
       fmt::print(stderr, "accelc: error: `{}` is already a job spec\n", path);
       return kExitUsage;
     }
-    llvm::Expected<std::string> spec =
-        accel::interop::ImportToAccel(root, schema, accel::interop::JobNameFor(path));
+    llvm::Expected<std::string> spec = accel::interop::ImportToAccel(
+        root, schema, accel::interop::JobNameFor(path), ImportedPathPlacer(options));
     if (!spec) {
       fmt::print(stderr, "accelc: error: {}: {}\n", path, llvm::toString(spec.takeError()));
       return kExitDiagnostics;

@@ -34,7 +34,8 @@ bool IsName(const std::string& text) {
 class Renderer {
  public:
   // `root` names the record being rendered, in errors.
-  Renderer(const sema::Schema& schema, std::string root) : schema_(schema), path_{std::move(root)} {}
+  Renderer(const sema::Schema& schema, std::string root, PlacePath place_path = {})
+      : schema_(schema), path_{std::move(root)}, place_path_(std::move(place_path)) {}
 
   const std::optional<std::string>& error() const { return error_; }
 
@@ -67,6 +68,9 @@ class Renderer {
       if (value.kind == sema::Value::Kind::Record && type->kind == sema::Type::Kind::Record) {
         std::string block = Block(written.field->name, value, indent);
         if (required || block != written.field->name + " {}") statements.push_back(std::move(block));
+      } else if (type->kind == sema::Type::Kind::Path && value.kind == sema::Value::Kind::String &&
+                 place_path_) {
+        statements.push_back(written.field->name + " = " + String(place_path_(value.text)));
       } else {
         statements.push_back(written.field->name + " = " + Literal(value, indent));
       }
@@ -191,6 +195,7 @@ class Renderer {
 
   const sema::Schema& schema_;
   std::vector<std::string> path_;  // of the field being rendered, for the error
+  PlacePath place_path_;
   std::optional<std::string> error_;
 };
 
@@ -218,7 +223,7 @@ std::string Workload(const sema::Value& cluster_config) {
 }  // namespace
 
 llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, const sema::Schema& schema,
-                                          const std::string& job_name) {
+                                          const std::string& job_name, const PlacePath& place_path) {
   if (cluster_config.kind != sema::Value::Kind::Record || cluster_config.type_name != "ClusterConfig") {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "only a `ClusterConfig` (compute_environment LOCAL_MACHINE) becomes a "
@@ -231,7 +236,7 @@ llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, con
   }
   std::vector<std::string> upgraded;
   sema::Value compute = UpgradeLegacyKeys(cluster_config, schema, upgraded);
-  Renderer renderer(schema, "compute");
+  Renderer renderer(schema, "compute", place_path);
   std::string block = renderer.Block("compute", compute, 2);
   if (renderer.error()) return llvm::createStringError(llvm::inconvertibleErrorCode(), *renderer.error());
 

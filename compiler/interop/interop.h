@@ -1,6 +1,7 @@
 #ifndef ACCEL_COMPILER_INTEROP_INTEROP_H_
 #define ACCEL_COMPILER_INTEROP_INTEROP_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,12 +28,15 @@ namespace accel::interop {
 // `dynamo_backend` becomes `dynamo_config.backend` (CFG-006). Keys set to `null` and sections
 // that set nothing (`deepspeed_config: {}`) are left out, as Accelerate's writer leaves them
 // out: an unset optional reads as `none`, and Accelerate reads `{}` as no section (CFG-009).
-// The result passes `accelc check`.
+// The result passes `accelc check`. Every path-typed value goes through `place_path` (the
+// caller rewrites a relative path for the spec's own directory: the config's resolved against
+// its file, the spec's against the spec's); without one, paths are written as the file has them.
 // Fails when `cluster_config` is not a `ClusterConfig` (a SageMaker file has no place in a job),
 // when `job_name` is not a name, or when a value has no `.accel` spelling (a string holding a
 // carriage return or another control character besides newline and tab, a non-finite float).
+using PlacePath = std::function<std::string(const std::string&)>;
 llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, const sema::Schema& schema,
-                                          const std::string& job_name);
+                                          const std::string& job_name, const PlacePath& place_path = {});
 
 // A job name for the spec imported from `path`: its file name without the extension, every
 // character that cannot be in a name replaced by `_` (`sp-alst.accelerate-config.yml` gives

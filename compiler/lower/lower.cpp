@@ -283,7 +283,8 @@ class Lowerer {
           named->text != "none" && deepspeed_json_ == nullptr) {
         // The JSON owns the stage, precision and optimizer: without it the plan would guess.
         Unsupported(diag::Kind::NativeDeepSpeed, *named,
-                    fmt::format("`compute.deepspeed_config.hf_ds_config = \"{}\"`, which could not be read",
+                    fmt::format("a DeepSpeed job whose JSON (`compute.deepspeed_config.hf_ds_config = \"{}\"`) "
+                                "could not be read",
                                 named->text),
                     "; the plan takes the ZeRO stage, precision and optimizer from that file: fix the path "
                     "or the file");
