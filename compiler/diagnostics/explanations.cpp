@@ -163,6 +163,14 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "folder, with symlinks resolved. A config in a pull request could otherwise name any file the "
        "runner can read. A file outside is not read, so it is not checked.\nFix: pass "
        "`--read-outside-repo` where the configs are trusted, or move the file into the repository."},
+      {"A3018",
+       "An FSDP job wraps layers by class (`auto_wrap_policy = TRANSFORMER_BASED_WRAP`) and names a class "
+       "its built-in model (`MLP`, `Transformer`) has no module of. Accelerate looks each named class up "
+       "in the model (`FullyShardedDataParallelPlugin.set_auto_wrap_policy`) and raises for one it cannot "
+       "find; the classes of a built-in model are known when the spec compiles, so the job is refused "
+       "before any process starts. A TorchScript model's classes are checked when it loads.\nFix: name "
+       "one of the classes the message lists (`TransformerEncoderLayer` for the built-in Transformer), or "
+       "choose another wrap policy."},
       {"A3017",
        "A text value that its type restricts is not of that kind: a `host` (`main_process_ip`) must be a "
        "host name (letters, digits, `-`, `.`, `_`) or an IPv4 or IPv6 address, and a `path` holds no NUL "

@@ -7,9 +7,11 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/lower/engines.h"
 #include "compiler/lower/native_support.h"
+#include "compiler/plan/builtin_modules.h"
 
 namespace accel::lower {
 namespace {
@@ -185,6 +187,7 @@ class Lowerer {
     plan::TrainLoop loop = LowerTrain(train, accelerator, mixed_precision);
     FitModelToData(job, data.dataset, loop);
     LowerEngine(compute, data, init, loop);
+    CheckWrapClasses(compute, plan.Find<plan::BuildModel>()->model, loop);
     plan.steps.push_back(std::move(data));
     plan.steps.push_back(std::move(loop));
     LowerCheckpoint(train, accelerator, plan);
@@ -258,6 +261,28 @@ class Lowerer {
     target.rehearsal = use_cpu;
     if (!use_cpu) std::tie(target.device, target.backend) = *device;
     return target;
+  }
+
+  // Accelerate raises when the model has no module of a class the wrap policy names (its FSDP
+  // plugin's `set_auto_wrap_policy`); a built-in model's classes are known here, before any
+  // process starts. A TorchScript model's are checked when it loads (flat_units.cpp).
+  void CheckWrapClasses(const Fields& compute, const plan::Model& model, const plan::TrainLoop& loop) {
+    if (loop.sharding.wrap_policy != plan::WrapPolicy::transformer_based) return;
+    std::optional<std::vector<std::string>> classes = plan::BuiltInModuleClasses(model);
+    if (!classes) return;
+    const Value& plugin = compute["fsdp_config"];
+    const Value* named =
+        plugin.kind == Value::Kind::Record ? plugin.Field("transformer_cls_names_to_wrap") : nullptr;
+    std::string_view tag = std::visit([](const auto& m) { return std::string_view(m.kTag); }, model);
+    for (const std::string& name : loop.sharding.transformer_layer_cls_to_wrap) {
+      if (std::find(classes->begin(), classes->end(), name) != classes->end()) continue;
+      failed_ = true;
+      bool located = named != nullptr && named->provenance.kind == sema::Provenance::Kind::Spec &&
+                     named->provenance.file != nullptr;
+      diagnostics_.Emit(diag::Kind::WrapClassNotInModel, located ? named->provenance.file : spec_.file,
+                        located ? named->provenance.span : spec_.span, name, tag,
+                        fmt::format("`{}`", fmt::join(*classes, "`, `")));
+    }
   }
 
   // The engine's sharding: DDP (stage 0) for the data-parallel types, FSDP's and DeepSpeed's

@@ -74,18 +74,24 @@ std::vector<FlatUnit> WrapUnits(const ModuleNode& root, const std::vector<int64_
                                 const plan::Sharding& sharding) {
   Wrapper wrapper{numels, sharding, {}};
   std::vector<size_t> rest = wrapper.Visit(root);
-  // Named classes the model lacks are an error, as in Accelerate ("Could not find the transformer
-  // layer class ..."). With none named and no Transformer block, Accelerate's list (the model's
-  // `_no_split_modules`, which a model without such blocks lacks) is empty: the root alone.
-  if (sharding.wrap_policy == plan::WrapPolicy::transformer_based && wrapper.wrapped.empty() &&
-      !sharding.transformer_layer_cls_to_wrap.empty()) {
+  // Every named class the model lacks is an error, as in Accelerate, which looks each one up
+  // ("Could not find the transformer layer class ..."). With none named and no Transformer
+  // block, Accelerate's list (the model's `_no_split_modules`, which a model without such blocks
+  // lacks) is empty: the root alone.
+  if (sharding.wrap_policy == plan::WrapPolicy::transformer_based) {
     std::set<std::string> types;
     CollectTypes(root, types);
-    throw std::invalid_argument(fmt::format(
-        "`transformer_layer_cls_to_wrap` names {}, but this model has no module of {}; its module classes "
-        "are {}: name one of them, or use another wrap policy",
-        sharding.transformer_layer_cls_to_wrap,
-        sharding.transformer_layer_cls_to_wrap.size() == 1 ? "that class" : "these classes", types));
+    std::vector<std::string> missing;
+    for (const std::string& name : sharding.transformer_layer_cls_to_wrap) {
+      auto named = [&](const std::string& type) { return NamesClass(name, type); };
+      if (std::none_of(types.begin(), types.end(), named)) missing.push_back(name);
+    }
+    if (!missing.empty()) {
+      throw std::invalid_argument(fmt::format(
+          "`transformer_layer_cls_to_wrap` names {}, but this model has no module of {}; its module classes "
+          "are {}: name one of them, or use another wrap policy",
+          missing, missing.size() == 1 ? "that class" : "these classes", types));
+    }
   }
   // Module order: by each unit's first parameter (registration order follows the modules').
   std::sort(wrapper.wrapped.begin(), wrapper.wrapped.end(),

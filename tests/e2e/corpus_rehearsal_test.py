@@ -8,10 +8,10 @@ size, every machine's processes on this host. Each run must say it is a rehearsa
 valid `model.safetensors` (its header, offsets and sizes read by e2e_support's reader).
 
 The imported workload is a placeholder MLP. `latest_fsdp.yaml` wraps `BertLayer` modules
-(`fsdp_transformer_layer_cls_to_wrap`), which the MLP lacks: that run must fail naming BertLayer
-and the MLP's classes, as Accelerate fails ("Could not find the transformer layer class"); with
-the placeholder replaced by a small TorchScript model whose layers are a class `BertLayer`, the
-wrap units must be those layers. With TRANSFORMER_BASED_WRAP and no class named, the MLP trains
+(`fsdp_transformer_layer_cls_to_wrap`), which the MLP lacks: its build must fail naming BertLayer
+and the MLP's classes (A3018), before any process starts, as Accelerate fails ("Could not find
+the transformer layer class"); with the placeholder replaced by a small TorchScript model whose
+layers are a class `BertLayer`, the wrap units must be those layers. With TRANSFORMER_BASED_WRAP and no class named, the MLP trains
 as one unit (Accelerate wraps the root alone when the model has no `_no_split_modules`).
 
 A plan for an accelerator other than CUDA GPUs is refused without `--device cpu`, naming it.
@@ -129,16 +129,6 @@ def main():
         world = init["num_machines"] * init["processes_per_machine"]
         out_dir = os.path.join(workdir, "runs", os.path.basename(stem))
         result, seconds = sh([accelrun, plan_file, "--device", "cpu", "--output-dir", out_dir], workdir, env)
-        if config.endswith("latest_fsdp.yaml"):
-            # The placeholder MLP has no BertLayer: a clear error naming the class and the MLP's.
-            output = result.stdout + result.stderr
-            assert result.returncode != 0, f"{config}: the MLP run succeeded without a BertLayer"
-            assert re.search(r"`transformer_layer_cls_to_wrap` names \[\"?BertLayer\"?\], but this model has no "
-                             r"module of that class; its module classes are .*Linear", output), \
-                f"{config}: the error does not name BertLayer and the model's classes:\n{output[-3000:]}"
-            print(f"{config}: the placeholder MLP is refused, naming BertLayer ({seconds:.1f} s)")
-            rehearsed[config] = seconds
-            continue
         output, tensors = check_rehearsal(config, result, out_dir, world, init["num_machines"])
         if init["device"] != "cuda":
             assert f"rehearsal: device {init['device']} -> cpu" in output, f"{config}: no device change said"
@@ -153,8 +143,7 @@ def main():
                 "accelerate/examples/config_yaml_templates/multi_node.yaml",
                 "accelerate/examples/config_yaml_templates/multi_xpu.yaml",
                 "accelerate/examples/slurm/fsdp_config.yaml",
-                "accelerate/examples/torch_native_parallelism/configs/tp_hsdp.yaml",
-                "accelerate/tests/test_configs/latest_fsdp.yaml"}
+                "accelerate/examples/torch_native_parallelism/configs/tp_hsdp.yaml"}
     assert set(rehearsed) == expected, f"rehearsed {sorted(rehearsed)}, expected {sorted(expected)}"
 
     # An XPU plan is refused without --device cpu, naming the way to rehearse it.
@@ -165,8 +154,20 @@ def main():
     assert f"`accelrun {xpu_plan} --device cpu`" in result.stderr, result.stderr
     print("the XPU plan without --device cpu: refused, naming `--device cpu`")
 
-    # latest_fsdp.yaml with a model whose layers are BertLayer: those are the wrap units.
+    # latest_fsdp.yaml on the placeholder MLP, which has no BertLayer: refused when it compiles,
+    # naming the class and the MLP's.
     config = "accelerate/tests/test_configs/latest_fsdp.yaml"
+    result, _ = sh([accelc, "import", config, "-o", "accelerate/tests/test_configs/latest_fsdp.accel"], workdir, env)
+    assert result.returncode == 0, f"{config}: accelc import failed:\n{result.stderr}"
+    result, _ = sh([accelc, "build", "accelerate/tests/test_configs/latest_fsdp.accel", "-o", "mlp.plan.json"],
+                   workdir, env)
+    assert result.returncode != 0 and re.search(
+        r"`transformer_cls_names_to_wrap` names `BertLayer`, but the built-in `MLP` model has no module of that "
+        r"class.*its module classes are `Linear`, `ReLU`.*\[A3018\]", result.stderr), \
+        f"{config}: the MLP build is not refused naming BertLayer and the MLP's classes:\n{result.stderr}"
+    print(f"{config}: the placeholder MLP is refused when it compiles, naming BertLayer")
+
+    # latest_fsdp.yaml with a model whose layers are BertLayer: those are the wrap units.
     folder = os.path.join(workdir, os.path.dirname(config))
     model_path = os.path.join(folder, "bert.pt")
     # torch.jit.script reads the classes' source: the script is a file.

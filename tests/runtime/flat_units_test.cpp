@@ -63,6 +63,20 @@ TEST(FlatUnits, TransformerBasedWrapsNamedClassesByQualifiedNameOrLastComponent)
             (std::vector<std::vector<size_t>>{{7}, {0, 1}, {2}, {3}, {4}, {5}, {6}}));
 }
 
+// As Accelerate looks up every named class: one the model has does not excuse one it lacks.
+TEST(FlatUnits, TransformerBasedNamingOneClassTheModelLacksIsRefused) {
+  plan::Sharding sharding = Policy(plan::WrapPolicy::transformer_based);
+  sharding.transformer_layer_cls_to_wrap = {"Block", "BertLayer"};
+  try {
+    WrapUnits(Tree(), kNumels, sharding);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("names [\"BertLayer\"], but this model has no module of that"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(FlatUnits, TransformerBasedNamingNoClassOfTheModelListsItsClasses) {
   plan::Sharding sharding = Policy(plan::WrapPolicy::transformer_based);
   sharding.transformer_layer_cls_to_wrap = {"BertLayer"};

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
+#include "compiler/plan/builtin_modules.h"
 #include "runtime/data/dataset.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/environment.h"
@@ -75,6 +77,27 @@ TEST(Trainer, TheBuiltInTransformerLearnsAndNamesItsParametersLikeTorch) {
   float last = TrainSteps(*trainer, Regression(256), 80, &first);
   EXPECT_LT(last, first * 0.5f) << "first " << first << " last " << last;
   EXPECT_THROW(trainer->ForwardBackward(at::randn({2, 5}), at::randn({2, 1})), std::invalid_argument);
+}
+
+void CollectClasses(const ModuleNode& node, std::set<std::string>& classes) {
+  if (!node.path.empty()) classes.insert(node.type);
+  for (const ModuleNode& child : node.children) CollectClasses(child, classes);
+}
+
+// The compiler refuses a wrap class a built-in model lacks from its own table
+// (plan::BuiltInModuleClasses): the table must be what the runtime builds.
+TEST(Trainer, TheCompilersTableOfBuiltInModuleClassesIsWhatTheRuntimeBuilds) {
+  std::vector<plan::BuildModel> models = {
+      testing::Mlp(4, {16, 8}, 1), testing::Mlp(4, {}, 1),
+      plan::BuildModel{plan::Transformer{/*inputs=*/4, /*d_model=*/16, /*heads=*/4, /*layers=*/2,
+                                         /*feedforward=*/32, /*outputs=*/1}}};
+  for (const plan::BuildModel& model : models) {
+    std::set<std::string> built;
+    CollectClasses(MakeTrainer(model, Loop("adamw", 0.01))->Modules(), built);
+    std::optional<std::vector<std::string>> table = plan::BuiltInModuleClasses(model.model);
+    ASSERT_TRUE(table.has_value());
+    EXPECT_EQ(std::vector<std::string>(built.begin(), built.end()), *table);
+  }
 }
 
 TEST(Trainer, GradientsAccumulateUntilTheOptimizerStepClearsThem) {

@@ -200,7 +200,9 @@ TEST_F(LowerEnginesTest, FsdpWrappingPrefetchLoadingAndStateDictLower) {
       "true; limit_all_gathers = false; sync_module_states = false; cpu_ram_efficient_loading = false; "
       "activation_checkpointing = true; state_dict_type = LOCAL_STATE_DICT; cpu_offload = true; "
       "use_orig_params "
-      "= false }");
+      "= false }",
+      // A model's own classes: a built-in model has no `Block` (A3018).
+      "TorchScript { path = \"model.pt\" }");
   ASSERT_TRUE(c.plan.has_value());
   const plan::Sharding& s = Sharding(c);
   EXPECT_EQ(s.wrap_policy, plan::WrapPolicy::transformer_based);
