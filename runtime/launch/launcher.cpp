@@ -29,6 +29,18 @@ struct Failure {
 // How soon after a rank finished early a peer's failure is taken for its consequence.
 constexpr std::chrono::seconds kLeftEarlyBlame{10};
 
+// `0-3, 5, 7-15`: ascending ranks as runs.
+std::string RanksAsRuns(const std::vector<int>& ranks) {
+  std::vector<std::string> runs;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    runs.push_back(j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return fmt::format("{}", fmt::join(runs, ", "));
+}
+
 bool IsPeerFailureCode(const ExitStatus& status) {
   return !status.signaled && status.code == kWorkerExitPeerFailure;
 }
@@ -76,6 +88,7 @@ class Supervisor {
     if (it == running_.end()) return -1;
     int rank = it->second;
     running_.erase(it);
+    exits_[rank] = exit;
     for (OutputChunk& chunk : spawner_.DrainOutput(exit.pid)) Route(chunk);
     progress_.Ended(rank);
     // The line a worker left unfinished is still its last word.
@@ -84,6 +97,10 @@ class Supervisor {
     return rank;
   }
   void StopAll();
+  // Ranks that printed an error line are on their way out: they get up to `limit` to exit on
+  // their own, so that the verdict gives their own exit status rather than the stop signal.
+  // Returns those that failed.
+  std::vector<Failure> AwaitRanksWithErrors(Clock::duration limit);
   std::string Report(const Failure& named, const std::vector<Failure>& others, size_t stopped) const;
   LaunchResult Stall(const ProgressMonitor::Silence& silence, const std::vector<Failure>& waited,
                      LaunchResult result);
@@ -105,11 +122,32 @@ class Supervisor {
   std::map<pid_t, int> rank_of_;  // every worker started, running or not
   std::map<pid_t, int> running_;  // pid -> rank
   ProgressMonitor progress_;      // running ranks only
+  // How each reaped worker ended, by rank.
+  std::map<int, ExitStatus> exits_;
   // Workers that failed, reaped in this supervision: their process groups may still hold
   // children, which are stopped too. Workers that succeeded are left alone, since their ids
   // may belong to other processes by now.
   std::vector<pid_t> failed_;
 };
+
+std::vector<Failure> Supervisor::AwaitRanksWithErrors(Clock::duration limit) {
+  std::vector<Failure> failed;
+  auto deadline = Clock::now() + limit;
+  auto pending = [this] {
+    return std::any_of(running_.begin(), running_.end(),
+                       [this](const auto& running) { return output_.ErrorOf(running.second).has_value(); });
+  };
+  while (pending() && Clock::now() < deadline) {
+    Pump(std::chrono::milliseconds(20));
+    while (std::optional<ExitStatus> exit = spawner_.WaitAny(std::chrono::milliseconds(0))) {
+      int rank = Reaped(*exit);
+      if (rank < 0 || exit->success()) continue;
+      failed_.push_back(exit->pid);
+      failed.push_back({rank, *exit});
+    }
+  }
+  return failed;
+}
 
 void Supervisor::StopAll() {
   for (pid_t pid : failed_) spawner_.Signal(pid, SIGTERM);
@@ -152,21 +190,26 @@ std::string Supervisor::Report(const Failure& named, const std::vector<Failure>&
 std::string Supervisor::TailOf(int rank) const {
   std::vector<std::string> tail = output_.Tail(rank);
   if (tail.empty()) return fmt::format("\nrank {} printed nothing", rank);
-  // The rank's own error line was relayed as it came: pointed at, not repeated.
+  // What the rank printed before its error: the error line and what is indented below it (a
+  // traceback) were relayed as they came, and the error ends the verdict.
+  std::optional<std::string> error = output_.ErrorOf(rank);
   auto error_line = [](const std::string& line) { return line.rfind(kWorkerErrorPrefix, 0) == 0; };
-  bool said_error = std::any_of(tail.begin(), tail.end(), error_line);
-  tail.erase(std::remove_if(tail.begin(), tail.end(), error_line), tail.end());
-  std::optional<int> printed_by = output_.ErrorPrintedBy(rank);
-  std::string text =
-      !said_error ? ""
-      : !printed_by || *printed_by == rank
-          ? fmt::format("\nrank {}'s error is printed above", rank)
-          : fmt::format("\nrank {}'s error is the one rank {} printed above", rank, *printed_by);
-  if (tail.empty()) return text;
-  text += fmt::format("\nlast {} line{} of rank {}{}:", tail.size(), tail.size() == 1 ? "" : "s", rank,
-                      said_error ? " before it" : "");
-  for (const std::string& line : tail) text += "\n  | " + line;
-  return text;
+  if (error) tail.erase(std::find_if(tail.begin(), tail.end(), error_line), tail.end());
+  std::string text;
+  if (!tail.empty()) {
+    text += fmt::format("\nlast {} line{} of rank {}{}:", tail.size(), tail.size() == 1 ? "" : "s", rank,
+                        error ? " before its error" : "");
+    for (const std::string& line : tail) text += "\n  | " + line;
+  }
+  if (!error) return text;
+  std::vector<int> alike = output_.RanksWithError(rank);
+  alike.erase(std::remove(alike.begin(), alike.end(), rank), alike.end());
+  if (!alike.empty()) {
+    text += fmt::format("\n{} {} failed with the same error", alike.size() == 1 ? "rank" : "ranks",
+                        RanksAsRuns(alike));
+  }
+  // The cause, last: what a reader of a long log finds at its end.
+  return text + fmt::format("\nrank {}'s error: {}", rank, *error);
 }
 
 // Names `silence`'s rank, still running but making no progress, as the failure, after the ranks
@@ -320,11 +363,18 @@ LaunchResult Supervisor::Run() {
     result.message += TailOf(named.rank);
     return result;
   }
+  for (Failure& failure : AwaitRanksWithErrors(options_.grace)) peer_failures.push_back(failure);
+  size_t stopped = running_.size();
+  StopAll();
+  // Ranks that failed alike (one missing file, one shape error) exit in any order: the one named
+  // is the one whose error line came first, which the console shows.
+  if (std::optional<int> first = output_.ErrorPrintedBy(named.rank); first && *first != named.rank) {
+    auto exit = exits_.find(*first);
+    if (exit != exits_.end() && !exit->second.success()) named = Failure{*first, exit->second};
+  }
   std::vector<Failure> others;
   for (const Failure& failure : peer_failures)
     if (failure.status.pid != named.status.pid) others.push_back(failure);
-  size_t stopped = running_.size();
-  StopAll();
   result.failed_rank = named.rank;
   result.failed_status = named.status;
   result.peer_failure_only = !root_cause;

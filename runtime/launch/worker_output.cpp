@@ -75,6 +75,21 @@ std::optional<int> WorkerOutput::ErrorPrintedBy(int rank) const {
   return errors_.at(it->second);
 }
 
+std::optional<std::string> WorkerOutput::ErrorOf(int rank) const {
+  auto it = last_error_.find(rank);
+  if (it == last_error_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<int> WorkerOutput::RanksWithError(int rank) const {
+  std::vector<int> ranks;
+  auto it = last_error_.find(rank);
+  if (it == last_error_.end()) return ranks;
+  for (const auto& [other, text] : last_error_)
+    if (text == it->second) ranks.push_back(other);
+  return ranks;  // ascending: last_error_ is ordered by rank
+}
+
 void WorkerOutput::EmitLine(int rank, OutputStream stream, std::string_view line) {
   std::string prefix = prefix_ && rank != 0 ? fmt::format("[rank {}] ", rank) : "";
   if (redrawing_.erase({rank, stream}) > 0) {
@@ -85,19 +100,28 @@ void WorkerOutput::EmitLine(int rank, OutputStream stream, std::string_view line
     redraw_shown_ = false;
     return;
   }
-  // Rank 0 speaks for the job, as Accelerate's main process does: its lines stay as written, so
-  // tools that read a run's output see the same text with one worker or many.
-  tails_.try_emplace(rank, tail_lines_).first->second.Add(std::string(line));
-  std::string shown(line);
-  // Every rank that fails the same way (a missing file) says so: the text is printed once.
+  // Every rank that fails the same way (a missing file) says so: the text is printed once, and
+  // the verdict names the ranks. The lines indented below an error line (a traceback) are part
+  // of it: relayed with it, kept out of the tail (the verdict shows what came before the error).
+  std::pair<int, OutputStream> key{rank, stream};
   std::string own = fmt::format("{}rank {}: ", kWorkerErrorPrefix, rank);
+  bool continues_error = errors_below_.count(key) > 0 && line.rfind("  ", 0) == 0;
+  if (!continues_error) {
+    errors_below_.erase(key);
+    tails_.try_emplace(rank, tail_lines_).first->second.Add(std::string(line));
+  }
   if (line.rfind(own, 0) == 0) {
     auto [first, added] = errors_.try_emplace(std::string(line.substr(own.size())), rank);
     last_error_[rank] = first->first;
-    if (!added) shown = fmt::format("{}the same error as rank {}", own, first->second);
+    errors_below_[key] = !added;
+    if (!added) return;
+  } else if (continues_error && errors_below_[key]) {
+    return;  // below another rank's copy of an error already shown
   }
+  // Rank 0 speaks for the job, as Accelerate's main process does: its lines stay as written (no
+  // prefix), so tools that read a run's output see the same text with one worker or many.
   // Below a redrawn line, not glued to its end; the next redraw comes back under this line.
-  print_(stream, fmt::format("{}{}{}\n", redraw_shown_ ? "\n" : "", prefix, shown));
+  print_(stream, fmt::format("{}{}{}\n", redraw_shown_ ? "\n" : "", prefix, line));
   redraw_shown_ = false;
 }
 

@@ -42,8 +42,10 @@ class LogTail {
 // line is on the screen starts on a line of its own. Only a redrawn line's last state (or the
 // message that replaced it) is kept in the tail.
 //
-// A worker's error line (`accelrun: error: rank N: TEXT`) whose TEXT another rank printed
-// already is shortened to `accelrun: error: rank N: the same error as rank M`.
+// A worker's error line (`accelrun: error: rank N: TEXT`) is printed once: when another rank
+// prints the same TEXT, its line is kept in its tail but not printed, and the lines indented
+// below it (a traceback, `  ...`) neither; the verdict names every rank that printed it
+// (RanksWithError). With 16 ranks failing alike, the console shows one error, not 16.
 class WorkerOutput {
  public:
   // Receives complete lines, newline included.
@@ -64,6 +66,11 @@ class WorkerOutput {
   // The rank that printed in full the error text `rank` printed last (`rank` itself, or the one
   // whose identical error came first), or nullopt when `rank` printed no error line.
   std::optional<int> ErrorPrintedBy(int rank) const;
+  // The TEXT of `rank`'s last error line, or nullopt.
+  std::optional<std::string> ErrorOf(int rank) const;
+  // Every rank whose last error line has the same TEXT as `rank`'s, ascending; empty when
+  // `rank` printed no error line.
+  std::vector<int> RanksWithError(int rank) const;
 
  private:
   void EmitLine(int rank, OutputStream stream, std::string_view line);
@@ -78,6 +85,9 @@ class WorkerOutput {
   std::set<std::pair<int, OutputStream>> redrawing_;
   // The text of each worker error line printed so far, and the rank that printed it first.
   std::map<std::string, int> errors_;
+  // The (rank, stream)s whose last line not indented was an error line: the indented lines below
+  // it continue that error. True where another rank had printed the error, so they are not shown.
+  std::map<std::pair<int, OutputStream>, bool> errors_below_;
   // Each rank's last error line, as the key of `errors_`.
   std::map<int, std::string> last_error_;
   // A redrawn line is on the terminal and the cursor is at its end.

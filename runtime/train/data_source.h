@@ -26,6 +26,13 @@ llvm::Expected<DataLoaders> OpenDataLoaders(const plan::BuildDataloader& spec, i
 // The training loader alone (no held-out rows).
 llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spec, int rank, int world_size);
 
+// The features per row of a dataset that feeds the model one tensor, read without loading its
+// rows: the synthetic set's `features`, a CSV's feature columns (named, else its first line's
+// columns less the targets), the second dimension of a safetensors or .npy file's features
+// (from its header). nullopt for named columns and token streams, and for a file that cannot be
+// read here (the loader then says why).
+std::optional<int64_t> PeekFeatureWidth(const plan::Dataset& dataset);
+
 // What a checkpoint records to refuse resuming over other data: the generator seed of the
 // synthetic set, or the sampler's seed for file datasets.
 int64_t DataIdentitySeed(const plan::BuildDataloader& spec);

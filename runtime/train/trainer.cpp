@@ -20,6 +20,7 @@
 #include "runtime/tensor/scalar_type.h"
 #include "runtime/train/activation_checkpointing.h"
 #include "runtime/train/autocast_region.h"
+#include "runtime/train/error_text.h"
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/named_inputs.h"
 #include "runtime/train/optimizer_factory.h"
@@ -484,16 +485,6 @@ class ScriptedModel final : public Model {
   std::optional<InputBinder> binder_;
 };
 
-// The last non-blank line of an error: TorchScript's interpreter puts its Python-style
-// traceback first and the error itself (`RuntimeError: mat1 and mat2 shapes ...`) last.
-std::string LastLine(const std::string& text) {
-  size_t end = text.find_last_not_of(" \n");
-  if (end == std::string::npos) return text;
-  size_t start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1,
-                     end + 1 - (start == std::string::npos ? 0 : start + 1));
-}
-
 class TorchTrainer final : public Trainer {
  public:
   TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop, const TensorParallelism& tp,
@@ -595,11 +586,12 @@ class TorchTrainer final : public Trainer {
       shape << tensor::TorchName(column.values.scalar_type()) << " " << column.values.sizes();
       fed.push_back("`" + column.name + "` " + shape.str());
     }
+    ErrorText error = SplitErrorText(what);
     return fmt::format(
         "{} fails on the first {} samples (columns {}): {}; check each column's shape and dtype against the "
-        "input "
-        "it feeds",
-        model_->Signature(), sample.front().values.size(0), fmt::join(fed, ", "), LastLine(what));
+        "input it feeds{}",
+        model_->Signature(), sample.front().values.size(0), fmt::join(fed, ", "), error.summary,
+        error.details);
   }
 
   // The forward pass of named columns, under autocast as Forward's; the model computes the loss
@@ -776,6 +768,28 @@ class TorchTrainer final : public Trainer {
 std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop,
                                      const TensorParallelism& tp, InitialWeights weights) {
   return std::make_unique<TorchTrainer>(model, loop, tp, weights);
+}
+
+std::string CheckScriptedModelTakes(const plan::TorchScript& model, int64_t features) {
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(model.path, c10::Device(c10::kMeta));
+  } catch (const std::exception&) {
+    return "";  // the trainer loads it again and says why it cannot
+  }
+  module.eval();
+  try {
+    torch::NoGradGuard no_grad;
+    module.forward({at::empty({2, features}, at::TensorOptions().device(c10::kMeta).dtype(at::kFloat))});
+  } catch (const std::exception& error) {
+    ErrorText text = SplitErrorText(error.what());
+    // An operation without a meta kernel says nothing about the data.
+    bool meta = text.cause.find("meta") != std::string::npos || text.cause.find("Meta") != std::string::npos;
+    if (meta) return "";
+    return fmt::format("the TorchScript model {} does not take this data's rows of {} features: {}{}",
+                       model.path, features, text.cause, text.details);
+  }
+  return "";
 }
 
 }  // namespace accel::rt::train

@@ -185,6 +185,13 @@ std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::
                                      const TensorParallelism& tp = {},
                                      InitialWeights weights = InitialWeights::kValues);
 
+// Whether a TorchScript model fed one tensor takes rows of `features` values: the module is
+// loaded on the meta device (no weight is read) and runs one forward pass on a meta batch, so
+// a model that does not fit the data fails in moments, by its cause and traceback. Returns the
+// error, or "" when the forward pass runs, or when the check cannot tell (a file that does not
+// load, whose error the trainer gives; an operation without a meta kernel).
+std::string CheckScriptedModelTakes(const plan::TorchScript& model, int64_t features);
+
 }  // namespace accel::rt::train
 
 #endif  // ACCEL_RUNTIME_TRAIN_TRAINER_H_

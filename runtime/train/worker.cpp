@@ -21,6 +21,7 @@
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
+#include "runtime/train/error_text.h"
 #include "runtime/train/evaluation.h"
 #include "runtime/train/gradient_accumulation.h"
 #include "runtime/train/gradient_sync.h"
@@ -83,6 +84,7 @@ class TrainingRun {
 
   llvm::Expected<RunSummary> Run(std::unique_ptr<distributed::Collectives>& group) {
     if (llvm::Error error = OpenStore()) return error;
+    if (llvm::Error error = CheckModelTakesData()) return error;
     Connect(group);
     if (llvm::Error error = CheckIn()) return error;
     progress::Working("building the model and the data loaders");
@@ -149,6 +151,21 @@ class TrainingRun {
     if (!store) return store.takeError();
     store_.emplace(std::move(*store));
     return llvm::Error::success();
+  }
+
+  // Rank 0, before any process group forms: a TorchScript model fed one tensor runs one forward
+  // pass on the data's row width, so a model that does not take the data fails in moments,
+  // naming the cause, rather than after every rank has loaded and met (the other ranks are
+  // stopped by the launcher while they wait at the rendezvous).
+  llvm::Error CheckModelTakesData() const {
+    const auto* scripted = std::get_if<plan::TorchScript>(&steps_.model.model);
+    if (context_.rank != 0 || scripted == nullptr || !scripted->inputs.empty()) return llvm::Error::success();
+    std::optional<int64_t> features = PeekFeatureWidth(steps_.data.dataset);
+    if (!features) return llvm::Error::success();
+    progress::Working("checking the model against the data");
+    std::string error = CheckScriptedModelTakes(*scripted, *features);
+    if (error.empty()) return llvm::Error::success();
+    return llvm::make_error<ArgumentMismatch>(error);
   }
 
   // The default process group, on the plan's backend: a spec asking for NCCL on a build without
@@ -808,6 +825,11 @@ template <typename Result, typename Run>
 llvm::Expected<Result> AtTheBoundary(const WorkerContext& context, Run run) {
   std::unique_ptr<distributed::Collectives> group;
   auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
+  // One line, and the indented lines that locate it (a TorchScript model's traceback).
+  auto with_details = [](const std::string& text) {
+    ErrorText split = SplitErrorText(text);
+    return split.summary + split.details;
+  };
   try {
     llvm::Expected<Result> result = run(group);
     if (result) return result;
@@ -817,7 +839,7 @@ llvm::Expected<Result> AtTheBoundary(const WorkerContext& context, Run run) {
     // Kept apart by type, so that the launcher does not restart what would fail again.
     bool mismatch = error.isA<ArgumentMismatch>();
     std::string message =
-        fmt::format("rank {}: {}", context.rank, first_line(llvm::toString(std::move(error))));
+        fmt::format("rank {}: {}", context.rank, with_details(llvm::toString(std::move(error))));
     if (mismatch) return llvm::make_error<ArgumentMismatch>(std::move(message));
     return Fail(message);
   } catch (const distributed::CollectiveError& error) {
@@ -829,7 +851,7 @@ llvm::Expected<Result> AtTheBoundary(const WorkerContext& context, Run run) {
     // After a failed collective, destroying the Gloo group would wait for every queued bucket
     // to time out in turn. The worker is about to exit, so the group is left to the OS.
     (void)group.release();
-    return Fail(fmt::format("rank {}: {}", context.rank, first_line(error.what())));
+    return Fail(fmt::format("rank {}: {}", context.rank, with_details(error.what())));
   }
 }
 

@@ -73,10 +73,11 @@ def peer_never_joins(accelrun, spec, workdir):
     assert re.search(r"accelrun: error: rank 0 \(pid \d+\) failed with exit code 3 \(peer failure", text), \
         "rank 0's peer failure is not named"
     assert "the cause is a rank it did not start (another task or machine), or one that never joined" in text
-    # Rank 0's error line was relayed as it came: the summary points at it instead of repeating
-    # it, then shows the lines before it.
-    assert "rank 0's error is printed above" in text, "the summary does not point at rank 0's error"
-    assert re.search(r"last \d+ lines? of rank 0 before it:", text), "rank 0's last lines are missing"
+    # Rank 0's error line was relayed as it came: the summary shows the lines before it and ends
+    # with it, the cause.
+    assert re.search(r"last \d+ lines? of rank 0 before its error:", text), "rank 0's last lines are missing"
+    assert text.rstrip("\n").splitlines()[-1].startswith("rank 0's error: rendezvous at "), \
+        "the summary does not end with rank 0's error"
     print("peer never joined: named as a peer failure")
 
 

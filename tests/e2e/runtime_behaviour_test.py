@@ -157,17 +157,24 @@ def missing_model(root):
     built = run([ACCELC, "build", spec, "-o", os.path.join(root, "plan.json")], check=False)
     check(built.returncode == 0 and "[A3011]" in output_of(built), "missing_model: build must warn, not fail")
 
-    failed = output_of(run([ACCELRUN, spec], check=False))
-    errors = [line for line in failed.splitlines() if "cannot load the TorchScript model" in line]
-    # Both ranks fail the same way; the text is printed once.
-    check(len(errors) == 1, f"missing_model: the error is printed {len(errors)} times:\n{failed}")
+    failed = run([ACCELRUN, spec], check=False)
+    errors = [line for line in failed.stdout.splitlines() + failed.stderr.splitlines()
+              if line.startswith("accelrun: error: rank") and "cannot load the TorchScript model" in line]
+    # Both ranks fail the same way; the worker's line is relayed once.
+    check(len(errors) == 1, f"missing_model: the error is relayed {len(errors)} times:\n{output_of(failed)}")
     check(errors and "the file does not exist" in errors[0], f"missing_model: not said to be missing: {errors}")
-    check("torch.jit.save" not in failed, "missing_model: torch.jit.save suggested for a missing file")
-    # Whichever rank's line came first carries the text; the other and the verdict point at it.
-    check(re.search(r"accelrun: error: rank \d: the same error as rank \d", failed),
-          "missing_model: the second rank's error is not named")
-    check(re.search(r"rank \d's error is (printed|the one rank \d printed) above", failed),
-          "missing_model: the verdict does not point at it")
+    check("torch.jit.save" not in output_of(failed), "missing_model: torch.jit.save suggested for a missing file")
+    # The verdict names the rank whose line came first, the other as failing alike, and ends with the cause.
+    first = re.match(r"accelrun: error: rank (\d): ", errors[0]) if errors else None
+    verdict = failed.stderr.rstrip("\n").splitlines()
+    named = first.group(1) if first else "?"
+    check(re.search(rf"accelrun: error: rank {named} \(pid \d+\) failed", failed.stderr),
+          f"missing_model: the verdict names another rank than the one whose error came first:\n{failed.stderr}")
+    check(f"rank {1 - int(named) if named != '?' else '?'} failed with the same error" in failed.stderr,
+          f"missing_model: the other rank is not named as failing alike:\n{failed.stderr}")
+    check(verdict and verdict[-1].startswith(f"rank {named}'s error: cannot load the TorchScript model")
+          and "the file does not exist" in verdict[-1],
+          f"missing_model: the output does not end with the cause:\n{failed.stderr}")
 
     os.makedirs(os.path.join(root, "models"))
     with open(os.path.join(root, "models", "absent.pt"), "w") as f:

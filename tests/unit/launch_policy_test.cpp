@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/worker_output.h"
 #include "tests/unit/fake_spawner.h"
@@ -133,7 +135,7 @@ TEST(LaunchPolicy, SilentWorkerIsSaidToHavePrintedNothing) {
   EXPECT_NE(result.message.find("rank 0 printed nothing"), std::string::npos) << result.message;
 }
 
-TEST(LaunchPolicy, VerdictPointsAtTheErrorInsteadOfRepeatingIt) {
+TEST(LaunchPolicy, SharedErrorIsPrintedOnceAndTheVerdictEndsWithIt) {
   FakeSpawner spawner;
   std::string printed;
   spawner.Write(0, "accelrun: worker rank 0 of 2 (pid 1) joins 127.0.0.1:1\n");
@@ -144,32 +146,71 @@ TEST(LaunchPolicy, VerdictPointsAtTheErrorInsteadOfRepeatingIt) {
   spawner.End(0, Exited(1));
   spawner.End(1, Exited(1));
   LaunchResult result = RunWorkers(Workers(2, &printed), spawner);
-  std::string all = printed + result.message;
-  // Printed once: by rank 0 as it came; rank 1 and the verdict point at it.
-  size_t first = all.find("the file does not exist");
-  ASSERT_NE(first, std::string::npos) << all;
-  EXPECT_EQ(all.find("the file does not exist", first + 1), std::string::npos) << all;
-  EXPECT_NE(printed.find("[rank 1] accelrun: error: rank 1: the same error as rank 0\n"), std::string::npos)
-      << printed;
-  EXPECT_NE(result.message.find("rank 0's error is printed above"), std::string::npos) << result.message;
-  EXPECT_NE(result.message.find("last 1 line of rank 0 before it:\n  | accelrun: worker rank 0"),
+  // Relayed once, by rank 0 as it came; rank 1's copy is not printed.
+  size_t first = printed.find("the file does not exist");
+  ASSERT_NE(first, std::string::npos) << printed;
+  EXPECT_EQ(printed.find("the file does not exist", first + 1), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("rank 1"), std::string::npos) << printed;
+  // The verdict: the named rank, what it printed before, the ranks alike, and the cause last.
+  EXPECT_NE(result.message.find("last 1 line of rank 0 before its error:\n  | accelrun: worker rank 0"),
             std::string::npos)
       << result.message;
+  std::string ending =
+      "\nrank 1 failed with the same error\n"
+      "rank 0's error: cannot load the model m.pt: the file does not exist";
+  ASSERT_GE(result.message.size(), ending.size());
+  EXPECT_EQ(result.message.substr(result.message.size() - ending.size()), ending) << result.message;
 }
 
-TEST(LaunchPolicy, VerdictNamesTheRankWhoseLineCarriedTheSharedError) {
+TEST(LaunchPolicy, VerdictNamesTheRankWhoseErrorCameFirst) {
   FakeSpawner spawner;
   std::string printed;
-  // Rank 1's line arrives first; rank 0 is the one the verdict names.
+  // Rank 1's line arrives first; rank 0 is reaped first.
   spawner.Write(1, "accelrun: error: rank 1: the file does not exist\n", OutputStream::kStderr);
   spawner.Write(0, "accelrun: error: rank 0: the file does not exist\n", OutputStream::kStderr);
   spawner.End(0, Exited(1));
   spawner.End(1, Exited(1));
   LaunchResult result = RunWorkers(Workers(2, &printed), spawner);
-  EXPECT_NE(printed.find("accelrun: error: rank 0: the same error as rank 1\n"), std::string::npos)
-      << printed;
-  EXPECT_NE(result.message.find("rank 0's error is the one rank 1 printed above"), std::string::npos)
+  EXPECT_EQ(result.failed_rank, 1) << result.message;
+  EXPECT_EQ(result.message.rfind("rank 1 (pid 101) failed with exit code 1", 0), 0u) << result.message;
+  EXPECT_NE(result.message.find("\nrank 0 failed with the same error\n"
+                                "rank 1's error: the file does not exist"),
+            std::string::npos)
       << result.message;
+  EXPECT_EQ(printed.find("rank 0: the file does not exist"), std::string::npos) << printed;
+}
+
+TEST(LaunchPolicy, SixteenRanksFailingAlikeGiveOneErrorOneTracebackAndOneLineOfRanks) {
+  FakeSpawner spawner;
+  std::string printed;
+  // Every rank's forward pass fails the same way; rank 4 says so first, with a traceback.
+  for (int rank : {4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
+    spawner.Write(rank,
+                  fmt::format("accelrun: error: rank {}: the model's forward pass failed: RuntimeError: "
+                              "mat1 and mat2 shapes cannot be multiplied (25x8 and 4x32)\n"
+                              "  traceback of the scripted model (most recent call last):\n"
+                              "    File \"code/__torch__.py\", line 12, in forward\n",
+                              rank),
+                  OutputStream::kStderr);
+  }
+  for (int rank : {13, 4, 0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15}) spawner.End(rank, Exited(1));
+  LaunchResult result = RunWorkers(Workers(16, &printed), spawner);
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(printed, "mat1 and mat2"), 1u) << printed;
+  EXPECT_EQ(count(printed, "traceback of the scripted model"), 1u) << printed;
+  EXPECT_EQ(result.failed_rank, 4) << result.message;
+  EXPECT_NE(result.message.find("\nranks 0-3, 5-15 failed with the same error\n"), std::string::npos)
+      << result.message;
+  EXPECT_NE(result.message.find("rank 4's error: the model's forward pass failed: RuntimeError: mat1"),
+            std::string::npos)
+      << result.message;
+  EXPECT_EQ(result.message.find("rank 13"), std::string::npos) << result.message;
+  // The traceback was relayed with the error: the verdict does not quote it again.
+  EXPECT_EQ(result.message.find("traceback of the scripted model"), std::string::npos) << result.message;
 }
 
 TEST(WorkerOutput, RelaysRedrawsAsTheyComeAndEndsThemBeforeOtherLines) {
