@@ -219,7 +219,7 @@ struct Accelerator::Impl {
                                                  from->path));
       Check(rank(),
             loaders->train.Restore(std::max<int64_t>(progress.data_epoch, 0), progress.data_position));
-      scheduler->set_last_step(progress.scheduler_steps);
+      scheduler->Restore(progress.scheduler_steps);
     }
     train::GuardRotation(*store, from ? from->path : std::string(), progress);
     ops->WaitForEveryone();

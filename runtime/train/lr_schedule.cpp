@@ -44,6 +44,11 @@ const std::vector<double>& LrScheduler::Step() {
 
 void LrScheduler::set_last_step(int64_t step) { last_step_ = step; }
 
+void LrScheduler::Restore(int64_t step) {
+  last_step_ = step;
+  Update();
+}
+
 void LrScheduler::Update() {
   double factor = LearningRateFactor(spec_, last_step_);
   for (size_t i = 0; i < base_lrs_.size(); ++i) lrs_[i] = base_lrs_[i] * factor;

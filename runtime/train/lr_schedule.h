@@ -48,9 +48,11 @@ class LrScheduler {
   const std::vector<double>& Step();
   const std::vector<double>& learning_rates() const { return lrs_; }
   int64_t last_step() const { return last_step_; }
-  // Sets the count without recomputing (Accelerate's adjust_scheduler bumps `_step_count`);
-  // also how a resumed run restores it.
+  // Sets the count without recomputing (Accelerate's adjust_scheduler bumps `_step_count`).
   void set_last_step(int64_t step);
+  // A resumed run's count, and the rates this schedule gives there (the checkpoint's own rates
+  // when the schedule is the checkpoint's).
+  void Restore(int64_t step);
 
  private:
   void Update();

@@ -475,7 +475,10 @@ class TrainingRun {
               loaders_->train.Restore(std::max<int64_t>(progress_.data_epoch, 0), progress_.data_position)) {
         return Fail("cannot resume: " + llvm::toString(std::move(error)));
       }
-      scheduler_->set_last_step(progress_.scheduler_steps);
+      // The optimizer's restored rate is the checkpoint's schedule's: under
+      // `--allow-schedule-change` the next step trains at this plan's.
+      scheduler_->Restore(progress_.scheduler_steps);
+      trainer_->SetLearningRate(scheduler_->learning_rates()[0]);
       if (progress_.loss_scale && loop_.loss_scaling.enabled) loss_scaler_.Restore(*progress_.loss_scale);
     }
     if (WritesCheckpoints(spec, steps_.init, context_.rank)) GuardRotation(*store_, resumed_from_, progress_);

@@ -214,7 +214,7 @@ def resume_finished(root):
     check("the run was already complete (resumed at step 20 of 20)" in again, f"resume: not said:\n{again}")
     check("raise `train.steps`" in again, "resume: no way to train more")
 
-    longer = write_job(os.path.join(root, "job.accel"), "job", out, steps=40, **resume_settings(out))
+    longer = write_job(os.path.join(root, "job.accel"), "job", out, steps=40, log_every=1, **resume_settings(out))
     refused = run([ACCELRUN, longer, "--resume", "auto"], check=False)
     check(refused.returncode != 0, "resume: a longer schedule was resumed silently")
     check("cannot resume at step 20: the checkpoint's learning-rate schedule is `linear` over 20 steps with 0 "
@@ -225,6 +225,11 @@ def resume_finished(root):
     allowed = run([ACCELRUN, longer, "--resume", "auto", "--allow-schedule-change"], check=False)
     check(allowed.returncode == 0, "resume: --allow-schedule-change did not resume")
     check("from step 21 on the rates follow this plan's schedule" in output_of(allowed), "resume: no warning")
+    # Linear over 40 steps from 0.003: step 21 trains at half the rate (the checkpoint's 20-step
+    # schedule had reached 0 there).
+    rates = {r["step"]: r["lr"] for r in read_jsonl(os.path.join(out, "metrics.jsonl")) if "lr" in r}
+    check(abs(rates.get(21, -1) - 0.0015) < 1e-9,
+          f"resume: step 21 did not train at this plan's rate: {rates.get(21)}")
 
     # Another process count resumes (the checkpoint's whole tensors are resharded), saying what changes.
     other = run([ACCELRUN, longer, "--resume", "auto", "--nproc-per-node", "1"], check=False)

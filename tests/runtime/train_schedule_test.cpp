@@ -65,6 +65,18 @@ TEST(LrScheduler, StartsAtStepZeroAndScalesEveryGroup) {
   EXPECT_EQ(scheduler.last_step(), 2);
 }
 
+// A resume restores the count and this schedule's rates there; set_last_step alone (Accelerate's
+// adjust_scheduler) leaves the rates as they were.
+TEST(LrScheduler, RestoreRecomputesTheRatesAtTheRestoredStep) {
+  LrScheduler restored({ScheduleKind::linear, 0, 40}, {0.003});
+  restored.Restore(20);
+  EXPECT_EQ(restored.last_step(), 20);
+  EXPECT_DOUBLE_EQ(restored.learning_rates()[0], 0.0015);
+  LrScheduler bumped({ScheduleKind::linear, 0, 40}, {0.003});
+  bumped.set_last_step(20);
+  EXPECT_DOUBLE_EQ(bumped.learning_rates()[0], 0.003);
+}
+
 TEST(StepLikeAccelerate, StepsOncePerProcessOnlyWhenTheOptimizerStepped) {
   LrScheduler scheduler({ScheduleKind::linear, 0, 100}, {1.0});
   SchedulerStepPolicy per_process{false, 4, false};
