@@ -129,9 +129,8 @@ llvm::Expected<MetricsHistory> ParseMetricsHistory(std::string_view text, std::s
     if (const json::Value* event = record->get("event")) {
       if (event->getAsString() == llvm::StringRef("resume")) {
         // The run continued from its checkpoint at `step`: values logged after it are the
-        // abandoned attempt's, and the resumed run's first step is the next one.
-        int64_t next = *step < std::numeric_limits<int64_t>::max() ? *step + 1 : *step;
-        ResumePoint& resume = history.resumes.emplace_back(ResumePoint{next, line_number, ""});
+        // abandoned attempt's.
+        ResumePoint& resume = history.resumes.emplace_back(ResumePoint{*step, line_number, ""});
         if (llvm::Optional<llvm::StringRef> checkpoint = record->getString("checkpoint"))
           resume.checkpoint = checkpoint->str();
         for (auto& [key, values] : columns) values.erase(values.upper_bound(*step), values.end());
@@ -142,7 +141,8 @@ llvm::Expected<MetricsHistory> ParseMetricsHistory(std::string_view text, std::s
     // A step below one already read, with no marker before it: the run went back to a
     // checkpoint and repeats steps, and the values from there on are the abandoned attempt's.
     if (*step < highest_step) {
-      history.resumes.push_back({*step, line_number, ""});
+      // Resumed at the step before the first one repeated.
+      history.resumes.push_back({*step - 1, line_number, ""});
       for (auto& [key, values] : columns) values.erase(values.lower_bound(*step), values.end());
       highest_step = *step;
     }

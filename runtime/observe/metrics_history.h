@@ -19,7 +19,8 @@ struct Series {
   std::vector<std::pair<int64_t, double>> points;
 };
 
-// Where a run was resumed: `step` is the first step the resumed run trained, `line` the
+// Where a run was resumed: `step` is the step it resumed at, the last one its checkpoint had
+// trained (as the console and metrics.json say it: `resumed at step 100`), `line` the
 // metrics.jsonl line (from 1) that shows the resume, `checkpoint` the checkpoint it continued
 // from when the line names it.
 struct ResumePoint {

@@ -12,6 +12,7 @@
 #include "compiler/plan/plan.h"
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/launch/rehearsal.h"
 #include "runtime/observe/metrics_history.h"
 #include "runtime/observe/report_page.h"
 #include "runtime/tools/plan_input.h"
@@ -60,6 +61,11 @@ void AddPlan(const fs::path& run_dir, observe::ReportPage& page) {
     return;
   }
   page.job = plan->job;
+  // The run directory's plan is the one the workers ran: a CPU rehearsal's says so, and its
+  // times and memory are not the accelerators'.
+  if (const auto* init = plan->Find<plan::InitProcessGroup>(); init != nullptr && init->rehearsal)
+    page.notes.push_back("A " + rt::launch::RehearsalBanner(*plan) +
+                         ": its times and memory are not theirs.");
   page.plan_facts.emplace_back("hash", plan->hash);
   if (!plan->source.empty()) page.plan_facts.emplace_back("compiled from", plan->source);
   std::vector<std::string> steps;
@@ -86,6 +92,8 @@ void AddSummary(const fs::path& run_dir, observe::ReportPage& page) {
   for (const auto& entry : *summary->getAsObject()) keys.push_back(entry.first.str());
   std::sort(keys.begin(), keys.end());
   for (const std::string& key : keys) {
+    // The page's "Resume points" list shows it, with its checkpoint and line.
+    if (key == "resumed_at_step") continue;
     const llvm::json::Value& value = *summary->getAsObject()->get(key);
     if (llvm::Optional<llvm::StringRef> string = value.getAsString()) {
       page.summary.emplace_back(key, string->str());

@@ -8,7 +8,8 @@ and 200, drops the second checkpoint and resumes from the first, so metrics.json
   * `accelrun report` writes the page;
   * Chromium's DOM of it (--dump-dom) holds the loss curve with one vertex per logged step (the
     resumed run's values replacing the first run's, counted here from metrics.jsonl), the
-    evaluation curve with one per evaluation, and the resume point at step 101;
+    evaluation curve with one per evaluation, and the resume point at step 100 (as the console
+    names it), listed once;
   * Chromium's screenshot of it has the loss curve's colour drawn across the plot: a continuous
     line from the first step to the last, not only dots, and likewise the evaluation curve.
 The PNG is decoded here with zlib (standard library only). Exits 77 (skipped) only when Chromium
@@ -210,8 +211,13 @@ def main():
     xs = [x for x, _ in loss]
     assert xs == sorted(xs) and xs[0] == PLOT_LEFT and xs[-1] == PLOT_RIGHT, xs
     assert len(dom.vertices.get("eval_loss", [])) == len(eval_steps), dom.vertices.get("eval_loss")
-    assert dom.resumes and set(dom.resumes) == {101}, dom.resumes
-    print(f"DOM: loss curve of {len(loss)} vertices, evaluation of {len(eval_steps)}, resume at step 101")
+    # At the step the console and metrics.json name, once in the list.
+    assert dom.resumes and set(dom.resumes) == {100}, dom.resumes
+    assert "(resumed at step 100)" in resumed.stdout, resumed.stdout
+    with open(page) as f:
+        html = f.read()
+    assert html.count('<li class="resume-point"') == 1 and "resumed_at_step" not in html, "the resume is listed twice"
+    print(f"DOM: loss curve of {len(loss)} vertices, evaluation of {len(eval_steps)}, resume at step 100")
 
     shot = os.path.join(workdir, "report.png")
     browse(browser, workdir, page, f"--screenshot={shot}")

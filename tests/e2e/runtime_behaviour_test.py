@@ -15,6 +15,7 @@
    that says what changes.
 6. pty: under a pseudo-terminal rank 0's progress line is redrawn in place, with elapsed time
    and ETA.
+7. rehearsal_report: `accelrun report` of a GPU job rehearsed on CPU processes says so.
 
 Usage: runtime_behaviour_test.py ACCELC ACCELRUN TENSORBOARD_READER WORKDIR
 """
@@ -305,11 +306,31 @@ def progress_under_pty(root):
         print(f"pty: {len(redraws)} redraws of the progress line")
 
 
+def rehearsal_report(root):
+    """The report of a GPU job rehearsed on CPU processes says so; a CPU job's does not."""
+    out = os.path.join(root, "out")
+    spec = write_job(os.path.join(root, "gpu.accel"), "gpu", out, steps=4)
+    with open(spec) as f:
+        text = f.read()
+    with open(spec, "w") as f:
+        f.write(text.replace("distributed_type = MULTI_CPU", "distributed_type = MULTI_GPU"))
+    run([ACCELRUN, spec, "--device", "cpu"])
+    page = run([ACCELRUN, "report", out, "-o", "-"]).stdout
+    check("rehearsal on the CPU of an accelerator job" in page and "not on its accelerators" in page,
+          "rehearsal_report: the page of a CPU rehearsal does not say so")
+    cpu_out = os.path.join(root, "cpu")
+    run([ACCELRUN, write_job(os.path.join(root, "cpu.accel"), "cpu", cpu_out, steps=4)])
+    check("rehearsal on the CPU" not in run([ACCELRUN, "report", cpu_out, "-o", "-"]).stdout,
+          "rehearsal_report: a CPU job's page speaks of a rehearsal")
+    if not FOUND:
+        print("rehearsal_report: the rehearsal's page says it was one")
+
+
 def main():
     shutil.rmtree(WORKDIR, ignore_errors=True)
     failures = []
     for test in (tensorboard, moved_plan, missing_model, output_dir, resume_finished, resume_killed,
-                 progress_under_pty):
+                 progress_under_pty, rehearsal_report):
         root = os.path.join(WORKDIR, test.__name__)
         os.makedirs(root)
         FOUND.clear()

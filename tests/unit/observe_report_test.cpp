@@ -131,7 +131,7 @@ TEST(MetricsHistory, StepGoingBackMarksAResumeAndDropsTheAbandonedValues) {
   llvm::Expected<MetricsHistory> history = ParseMetricsHistory(text, "m.jsonl");
   ASSERT_TRUE(static_cast<bool>(history)) << llvm::toString(history.takeError());
   ASSERT_EQ(history->resumes.size(), 1u);
-  EXPECT_EQ(history->resumes[0].step, 21);
+  EXPECT_EQ(history->resumes[0].step, 20);  // as the console says it: resumed at step 20
   EXPECT_EQ(history->resumes[0].line, 6u);
   std::vector<std::pair<int64_t, double>> expected = {{1, 4},    {20, 3},   {21, 2.9},
                                                       {40, 2.1}, {60, 1.4}, {80, 1}};
@@ -165,10 +165,10 @@ TEST(MetricsHistory, ResumeMarkerDropsWhatTheAbandonedAttemptLoggedAfterItsCheck
   llvm::Expected<MetricsHistory> history = ParseMetricsHistory(text, "m.jsonl");
   ASSERT_TRUE(static_cast<bool>(history)) << llvm::toString(history.takeError());
   ASSERT_EQ(history->resumes.size(), 2u);  // the marker's own, not another for step 21 < 30
-  EXPECT_EQ(history->resumes[0].step, 21);
+  EXPECT_EQ(history->resumes[0].step, 20);  // the marker's step: the checkpoint's
   EXPECT_EQ(history->resumes[0].line, 8u);
   EXPECT_EQ(history->resumes[0].checkpoint, "runs/j/checkpoints/checkpoint_1");
-  EXPECT_EQ(history->resumes[1].step, 31);
+  EXPECT_EQ(history->resumes[1].step, 30);
   EXPECT_EQ(history->resumes[1].checkpoint, "");
   EXPECT_EQ(history->series.size(), 1u);
   // 25 was logged only by the abandoned attempt; 20, the checkpoint's own step, stays.
@@ -341,7 +341,7 @@ TEST(ReportPage, IsSelfContainedAndEscapesWhatItShows) {
   EXPECT_NE(other, std::string::npos);
   EXPECT_EQ(Vertices(html, "loss").size(), 2u);
   EXPECT_NE(
-      html.find("<li class=\"resume-point\" data-step=\"1\">resumed at step 1 (metrics.jsonl line 3)</li>"),
+      html.find("<li class=\"resume-point\" data-step=\"0\">resumed at step 0 (metrics.jsonl line 3)</li>"),
       std::string::npos);
   // Key settings: the spec's value in the first table, the default only under "all".
   size_t key_table = html.find("<h2>Key settings</h2>");
