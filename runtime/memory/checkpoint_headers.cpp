@@ -14,6 +14,8 @@
 
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/sharded_index.h"
+#include "runtime/memory/dtype.h"
 #include "runtime/support/error.h"
 
 namespace accel::rt::memory {
@@ -27,6 +29,27 @@ llvm::Expected<std::string> ReadText(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// Accel's own sharded checkpoint (`sharded_state.index.json`, docs/checkpoints.md): the index
+// holds every model tensor's full shape and dtype, which is all an estimate reads; the ranks'
+// slices are not opened.
+llvm::Expected<CheckpointHeaders> ReadShardedStateIndex(const std::string& index_path) {
+  llvm::Expected<std::string> text = ReadText(index_path);
+  if (!text) return text.takeError();
+  llvm::Expected<checkpoint::ShardedIndex> index = checkpoint::ParseShardedIndex(*text, index_path);
+  if (!index) return index.takeError();
+  CheckpointHeaders headers;
+  headers.index = index_path;
+  double bytes = 0;
+  for (const auto& [name, tensor] : index->model) {
+    headers.tensors.push_back(TensorEntry{name, tensor.dtype, tensor.shape, index_path});
+    std::optional<Dtype> dtype = DtypeOfSafetensors(tensor.dtype);
+    std::optional<uint64_t> count = checkpoint::ElementCount(tensor.shape);
+    if (dtype && count) bytes += dtype->bytes * static_cast<double>(*count);
+  }
+  headers.data_bytes = static_cast<uint64_t>(bytes);
+  return headers;
 }
 
 llvm::Expected<CheckpointHeaders> ReadIndex(const std::string& index_path) {
@@ -152,6 +175,7 @@ llvm::Expected<CheckpointHeaders> ReadCheckpointHeaders(const std::string& path)
       return Fail(path, "the directory has no `model.safetensors` and no `*.index.json`");
     }
   }
+  if (fs::path(file).filename() == checkpoint::kShardedIndexName) return ReadShardedStateIndex(file);
   if (fs::path(file).extension() == ".json") return ReadIndex(file);
   if (fs::path(file).extension() == ".bin") {
     return Fail(file, "a torch pickle; estimate-memory reads safetensors headers only");

@@ -29,8 +29,9 @@ llvm::Expected<std::vector<TensorEntry>> ReadSafetensorsHeader(const std::string
 
 // Reads a checkpoint as Accelerate's `load_checkpoint_in_model` finds one (catalog §6.4): a file
 // ending in `.json` is a shard index (its `weight_map`, or the whole object in the legacy
-// layout; shards relative to the index's folder); any other file is one safetensors file; a
-// directory holds `model.safetensors` or exactly one `*.index.json`. Torch pickles
+// layout; shards relative to the index's folder), except Accel's own sharded checkpoint index
+// (`sharded_state.index.json`), whose whole tensors' shapes are read from it; any other file is
+// one safetensors file; a directory holds `model.safetensors` or exactly one `*.index.json`. Torch pickles
 // (`pytorch_model.bin`) are refused, as they have no header to read; Accelerate would prefer one
 // over `model.safetensors`. Fails when the index names a tensor its shard lacks, or two shards
 // hold the same tensor.

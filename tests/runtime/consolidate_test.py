@@ -6,7 +6,8 @@ checkpoint_crash_driver writes sharded checkpoints as four rank processes would 
   1. every tensor, bit for bit, against the values the driver generated (splitmix64, recomputed
      here) and against the tensor put together here from the rank files through the index;
   2. the file's layout (padded header, no hole, no tail), as the safetensors format demands;
-  3. the refusals, each with its exit code and what it names: not a directory, a checkpoint that
+  3. `accelrun estimate-memory` of the sharded checkpoint gives the consolidated file's sizes;
+  4. the refusals, each with its exit code and what it names: not a directory, a checkpoint that
      is not sharded, an unfinished one, a missing shard file, a flipped byte, an index whose
      ranges do not tile a tensor (with a manifest rewritten to vouch for it), a missing `-o`.
 Usage: consolidate_test.py CRASH_DRIVER ACCELRUN WORKDIR
@@ -140,6 +141,19 @@ def main():
     with open(os.path.join(checkpoint, "sharded_state.index.json")) as f:
         index = json.load(f)
     assert any(len(t["slices"]) > 1 for t in index["model"].values()), index
+
+    # estimate-memory reads the sharded checkpoint through its index: the same sizes as the
+    # consolidated file's.
+    estimates = []
+    for target in (checkpoint, model_out):
+        rc, text = run([accelrun, "estimate-memory", target, "--format", "json"])
+        assert rc == 0, f"estimate-memory {target}:\n{text}"
+        estimates.append(json.loads(text))
+    sharded, whole = estimates
+    assert sharded["checkpoint"]["index"].endswith("sharded_state.index.json"), sharded["checkpoint"]
+    for key in ("stored_size", "total_size", "largest_layer", "modules"):
+        assert sharded[key] == whole[key], (key, sharded[key], whole[key])
+    assert sharded["checkpoint"]["tensors"] == whole["checkpoint"]["tensors"] == TENSORS, sharded["checkpoint"]
 
     expect_refusal(accelrun, os.path.join(workdir, "nowhere"), workdir, 2, "is not a directory", "no directory")
     plain = os.path.join(workdir, "plain")
