@@ -71,6 +71,12 @@ def launch(name, module):
     return result, time.monotonic() - started
 
 
+def relayed_errors(text, cause):
+    """The workers' error lines that carry `cause`, without the `[rank N] ` prefix of ranks but 0."""
+    return [re.sub(r"^\[rank \d+\] ", "", line) for line in text.splitlines()
+            if re.match(r"^(\[rank \d+\] )?accelrun: error: rank \d: ", line) and cause in line]
+
+
 def once(text, needle, what):
     count = text.count(needle)
     assert count == 1, f"{what}: `{needle}` is printed {count} times:\n{text}"
@@ -84,7 +90,7 @@ def main():
     both = result.stdout + result.stderr
     assert result.returncode != 0, both
     cause = "mat1 and mat2 shapes cannot be multiplied (2x8 and 4x32)"
-    relayed = [line for line in both.splitlines() if line.startswith("accelrun: error: rank") and cause in line]
+    relayed = relayed_errors(both, cause)
     assert len(relayed) == 1, f"width: the error is relayed {len(relayed)} times:\n{both}"
     assert "does not take this data's rows of 8 features" in relayed[0], relayed
     once(both, "Traceback of TorchScript, original code", "width: the traceback")
@@ -97,7 +103,7 @@ def main():
     both = result.stdout + result.stderr
     assert result.returncode != 0, both
     cause = "shape '[-1, 3]' is invalid for input of size"
-    relayed = [line for line in both.splitlines() if line.startswith("accelrun: error: rank") and cause in line]
+    relayed = relayed_errors(both, cause)
     assert len(relayed) == 1, f"training: the error is relayed {len(relayed)} times:\n{both}"
     once(both, "Traceback of TorchScript, original code", "training: the traceback")
     # Its own exit status: it is not stopped while it exits on its own.

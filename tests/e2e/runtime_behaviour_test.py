@@ -159,8 +159,10 @@ def missing_model(root):
     check(built.returncode == 0 and "[A3011]" in output_of(built), "missing_model: build must warn, not fail")
 
     failed = run([ACCELRUN, spec], check=False)
-    errors = [line for line in failed.stdout.splitlines() + failed.stderr.splitlines()
-              if line.startswith("accelrun: error: rank") and "cannot load the TorchScript model" in line]
+    # A rank's line, `[rank 1] `-prefixed unless it is rank 0's.
+    lines = failed.stdout.splitlines() + failed.stderr.splitlines()
+    errors = [re.sub(r"^\[rank \d+\] ", "", line) for line in lines
+              if re.match(r"^(\[rank \d+\] )?accelrun: error: rank \d: cannot load the TorchScript model", line)]
     # Both ranks fail the same way; the worker's line is relayed once.
     check(len(errors) == 1, f"missing_model: the error is relayed {len(errors)} times:\n{output_of(failed)}")
     check(errors and "the file does not exist" in errors[0], f"missing_model: not said to be missing: {errors}")
