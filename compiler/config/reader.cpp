@@ -22,6 +22,8 @@ namespace {
 
 // The same bound as the `.accel` parser's (A1006): past it the file is hostile, not a config.
 constexpr int kMaxNesting = 256;
+// A config file has no `let` to name parts with.
+constexpr const char* kFlatten = "flatten it: no Accelerate or DeepSpeed config nests this deep";
 // Values a config file may expand to. An alias copies its anchor's whole subtree where it is
 // used, so a few lines of nested aliases ("billion laughs") name billions of values. The
 // largest published configs have a few hundred.
@@ -59,7 +61,7 @@ class Reader {
       root = YAML::Load(source_.text());
     } catch (const YAML::DeepRecursion& e) {
       // The scanner's own bound (2,000 levels) is hit before ours; report it as ours.
-      diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(e.mark), kMaxNesting);
+      diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(e.mark), "nesting", kMaxNesting, kFlatten);
       return config;
     } catch (const YAML::Exception& e) {
       diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(e.mark),
@@ -76,7 +78,7 @@ class Reader {
       YAML::Mark mark;
       mark.pos = static_cast<int>(document.error->offset);
       if (document.error->kind == JsonError::Kind::kTooDeep) {
-        diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(mark), kMaxNesting);
+        diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(mark), "nesting", kMaxNesting, kFlatten);
       } else {
         diagnostics_.Emit(diag::Kind::SyntaxError, &source_, At(mark),
                           "invalid JSON: " + document.error->message);
@@ -283,7 +285,8 @@ class Reader {
       return expr;
     }
     if (depth > kMaxNesting) {
-      diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(node.Mark()), kMaxNesting);
+      diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, At(node.Mark()), "nesting", kMaxNesting,
+                        kFlatten);
       expr->kind = ast::ExprKind::None;
       return expr;
     }

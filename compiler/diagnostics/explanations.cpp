@@ -26,7 +26,11 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "backslash."},
       {"A1005", "The file is not valid UTF-8.\nFix: re-save it as UTF-8."},
       {"A1006",
-       "Nesting deeper than 256 levels; no real spec needs that.\nFix: name inner parts with `let`."},
+       "Nesting deeper than 256 levels: brackets, types, runs of `-`/`not`/`implies`, or an expression "
+       "whose operators chain more than 256 terms (`1 + 1 + ...`: each operator is a level); in a YAML or "
+       "JSON config, mappings and lists inside each other. No real spec or config needs that, and the "
+       "bound keeps every reader's stack safe.\nFix: in a spec, split the expression and name its parts "
+       "with `let`; in a config file, flatten the structure."},
       {"A1007", "A string literal does not end on its line.\nFix: close it with `\"`; strings are one line."},
       {"A1008",
        "The file is over 16 MiB, or a device or pipe sent more than that; specs are a few KiB.\nFix: check "

@@ -311,7 +311,10 @@ class TreeBuilder {
     if (depth_ > kMaxNesting) {
       if (!reported_depth_) {
         reported_depth_ = true;
-        diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, {span.begin, span.begin + 1}, kMaxNesting);
+        // Brackets were bounded before parsing: what is this deep is a chain of operators.
+        diagnostics_.Emit(diag::Kind::NestingTooDeep, &source_, {span.begin, span.begin + 1},
+                          "an expression whose operators chain (`1 + 1 + ...`, each one a level) goes",
+                          kMaxNesting, "split it and name its parts with `let`");
       }
       return nullptr;
     }
@@ -510,7 +513,8 @@ bool CheckNesting(antlr4::CommonTokenStream& tokens, const source::SourceFile& s
     if (depth > kMaxNesting || type_depth > kMaxNesting || prefix_run > kMaxNesting ||
         implies_run > kMaxNesting) {
       uint32_t at = to_byte(token->getStartIndex());
-      diagnostics.Emit(diag::Kind::NestingTooDeep, &source, {at, at + 1}, kMaxNesting);
+      diagnostics.Emit(diag::Kind::NestingTooDeep, &source, {at, at + 1}, "nesting", kMaxNesting,
+                       "flatten it or name parts with `let`");
       return false;
     }
   }
