@@ -13,6 +13,7 @@
 #include "runtime/train/flat_units.h"
 #include "runtime/train/shard_groups.h"
 #include "runtime/train/shard_reductions.h"
+#include "tests/support/fault_injection.h"
 #include "tests/support/gloo_ranks.h"
 
 namespace accel::rt::train {
@@ -79,6 +80,25 @@ TEST(ShardReductions, RefusesToFinishWithAUnitNotReady) {
   reductions.Begin();
   reductions.Ready(1, Flat(units[1], 1, 0));
   EXPECT_THROW(reductions.Finish(), std::logic_error);
+}
+
+// Hybrid sharding where the back end forms no subgroups (NCCL's cannot here): the world stands in
+// for them, and a sum over a shard group is the group's, not the world's. The replicas hold the
+// same shards, so the world's sum is the group's times the machines.
+TEST(ShardGroups, WithoutSubgroupsASumOverTheShardGroupIsTheGroupsNotTheWorlds) {
+  distributed::RunGlooRanks(4, [&](int rank, std::unique_ptr<distributed::Collectives>& world) {
+    using distributed::Fault;
+    auto refusing = std::make_unique<distributed::FaultInjectingCollectives>(
+        std::move(world), std::vector<Fault>{{"new_group", 1, Fault::Action::kThrow, {}},
+                                             {"new_group", 2, Fault::Action::kThrow, {}}});
+    {
+      ShardGroups groups(*refusing, /*hybrid=*/true, /*processes_per_machine=*/2);
+      // Two machines of two: local ranks 0 and 1 hold 1.5 and 2.5 on both machines.
+      double local = 1.5 + rank % 2;
+      EXPECT_DOUBLE_EQ(groups.SumOverShardGroup(local * local), 1.5 * 1.5 + 2.5 * 2.5) << "rank " << rank;
+    }
+    world = std::move(refusing);
+  });
 }
 
 // Every rank makes its units ready in its own shuffled order, twice (two backwards).

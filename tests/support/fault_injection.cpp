@@ -89,6 +89,11 @@ void FaultInjectingCollectives::Gather(const at::Tensor& input, at::Tensor& outp
 }
 
 std::unique_ptr<Collectives> FaultInjectingCollectives::NewGroup(const std::vector<int>& ranks) {
+  int call = ++calls_["new_group"];
+  for (const Fault& fault : faults_) {
+    if (fault.primitive == "new_group" && fault.call == call && fault.action == Fault::Action::kThrow)
+      throw std::logic_error("this back end forms no subgroups");
+  }
   return inner_->NewGroup(ranks);
 }
 

@@ -51,7 +51,9 @@ class FaultInjectingCollectives final : public Collectives {
   std::unique_ptr<PendingWork> AllGatherAsync(const at::Tensor& input, at::Tensor& output) override;
   void Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root) override;
   void Gather(const at::Tensor& input, at::Tensor& output, int root) override;
-  // The wrapped group's subgroup, without faults of its own.
+  // The wrapped group's subgroup, without faults of its own. `new_group:N:throw` refuses the
+  // N-th with std::logic_error, as a back end that forms no subgroups refuses (callers that can
+  // stand the world in for a subgroup catch it).
   std::unique_ptr<Collectives> NewGroup(const std::vector<int>& ranks) override;
 
   // Calls seen so far, by primitive name.
