@@ -10,6 +10,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -635,6 +636,36 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options
   return std::move(*compilation.plan);
 }
 
+// One file reached by several paths (`x.json`, `probes/../x.json`, a DeepSpeed JSON that two
+// configs name, or that is also checked itself) is reported once: a diagnostic of a file already
+// reported at the same place, with the same code and message, is left out of later inputs.
+class ReportedOnce {
+ public:
+  accel::diag::DiagnosticEngine Unseen(accel::diag::DiagnosticEngine engine) {
+    std::vector<accel::diag::Diagnostic> kept;
+    for (accel::diag::Diagnostic& d : engine.TakeAll()) {
+      if (d.file == nullptr || seen_.insert(KeyOf(d)).second) kept.push_back(std::move(d));
+    }
+    accel::diag::DiagnosticEngine unseen;
+    unseen.AddAll(std::move(kept));
+    return unseen;
+  }
+
+ private:
+  std::string KeyOf(const accel::diag::Diagnostic& d) {
+    auto [it, inserted] = files_.try_emplace(d.file->name());
+    if (inserted) {
+      std::error_code ec;
+      std::filesystem::path canonical = std::filesystem::weakly_canonical(d.file->name(), ec);
+      it->second = ec ? d.file->name() : canonical.string();
+    }
+    return fmt::format("{}\n{}\n{}\n{}\n{}", it->second, d.span.begin, d.span.end, d.code, d.message);
+  }
+
+  std::map<std::string, std::string> files_;  // a file's name as given -> the file it is
+  std::set<std::string> seen_;
+};
+
 // `accelc explain PLAN` and `accelc diff A B`.
 int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
   std::vector<accel::plan::Plan> plans;
@@ -943,6 +974,7 @@ int main(int argc, char** argv) {
   int errors = 0;
   int warnings = 0;
   int suppressed = 0;
+  ReportedOnce reported;
   for (size_t i = 0; i < compilations.size(); ++i) {
     Compilation& compilation = compilations[i];
     if (!options.verify) {
@@ -950,6 +982,7 @@ int main(int argc, char** argv) {
       compilation.diagnostics = accel::driver::Filter(
           compilation.source.get(), std::move(compilation.diagnostics), options.filter, &dropped);
       suppressed += dropped;
+      compilation.diagnostics = reported.Unseen(std::move(compilation.diagnostics));
     }
     errors += compilation.diagnostics.error_count();
     warnings += compilation.diagnostics.warning_count();
