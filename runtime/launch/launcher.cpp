@@ -234,6 +234,7 @@ LaunchResult Supervisor::Stall(const ProgressMonitor::Silence& silence, const st
   result.failed_status.pid = pid;
   result.stalled = true;
   result.failed_tail = output_.Tail(silence.rank);
+  result.failed_error = output_.ErrorAsPrinted(silence.rank);
   result.message = text + TailOf(silence.rank);
   return result;
 }
@@ -249,6 +250,7 @@ LaunchResult Supervisor::LeftEarly(int rank, Clock::duration ago, LaunchResult r
   result.failed_rank = rank;
   result.stalled = true;
   result.failed_tail = output_.Tail(rank);
+  result.failed_error = output_.ErrorAsPrinted(rank);
   result.message = fmt::format(
       "rank {} exited successfully {:.0f} s before its peers, which were still running (rank{} {}): a rank "
       "that "
@@ -353,6 +355,7 @@ LaunchResult Supervisor::Run() {
     result.failed_rank = first_done->first;
     result.stalled = true;
     result.failed_tail = output_.Tail(named.rank);
+    result.failed_error = output_.ErrorAsPrinted(named.rank);
     result.message = fmt::format(
         "rank {} exited successfully while its peers were still running, and {} {:.1f} s later: a rank that "
         "leaves "
@@ -372,13 +375,18 @@ LaunchResult Supervisor::Run() {
     auto exit = exits_.find(*first);
     if (exit != exits_.end() && !exit->second.success()) named = Failure{*first, exit->second};
   }
+  // Ranks that failed with the named rank's own error are one line of the verdict (TailOf).
+  std::optional<std::string> named_error = output_.ErrorOf(named.rank);
   std::vector<Failure> others;
-  for (const Failure& failure : peer_failures)
-    if (failure.status.pid != named.status.pid) others.push_back(failure);
+  for (const Failure& failure : peer_failures) {
+    bool alike = named_error && output_.ErrorOf(failure.rank) == named_error;
+    if (failure.status.pid != named.status.pid && !alike) others.push_back(failure);
+  }
   result.failed_rank = named.rank;
   result.failed_status = named.status;
   result.peer_failure_only = !root_cause;
   result.failed_tail = output_.Tail(named.rank);
+  result.failed_error = output_.ErrorAsPrinted(named.rank);
   result.message = Report(named, others, stopped);
   return result;
 }

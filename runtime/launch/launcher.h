@@ -76,6 +76,9 @@ struct LaunchResult {
   // A worker could not be started (its executable is missing, fork failed): nothing trained.
   bool start_failed = false;
   std::vector<std::string> failed_tail;  // the named rank's last output lines
+  // The named rank's error as it was relayed: its error line and the lines indented below it (a
+  // traceback); empty when it printed no error line.
+  std::vector<std::string> failed_error;
   // The named rank was still running but made no progress (the watchdog, or the rank its
   // peers waited for when they failed).
   bool stalled = false;

@@ -81,6 +81,13 @@ std::optional<std::string> WorkerOutput::ErrorOf(int rank) const {
   return it->second;
 }
 
+std::vector<std::string> WorkerOutput::ErrorAsPrinted(int rank) const {
+  auto text = last_error_.find(rank);
+  if (text == last_error_.end()) return {};
+  auto printed = printed_errors_.find(text->second);
+  return printed == printed_errors_.end() ? std::vector<std::string>{} : printed->second;
+}
+
 std::vector<int> WorkerOutput::RanksWithError(int rank) const {
   std::vector<int> ranks;
   auto it = last_error_.find(rank);
@@ -115,8 +122,12 @@ void WorkerOutput::EmitLine(int rank, OutputStream stream, std::string_view line
     last_error_[rank] = first->first;
     errors_below_[key] = !added;
     if (!added) return;
+    printed_errors_[first->first] = {std::string(line)};
   } else if (continues_error && errors_below_[key]) {
     return;  // below another rank's copy of an error already shown
+  } else if (continues_error) {
+    std::vector<std::string>& printed = printed_errors_[last_error_[rank]];
+    if (printed.size() < kMaxErrorLines) printed.emplace_back(line);
   }
   // Rank 0 speaks for the job, as Accelerate's main process does: its lines stay as written (no
   // prefix), so tools that read a run's output see the same text with one worker or many.

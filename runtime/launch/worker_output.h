@@ -71,6 +71,10 @@ class WorkerOutput {
   // Every rank whose last error line has the same TEXT as `rank`'s, ascending; empty when
   // `rank` printed no error line.
   std::vector<int> RanksWithError(int rank) const;
+  // `rank`'s last error as it was relayed: the error line (without `[rank N] `) and the lines
+  // indented below it (a traceback), at most kMaxErrorLines; empty when it printed none.
+  std::vector<std::string> ErrorAsPrinted(int rank) const;
+  static constexpr size_t kMaxErrorLines = 200;
 
  private:
   void EmitLine(int rank, OutputStream stream, std::string_view line);
@@ -85,6 +89,9 @@ class WorkerOutput {
   std::set<std::pair<int, OutputStream>> redrawing_;
   // The text of each worker error line printed so far, and the rank that printed it first.
   std::map<std::string, int> errors_;
+  // Each error TEXT as it was relayed, by the rank that printed it first: its line, then the
+  // lines indented below it.
+  std::map<std::string, std::vector<std::string>> printed_errors_;
   // The (rank, stream)s whose last line not indented was an error line: the indented lines below
   // it continue that error. True where another rank had printed the error, so they are not shown.
   std::map<std::pair<int, OutputStream>, bool> errors_below_;

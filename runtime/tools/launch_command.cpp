@@ -40,6 +40,21 @@ namespace {
 namespace fs = std::filesystem;
 namespace launch = rt::launch;
 
+// The run directory keeps the verdict of a failed launch, with the named rank's error as it was
+// printed (a TorchScript model's traceback included): a log may be gone, the directory stays.
+constexpr const char* kFailureFile = "failure.txt";
+
+void WriteFailure(const std::filesystem::path& path, const launch::LaunchResult& result) {
+  std::string text = "accelrun: error: " + result.message + "\n";
+  if (!result.failed_error.empty()) {
+    text += fmt::format("\nrank {}'s error as it printed it:\n", result.failed_rank);
+    for (const std::string& line : result.failed_error) text += line + "\n";
+  }
+  // Best effort: the verdict is on the console already.
+  if (llvm::Error error = rt::checkpoint::WriteFileAtomically(path.string(), {text}))
+    llvm::consumeError(std::move(error));
+}
+
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
@@ -531,12 +546,17 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     printer.Print(launch::OutputStream::kStderr, PrefixLines(prefix, "accelrun: " + line));
   };
   InstallSignalHandlers();
+  // The failure of an earlier launch in this directory is not this one's.
+  fs::path failure_file = output_dir / kFailureFile;
+  std::error_code removed;
+  if (speaks_for_job) fs::remove(failure_file, removed);
   launch::PosixSpawner spawner;
   launch::LaunchResult result = launch::RunWithRestarts({.max_restarts = max_restarts}, hooks, spawner);
   printer.Flush();  // the workers' last lines come before the verdict
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!result.success) {
     fmt::print(stderr, "{}", PrefixLines(prefix, "accelrun: error: " + result.message));
+    if (speaks_for_job && !result.interrupted) WriteFailure(failure_file, result);
     // Interrupted: the shell convention 128 + signal, so schedulers can tell it from a failure.
     if (int signal = g_interrupted.load()) return 128 + signal;
     return kExitFailed;

@@ -7,7 +7,8 @@
    with the cause; the other ranks are stopped while they wait at the rendezvous.
 2. training: a model that fails only in training mode (so the check above passes) fails on every
    rank in its first step: the cause and the traceback are printed once, the verdict names the
-   rank whose error came first, groups the others in one line, and ends with the cause.
+   rank whose error came first, groups the others in one line, and ends with the cause; the run
+   directory keeps the verdict and the error with its traceback (failure.txt).
 
 Usage: model_errors_test.py ACCELRUN WORKDIR
 """
@@ -116,6 +117,11 @@ def main():
     last = result.stderr.rstrip("\n").splitlines()[-1]
     assert last.startswith(f"rank {first}'s error: the TorchScript model failed: RuntimeError: "), last
     assert cause in last, last
+    # The run directory keeps the verdict and the error as printed, traceback included.
+    with open(os.path.join(WORKDIR, "training", "out", "failure.txt")) as f:
+        kept = f.read()
+    assert kept.startswith(f"accelrun: error: rank {first} (pid ") and cause in kept, kept
+    assert f"rank {first}'s error as it printed it:" in kept and "Traceback of TorchScript, original code" in kept, kept
     print(f"training: one error and one traceback for 4 ranks (rank {first} named; {others} grouped), "
           f"ending with the cause, in {seconds:.1f} s")
 

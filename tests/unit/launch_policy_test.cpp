@@ -209,8 +209,14 @@ TEST(LaunchPolicy, SixteenRanksFailingAlikeGiveOneErrorOneTracebackAndOneLineOfR
             std::string::npos)
       << result.message;
   EXPECT_EQ(result.message.find("rank 13"), std::string::npos) << result.message;
-  // The traceback was relayed with the error: the verdict does not quote it again.
+  EXPECT_EQ(result.message.find("then rank"), std::string::npos)
+      << "the ranks alike are one line: " << result.message;
+  // The traceback was relayed with the error: the verdict does not quote it again, and the
+  // result keeps the error as printed (for the run directory's failure.txt).
   EXPECT_EQ(result.message.find("traceback of the scripted model"), std::string::npos) << result.message;
+  ASSERT_EQ(result.failed_error.size(), 3u);
+  EXPECT_EQ(result.failed_error[0].rfind("accelrun: error: rank 4: the model's forward pass failed", 0), 0u);
+  EXPECT_EQ(result.failed_error[2], "    File \"code/__torch__.py\", line 12, in forward");
 }
 
 TEST(WorkerOutput, RelaysRedrawsAsTheyComeAndEndsThemBeforeOtherLines) {
