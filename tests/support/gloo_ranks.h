@@ -3,9 +3,12 @@
 
 // Multi-rank tests in one process: each rank a thread, joined in a Gloo group on loopback.
 
+#include <unistd.h>
+
 #include <chrono>
 #include <future>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/distributed/collectives.h"
@@ -17,12 +20,16 @@ namespace accel::rt::distributed {
 // KeepFlightRecorderOff); set before main, so before any thread.
 inline const bool kFlightRecorderOff = (KeepFlightRecorderOff(), true);
 
+// A launch id of this process and port: ctest runs test processes side by side, and two that
+// picked the same free port must refuse each other's ranks rather than form one group (an empty
+// id on both sides would match).
 inline RendezvousOptions LoopbackOptions(int rank, int world, int port, int timeout_ms) {
   RendezvousOptions options;
   options.rank = rank;
   options.world_size = world;
   options.master_port = port;
   options.timeout = std::chrono::milliseconds(timeout_ms);
+  options.launch_id = "test-" + std::to_string(::getpid()) + ":" + std::to_string(port);
   return options;
 }
 
