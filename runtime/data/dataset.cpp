@@ -463,12 +463,13 @@ llvm::Expected<at::ScalarType> NpyType(const std::string& descr, const std::stri
                   path, descr));
 }
 
-}  // namespace
+// A `.npy` file's header, and where its data starts.
+struct NpyLayout {
+  NpyHeader header;
+  size_t data_start = 0;
+};
 
-llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
-  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = ReadFile(path);
-  if (!buffer) return buffer.takeError();
-  std::string_view bytes((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+llvm::Expected<NpyLayout> ReadNpyLayout(std::string_view bytes, const std::string& path) {
   if (bytes.size() < 10 || bytes.substr(0, 6) != "\x93NUMPY") {
     return Fail(fmt::format("{}: not a .npy file (no `\\x93NUMPY` magic); write it with `numpy.save`", path));
   }
@@ -493,6 +494,28 @@ llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
   }
   llvm::Expected<NpyHeader> header = DictScanner(bytes.substr(header_start, header_length), path).Scan();
   if (!header) return header.takeError();
+  return NpyLayout{std::move(*header), header_start + header_length};
+}
+
+}  // namespace
+
+llvm::Expected<std::vector<int64_t>> ReadNpyShape(const std::string& path) {
+  // Mapped: only the header's pages are read.
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = ReadFile(path);
+  if (!buffer) return buffer.takeError();
+  llvm::Expected<NpyLayout> layout =
+      ReadNpyLayout(std::string_view((*buffer)->getBufferStart(), (*buffer)->getBufferSize()), path);
+  if (!layout) return layout.takeError();
+  return std::move(layout->header.shape);
+}
+
+llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer = ReadFile(path);
+  if (!buffer) return buffer.takeError();
+  std::string_view bytes((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+  llvm::Expected<NpyLayout> layout = ReadNpyLayout(bytes, path);
+  if (!layout) return layout.takeError();
+  const NpyHeader* header = &layout->header;
   if (header->fortran_order) {
     return Fail(
         fmt::format("{}: the array is in Fortran order; save it in C order, e.g. "
@@ -501,7 +524,7 @@ llvm::Expected<at::Tensor> ReadNpy(const std::string& path) {
   }
   llvm::Expected<at::ScalarType> type = NpyType(header->descr, path);
   if (!type) return type.takeError();
-  std::string_view data = bytes.substr(header_start + header_length);
+  std::string_view data = bytes.substr(layout->data_start);
   uint64_t count = 1;
   for (int64_t dimension : header->shape) count *= static_cast<uint64_t>(dimension);
   uint64_t needed = count * c10::elementSize(*type);

@@ -105,6 +105,10 @@ llvm::Expected<Dataset> LoadCsv(const std::string& path, const std::vector<std::
 llvm::Expected<Dataset> LoadNpy(const std::string& features_path, const std::string& targets_path,
                                 TargetKind kind);
 
+// The shape of one `.npy` file, from its header alone (the file is mapped, its data not read);
+// the errors LoadNpy gives for a bad header.
+llvm::Expected<std::vector<int64_t>> ReadNpyShape(const std::string& path);
+
 // Reads tensors `features_key` and `targets_key` from one safetensors file (validated by
 // runtime/checkpoint/safetensors.h), with the shape rules of LoadNpy. Floating dtypes (F16,
 // BF16, F32, F64) and integer ones are accepted for features; class labels need an integer or

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <string_view>
 
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
@@ -39,37 +38,6 @@ llvm::Expected<data::Dataset> Padded(llvm::Expected<data::Dataset> dataset, cons
   return data::WithPadding(std::move(*dataset), std::move(padding), record.same_length, where);
 }
 
-// The second dimension of a 2-D `.npy` array, from its header (`{'descr': ..., 'shape': (N, F), ...}`
-// after the magic, the version and the header's length).
-std::optional<int64_t> NpyColumns(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[10];
-  if (!in.read(head, sizeof head) || std::string_view(head, 6) != "\x93NUMPY") return std::nullopt;
-  // Version 1 gives the header's length in 2 bytes; 2 and 3 in 4.
-  size_t length = static_cast<unsigned char>(head[8]) | static_cast<unsigned char>(head[9]) << 8;
-  if (head[6] != 1) {
-    char more[2];
-    if (!in.read(more, sizeof more)) return std::nullopt;
-    length |= static_cast<size_t>(static_cast<unsigned char>(more[0])) << 16 |
-              static_cast<size_t>(static_cast<unsigned char>(more[1])) << 24;
-  }
-  if (length > (1u << 20)) return std::nullopt;
-  std::string header(length, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(length))) return std::nullopt;
-  size_t shape = header.find("'shape': (");
-  if (shape == std::string::npos) return std::nullopt;
-  size_t comma = header.find(',', shape);
-  size_t close = header.find(')', shape);
-  if (comma == std::string::npos || close == std::string::npos || comma > close) return std::nullopt;
-  std::string second = header.substr(comma + 1, close - comma - 1);
-  char* end = nullptr;
-  long long columns = std::strtoll(second.c_str(), &end, 10);
-  // `(N,)` is a 1-D array; `(N, F, ...)` more than 2-D: the loader refuses both, by name.
-  if (end == second.c_str() || columns <= 0 || std::string_view(end).find(',') != std::string_view::npos)
-    return std::nullopt;
-  return columns;
-}
-
 struct FeatureWidth {
   std::optional<int64_t> operator()(const plan::SyntheticRegression& data) const { return data.features; }
   std::optional<int64_t> operator()(const plan::CsvDataset& data) const {
@@ -77,12 +45,18 @@ struct FeatureWidth {
     std::ifstream in(data.path);
     std::string line;
     if (!std::getline(in, line) || line.size() > (1u << 20)) return std::nullopt;
+    // The loader's rule: a cell between every two commas, no quoting.
     int64_t columns = 1 + std::count(line.begin(), line.end(), ',');
     int64_t features = columns - static_cast<int64_t>(data.target_columns.size());
     return features > 0 ? std::optional<int64_t>(features) : std::nullopt;
   }
   std::optional<int64_t> operator()(const plan::NpyDataset& data) const {
-    return NpyColumns(data.features_file);
+    llvm::Expected<std::vector<int64_t>> shape = data::ReadNpyShape(data.features_file);
+    if (!shape) {
+      llvm::consumeError(shape.takeError());
+      return std::nullopt;
+    }
+    return shape->size() == 2 ? std::optional<int64_t>((*shape)[1]) : std::nullopt;
   }
   std::optional<int64_t> operator()(const plan::SafetensorsDataset& data) const {
     llvm::Expected<checkpoint::SafetensorsFile> file = checkpoint::SafetensorsFile::Read(data.path);

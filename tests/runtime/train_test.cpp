@@ -15,6 +15,8 @@
 #include "runtime/data/dataset.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/environment.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/train/data_source.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/worker.h"
 #include "tests/support/plan_builders.h"
@@ -195,6 +197,50 @@ TEST(Trainer, LoadsATorchScriptModelWithPythonsParameterNames) {
   trainer->OptimizerStep();
   EXPECT_FALSE(at::equal(before, trainer->NamedParameters()[0].second));
   EXPECT_EQ(trainer->NamedBuffers()[2].second.item<int64_t>(), 1);  // batch norm ran in training mode
+}
+
+// Rank 0's check before the rendezvous: the model on the meta device, one batch of the data's width.
+TEST(Trainer, AScriptedModelIsCheckedAgainstTheDatasRowWidthOnTheMetaDevice) {
+  plan::TorchScript model{std::string(ACCEL_SOURCE_DIR) + "/specs/models/classifier.pt"};
+  EXPECT_EQ(CheckScriptedModelTakes(model, 4), "");
+  std::string refused = CheckScriptedModelTakes(model, 8);
+  EXPECT_NE(refused.find("does not take this data's rows of 8 features: RuntimeError: mat1 and mat2 "
+                         "shapes cannot be multiplied (2x8 and 4x"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("\n  Traceback of TorchScript"), std::string::npos) << refused;
+  // A file that does not load is the trainer's to explain.
+  EXPECT_EQ(CheckScriptedModelTakes(plan::TorchScript{::testing::TempDir() + "/absent.pt"}, 4), "");
+}
+
+// The width read from what the files say of themselves, without loading their rows.
+TEST(DataSource, PeeksTheFeatureWidthOfEveryOneTensorDataset) {
+  std::string dir = ::testing::TempDir() + "/peek";
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(PeekFeatureWidth(plan::SyntheticRegression{64, 6}), 6);
+
+  std::ofstream(dir + "/rows.csv") << "a,b,c,y\n1,2,3,4\n";
+  EXPECT_EQ(PeekFeatureWidth(plan::CsvDataset{dir + "/rows.csv", {}, {"y"}}), 3);
+  EXPECT_EQ(PeekFeatureWidth(plan::CsvDataset{dir + "/rows.csv", {"a", "c"}, {"y"}}), 2);
+
+  // numpy.save of a float32 [2, 5] array: version 1, a 118-byte header padded to 128 bytes.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 5), }";
+  header.resize(117, ' ');
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header +
+                    std::string(2 * 5 * 4, '\0');
+  std::ofstream(dir + "/x.npy", std::ios::binary) << npy;
+  EXPECT_EQ(PeekFeatureWidth(plan::NpyDataset{dir + "/x.npy", dir + "/y.npy"}), 5);
+  std::ofstream(dir + "/not.npy") << "not numpy";
+  EXPECT_EQ(PeekFeatureWidth(plan::NpyDataset{dir + "/not.npy", dir + "/y.npy"}), std::nullopt);
+
+  std::vector<float> values(3 * 7, 0.5f);
+  std::string_view bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  ASSERT_FALSE(static_cast<bool>(
+      checkpoint::WriteSafetensors(dir + "/data.safetensors", {{"x", "F32", {3, 7}, bytes}})));
+  EXPECT_EQ(PeekFeatureWidth(plan::SafetensorsDataset{dir + "/data.safetensors", "x", "y"}), 7);
+  EXPECT_EQ(PeekFeatureWidth(plan::SafetensorsDataset{dir + "/data.safetensors", "missing", "y"}),
+            std::nullopt);
 }
 
 TEST(Trainer, ABadTorchScriptFileIsAClearError) {
