@@ -83,38 +83,38 @@ def once(text, needle, what):
     assert count == 1, f"{what}: `{needle}` is printed {count} times:\n{text}"
 
 
+def failed_once(name, module, cause):
+    """Runs `module` on 4 processes: the run fails, its error (with `cause`) and traceback are
+    relayed once. Returns the run, the relayed error line, the output's last line and seconds."""
+    result, seconds = launch(name, module)
+    both = result.stdout + result.stderr
+    assert result.returncode != 0, both
+    relayed = relayed_errors(both, cause)
+    assert len(relayed) == 1, f"{name}: the error is relayed {len(relayed)} times:\n{both}"
+    once(both, "Traceback of TorchScript, original code", f"{name}: the traceback")
+    return result, relayed[0], result.stderr.rstrip("\n").splitlines()[-1], seconds
+
+
 def main():
     shutil.rmtree(WORKDIR, ignore_errors=True)
     os.makedirs(WORKDIR)
 
-    result, seconds = launch("width", Narrow())
-    both = result.stdout + result.stderr
-    assert result.returncode != 0, both
-    cause = "mat1 and mat2 shapes cannot be multiplied (2x8 and 4x32)"
-    relayed = relayed_errors(both, cause)
-    assert len(relayed) == 1, f"width: the error is relayed {len(relayed)} times:\n{both}"
-    assert "does not take this data's rows of 8 features" in relayed[0], relayed
-    once(both, "Traceback of TorchScript, original code", "width: the traceback")
+    result, relayed, last, seconds = failed_once("width", Narrow(), "mat1 and mat2 shapes cannot be multiplied "
+                                                 "(2x8 and 4x32)")
+    assert "does not take this data's rows of 8 features" in relayed, relayed
     assert re.search(r"^accelrun: error: rank 0 \(pid \d+\) failed", result.stderr, re.M), result.stderr
-    last = result.stderr.rstrip("\n").splitlines()[-1]
     assert last.startswith("rank 0's error: the TorchScript model ") and "(2x8 and 4x32)" in last, last
     print(f"width: refused on rank 0 before the rendezvous in {seconds:.1f} s, cause and traceback once")
 
-    result, seconds = launch("training", BrokenInTraining())
-    both = result.stdout + result.stderr
-    assert result.returncode != 0, both
     cause = "shape '[-1, 3]' is invalid for input of size"
-    relayed = relayed_errors(both, cause)
-    assert len(relayed) == 1, f"training: the error is relayed {len(relayed)} times:\n{both}"
-    once(both, "Traceback of TorchScript, original code", "training: the traceback")
+    result, relayed, last, seconds = failed_once("training", BrokenInTraining(), cause)
     # Its own exit status: it is not stopped while it exits on its own.
     named = re.search(r"^accelrun: error: rank (\d) \(pid \d+\) failed with exit code 1;", result.stderr, re.M)
     assert named, result.stderr
-    first = re.match(r"accelrun: error: rank (\d): ", relayed[0]).group(1)
+    first = re.match(r"accelrun: error: rank (\d): ", relayed).group(1)
     assert named.group(1) == first, f"the verdict names rank {named.group(1)}, the first error was rank {first}'s"
     others = ", ".join(str(r) for r in range(4) if str(r) != first)
     assert re.search(r"^ranks? [0-9, -]+ failed with the same error$", result.stderr, re.M), result.stderr
-    last = result.stderr.rstrip("\n").splitlines()[-1]
     assert last.startswith(f"rank {first}'s error: the TorchScript model failed: RuntimeError: "), last
     assert cause in last, last
     # The run directory keeps the verdict and the error as printed, traceback included.
