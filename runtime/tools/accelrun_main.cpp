@@ -1,7 +1,7 @@
 // accelrun: runs an execution plan (or compiles and runs a `.accel` spec): launches the
 // workers (accelrun-worker, worker_main.cpp), supervises them, and reports the result. Each mode
-// lives in its own file. It links no LibTorch: help, dry runs, env, estimate-memory, report and consolidate
-// start in milliseconds, and only the workers load it.
+// lives in its own file. It links no LibTorch: help, dry runs, env, estimate-memory, report,
+// consolidate and the state export and import start in milliseconds, and only the workers load it.
 #include <string>
 #include <vector>
 
@@ -13,6 +13,7 @@
 #include "runtime/tools/launch_command.h"
 #include "runtime/tools/report_command.h"
 #include "runtime/tools/script_command.h"
+#include "runtime/tools/state_command.h"
 #include "runtime/tools/worker_executable.h"
 
 int main(int argc, char** argv) {
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
     return accel::tools::RunReportCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "consolidate")
     return accel::tools::RunConsolidateCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "export-state")
+    return accel::tools::RunExportStateCommand(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!args.empty() && args[0] == "import-state")
+    return accel::tools::RunImportStateCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   // `accelrun [config.yaml] [options] train.py [args]`: a Python script, as `accelerate launch` runs it.
   if (!args.empty() && args[0] != "test" && accel::tools::IsScriptLaunch(args))
     return accel::tools::RunScriptCommand(args);

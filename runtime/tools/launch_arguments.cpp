@@ -150,6 +150,8 @@ std::string LaunchUsage() {
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
        accelrun report <run-dir> [-o <file>]             (an HTML page of a run's curves and settings)
        accelrun consolidate <checkpoint-dir> -o <file>   (a sharded checkpoint's model as whole tensors)
+       accelrun export-state <checkpoint-dir> -o <folder>          (as Accelerate's save_state writes it)
+       accelrun import-state <folder> <spec | plan> -o <checkpoint-dir>  (an Accelerate save_state folder)
 
 Compiles the spec (`.accel`, or a YAML job spec) with the `--set` and `--num-processes`
 overrides, as `accelc build --set` does, or reads a compiled plan (`.json`), then starts one

@@ -152,9 +152,4 @@ llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spe
   return std::move(loaders->train);
 }
 
-int64_t DataIdentitySeed(const plan::BuildDataloader& spec) {
-  const auto* synthetic = std::get_if<plan::SyntheticRegression>(&spec.dataset);
-  return synthetic != nullptr ? synthetic->seed : spec.data_seed;
-}
-
 }  // namespace accel::rt::train

@@ -7,6 +7,7 @@
 #include "compiler/plan/plan.h"
 #include "llvm/Support/Error.h"
 #include "runtime/data/loader.h"
+#include "runtime/train/data_identity.h"
 
 namespace accel::rt::train {
 
@@ -32,10 +33,6 @@ llvm::Expected<data::DataLoader> OpenDataLoader(const plan::BuildDataloader& spe
 // (from its header). nullopt for named columns and token streams, and for a file that cannot be
 // read here (the loader then says why).
 std::optional<int64_t> PeekFeatureWidth(const plan::Dataset& dataset);
-
-// What a checkpoint records to refuse resuming over other data: the generator seed of the
-// synthetic set, or the sampler's seed for file datasets.
-int64_t DataIdentitySeed(const plan::BuildDataloader& spec);
 
 }  // namespace accel::rt::train
 

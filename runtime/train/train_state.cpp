@@ -351,8 +351,11 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
 }
 
 // optimizer.json: the type, the hyper-parameters, every parameter by name with its counters;
-// no tensors yet.
-llvm::Expected<OptimizerState> ReadOptimizerLayout(const checkpoint::VerifiedCheckpoint& ckpt) {
+// no tensors yet. `params` lists names; in a checkpoint `accelrun import-state` wrote from
+// PyTorch's state_dict() it lists positions in the model's parameter order instead: those are
+// kept as the names `0`, `1`, ... and `*by_position` is set (ImportOptimizer resolves them).
+llvm::Expected<OptimizerState> ReadOptimizerLayout(const checkpoint::VerifiedCheckpoint& ckpt,
+                                                   bool* by_position = nullptr) {
   std::string optimizer_json = ckpt.path + "/optimizer.json";
   llvm::Expected<json::Object> meta = ReadJson(ckpt, "optimizer.json");
   if (!meta) return meta.takeError();
@@ -366,10 +369,16 @@ llvm::Expected<OptimizerState> ReadOptimizerLayout(const checkpoint::VerifiedChe
   const json::Array* names = optimizer.hyperparameters.getArray("params");
   if (names == nullptr) return Fail(fmt::format("{}: the parameter group has no `params`", optimizer_json));
   const json::Object* counters = meta->getObject("state");
-  for (const json::Value& value : *names) {
-    llvm::Optional<llvm::StringRef> name = value.getAsString();
-    if (!name) return Fail(fmt::format("{}: `params` must list parameter names", optimizer_json));
-    OptimizerState::Parameter parameter{name->str(), {}, {}};
+  const bool positional = by_position != nullptr && !names->empty() && (*names)[0].getAsInteger();
+  if (positional) *by_position = true;
+  for (size_t i = 0; i < names->size(); ++i) {
+    llvm::Optional<llvm::StringRef> name = (*names)[i].getAsString();
+    llvm::Optional<int64_t> position = (*names)[i].getAsInteger();
+    if (positional ? position != static_cast<int64_t>(i) : !name) {
+      return Fail(fmt::format("{}: `params` must list parameter names, or the positions 0, 1, 2, ... in order",
+                              optimizer_json));
+    }
+    OptimizerState::Parameter parameter{positional ? std::to_string(i) : name->str(), {}, {}};
     if (const json::Object* scalars = counters ? counters->getObject(parameter.name) : nullptr) {
       for (const auto& [key, scalar] : *scalars) {
         llvm::Optional<int64_t> integer = scalar.getAsInteger();
@@ -395,11 +404,13 @@ bool SplitStateName(const std::string& name, std::string& parameter, std::string
 }
 
 // Attaches `tensors` (by parameter name, then key) to `optimizer`'s parameters and puts it into
-// the trainer. `file` names the tensors' source in errors.
+// the trainer. `file` names the tensors' source in errors. With `by_position` the parameters
+// are named by position (ReadOptimizerLayout) and take the model's names in order, as PyTorch's
+// Optimizer.load_state_dict pairs them; their shapes are still checked against the parameters.
 llvm::Error ImportOptimizer(
     OptimizerState& optimizer,
     std::map<std::string, std::vector<std::pair<std::string, at::Tensor>>> by_parameter,
-    const std::string& file, const std::string& optimizer_json, Trainer& trainer) {
+    const std::string& file, const std::string& optimizer_json, Trainer& trainer, bool by_position = false) {
   optimizer.tensors_owned = true;
   for (OptimizerState::Parameter& parameter : optimizer.parameters) {
     if (auto found = by_parameter.find(parameter.name); found != by_parameter.end()) {
@@ -410,6 +421,14 @@ llvm::Error ImportOptimizer(
   if (!by_parameter.empty()) {
     return Fail(fmt::format("{}: state for `{}`, which `optimizer.json` does not list", file,
                             by_parameter.begin()->first));
+  }
+  if (by_position) {
+    std::vector<std::pair<std::string, at::Tensor>> named = trainer.NamedParameters();
+    if (named.size() != optimizer.parameters.size()) {
+      return Fail(fmt::format("{}: the optimizer's state is for {} parameters, the model has {}", optimizer_json,
+                              optimizer.parameters.size(), named.size()));
+    }
+    for (size_t i = 0; i < named.size(); ++i) optimizer.parameters[i].name = named[i].first;
   }
   try {
     trainer.ImportOptimizerState(optimizer);
@@ -422,7 +441,8 @@ llvm::Error ImportOptimizer(
 // optimizer.json and optimizer.safetensors into the trainer, checked completely before
 // anything changes.
 llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer& trainer) {
-  llvm::Expected<OptimizerState> optimizer = ReadOptimizerLayout(ckpt);
+  bool by_position = false;
+  llvm::Expected<OptimizerState> optimizer = ReadOptimizerLayout(ckpt, &by_position);
   if (!optimizer) return optimizer.takeError();
   llvm::Expected<checkpoint::SafetensorsFile> tensors = ckpt.Safetensors(kOptimizerStateFile);
   if (!tensors) return tensors.takeError();
@@ -466,7 +486,7 @@ llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer
   }
   for (Slot& slot : slots) by_parameter[slot.parameter].emplace_back(slot.key, std::move(slot.tensor));
   return ImportOptimizer(*optimizer, std::move(by_parameter), optimizer_file, ckpt.path + "/optimizer.json",
-                         trainer);
+                         trainer, by_position);
 }
 
 // model.safetensors, copied in place so the optimizer's references to the parameters stay valid.
@@ -695,6 +715,12 @@ llvm::Error CheckProgressFitsPlan(const Progress& progress, const ProgressLimits
     return Fail(fmt::format("{}/dataloader_0.json: epoch {} cannot be reached in this plan's {} steps of {} "
                             "batches; the checkpoint was edited or is from another job",
                             checkpoint, progress.data_epoch, limits.steps, limits.micro_batches_per_step));
+  }
+  // A data position counts batches from its epoch's start, at most every batch the steps draw.
+  if (progress.data_position > max_epoch) {
+    return Fail(fmt::format("{}/dataloader_0.json: position {} cannot be reached in this plan's {} steps of {} "
+                            "batches; the checkpoint was edited or is from another job",
+                            checkpoint, progress.data_position, limits.steps, limits.micro_batches_per_step));
   }
   // The scheduler advances once per process per step, or once per micro-batch.
   const int64_t per_step = std::max(progress.saved_world_size, micro_batches);

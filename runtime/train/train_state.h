@@ -14,6 +14,7 @@
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/checkpoint/sharded_reader.h"
+#include "runtime/train/checkpoint_limits.h"
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/trainer.h"
 
@@ -51,10 +52,6 @@ struct Progress {
   std::optional<LossScaleState> loss_scale;
   int64_t skipped_steps = 0;
 };
-
-// The most processes a checkpoint may say wrote it: far beyond any cluster, small enough that
-// no count derived from it overflows (a world size edited to 2^32 once became 0 and a divisor).
-inline constexpr int64_t kMaxCheckpointWorldSize = int64_t{1} << 20;
 
 // What a checkpoint's counters may be for the plan resuming it.
 struct ProgressLimits {

@@ -471,8 +471,14 @@ class TrainingRun {
       progress_.schedule_steps = schedule_.total_steps;
       progress_.warmup_steps = schedule_.warmup_steps;
       resumed_from_ = (*from)->path;
-      if (llvm::Error error =
-              loaders_->train.Restore(std::max<int64_t>(progress_.data_epoch, 0), progress_.data_position)) {
+      // A position past the epoch's end (a checkpoint `accelrun import-state` wrote counts the
+      // batches from the first epoch's start) carries into the epochs after it.
+      int64_t epoch = std::max<int64_t>(progress_.data_epoch, 0), position = progress_.data_position;
+      if (const int64_t per_epoch = loaders_->train.batches_per_epoch(); per_epoch > 0 && position > per_epoch) {
+        epoch += (position - 1) / per_epoch;
+        position = (position - 1) % per_epoch + 1;
+      }
+      if (llvm::Error error = loaders_->train.Restore(epoch, position)) {
         return Fail("cannot resume: " + llvm::toString(std::move(error)));
       }
       // The optimizer's restored rate is the checkpoint's schedule's: under

@@ -329,6 +329,16 @@ TEST(TrainState, RefusesCountsBeyondWhatThePlanReaches) {
   ASSERT_TRUE(static_cast<bool>(far));
   EXPECT_NE(llvm::toString(std::move(far)).find("epoch 201 cannot be reached"), std::string::npos);
 
+  // An imported checkpoint counts its position from the first epoch: at most every batch drawn.
+  Progress position = at_end;
+  position.data_epoch = 0;
+  position.data_position = 200;
+  EXPECT_FALSE(static_cast<bool>(CheckProgressFitsPlan(position, plan, "ckpt")));
+  position.data_position = 201;
+  llvm::Error past = CheckProgressFitsPlan(position, plan, "ckpt");
+  ASSERT_TRUE(static_cast<bool>(past));
+  EXPECT_NE(llvm::toString(std::move(past)).find("position 201 cannot be reached"), std::string::npos);
+
   // Once per process per step: 4 processes may have counted 400.
   Progress scheduler = at_end;
   scheduler.saved_world_size = 4;
