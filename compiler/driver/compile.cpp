@@ -44,7 +44,10 @@ const sema::Value* LaunchConfig(const sema::Value& root) {
 // system, and the JSON is a compilation of its own, kept in `referenced`.
 void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
                               const sema::Environment& environment, const CompileOptions& referrer) {
-  const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
+  // A file with errors still has its own DeepSpeed JSON checked, and the batch rule runs on
+  // the sizes both files wrote.
+  const std::optional<sema::Spec>& checked = compilation.spec ? compilation.spec : compilation.despite_errors;
+  const sema::Value* launch = checked ? LaunchConfig(checked->root) : nullptr;
   // Only a DeepSpeed launch reads the section; otherwise the launcher ignores it (DS-003).
   const sema::Value* engine = launch ? launch->Field("distributed_type") : nullptr;
   if (engine == nullptr || engine->text != "DEEPSPEED") return;
@@ -117,7 +120,10 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
     nested = std::make_unique<Compilation>(CompileFile(found->string(), stdlib, environment, options));
   }
   for (const diag::Diagnostic& d : nested->diagnostics.diagnostics()) compilation.diagnostics.Add(d);
-  if (nested->spec) sema::CheckDeepSpeedBatch(*launch, *nested->spec, compilation.diagnostics);
+  if (const std::optional<sema::Spec>& json = nested->spec ? nested->spec : nested->despite_errors) {
+    sema::CheckDeepSpeedBatch(*launch, *json, compilation.diagnostics,
+                              /*written_only=*/!compilation.spec || !nested->spec);
+  }
   compilation.referenced.push_back(std::move(nested));
 }
 
@@ -240,7 +246,10 @@ constexpr StringifiedKey kStringifiedKeys[] = {
 
 // A YAML list where launch reads a comma-separated string: an error where the plugin reads it.
 void CheckStringifiedLists(Compilation& compilation) {
-  const sema::Value* launch = compilation.spec ? LaunchConfig(compilation.spec->root) : nullptr;
+  // A file with errors still has its own DeepSpeed JSON checked, and the batch rule runs on
+  // the sizes both files wrote.
+  const std::optional<sema::Spec>& checked = compilation.spec ? compilation.spec : compilation.despite_errors;
+  const sema::Value* launch = checked ? LaunchConfig(checked->root) : nullptr;
   if (launch == nullptr || !compilation.config_file) return;
   for (const StringifiedKey& key : kStringifiedKeys) {
     const sema::Value* section = launch->Field(key.section);
@@ -289,6 +298,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
   check.yaml_scalars = true;
   compilation.config_file = check.file_keys;
+  check.despite_errors = &compilation.despite_errors;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options);
   CheckStringifiedLists(compilation);
@@ -342,6 +352,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
     return;
   }
   sema::CheckOptions check = Composed(compilation, file, options);
+  check.despite_errors = &compilation.despite_errors;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options);
   CheckReferencedModel(compilation);

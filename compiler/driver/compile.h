@@ -25,6 +25,9 @@ struct Compilation {
   std::unique_ptr<source::SourceFile> source;  // null when the file could not be read
   diag::DiagnosticEngine diagnostics;
   std::optional<sema::Spec> spec;  // the checked job or config file, when checking succeeded
+  // The checked values of a file with errors (no `spec` then): what rules across files read of
+  // the values it did write (sema::CheckOptions::despite_errors).
+  std::optional<sema::Spec> despite_errors;
   std::optional<plan::Plan> plan;  // set when every phase succeeded
   bool schema_only = false;        // the file declares schemas and no job: checked, not lowered
   bool config_file = false;        // an Accelerate config YAML or DeepSpeed JSON: checked, not lowered

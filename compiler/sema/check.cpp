@@ -166,8 +166,13 @@ class Checker {
     }
     std::optional<Value> root =
         CheckRecord(root_schema->second, entries, file_.source, job.name.span, "", recovered);
-    if (!root || diagnostics_.error_count() > errors_before) return std::nullopt;
-    return Spec{job.name.text, file_.source, job.name.span, std::move(*root)};
+    if (!root) return std::nullopt;
+    Spec spec{job.name.text, file_.source, job.name.span, std::move(*root)};
+    if (diagnostics_.error_count() > errors_before) {
+      if (options_.despite_errors != nullptr) options_.despite_errors->emplace(std::move(spec));
+      return std::nullopt;
+    }
+    return spec;
   }
 
  private:
@@ -1251,13 +1256,15 @@ std::optional<Spec> Check(const ast::File& file, const Schema& schema, const Env
   return Checker(file, schema, environment, diagnostics, options).Run();
 }
 
-void CheckDeepSpeedBatch(const Value& launch, const Spec& deepspeed, diag::DiagnosticEngine& diagnostics) {
+void CheckDeepSpeedBatch(const Value& launch, const Spec& deepspeed, diag::DiagnosticEngine& diagnostics,
+                         bool written_only) {
   const Value& ds = deepspeed.root;
   if (ds.type_name != "DeepSpeedConfig") return;
   // A size that is not an int is unset or "auto", which DeepSpeed fills in itself.
-  auto int_field = [](const Value& record, std::string_view name) -> const Value* {
+  auto int_field = [written_only](const Value& record, std::string_view name) -> const Value* {
     const Value* v = record.Field(name);
-    return v != nullptr && v->kind == Value::Kind::Int ? v : nullptr;
+    if (v == nullptr || v->kind != Value::Kind::Int) return nullptr;
+    return !written_only || v->provenance.kind == Provenance::Kind::Spec ? v : nullptr;
   };
   const Value* total = int_field(ds, "train_batch_size");
   const Value* micro = int_field(ds, "train_micro_batch_size_per_gpu");

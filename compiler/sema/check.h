@@ -87,6 +87,10 @@ struct CheckOptions {
   // and under `deepspeed` a value `auto` is an error (only Accelerate and the Trainer fill it
   // in). Empty: every rule holds.
   std::string target;
+  // Where to keep the checked values of a file that had errors (Check then returns no Spec), so
+  // that a rule across files still runs on the values the file did write (CheckDeepSpeedBatch's
+  // `written_only`). Null: not kept.
+  std::optional<Spec>* despite_errors = nullptr;
 };
 
 // Checks the single job of `file` against `schema`: field names, types, enum members,
@@ -103,7 +107,10 @@ std::optional<Spec> Check(const ast::File& file, const Schema& schema, const Env
 // `sequence_parallel_size`. Reports a mismatch to `diagnostics` at `train_batch_size`, with a
 // note at `num_processes` when the launch config sets it. Reports nothing when `deepspeed` is
 // not a `DeepSpeedConfig`, when a size is unset or `"auto"`, or when the division is not exact.
-void CheckDeepSpeedBatch(const Value& launch, const Spec& deepspeed, diag::DiagnosticEngine& diagnostics);
+// With `written_only` (a file had errors: a misspelt key may have meant a field now at its
+// default), only sizes the files wrote are used, and nothing is reported when one is not.
+void CheckDeepSpeedBatch(const Value& launch, const Spec& deepspeed, diag::DiagnosticEngine& diagnostics,
+                         bool written_only = false);
 
 }  // namespace accel::sema
 
