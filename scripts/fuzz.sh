@@ -6,6 +6,7 @@
 #   FUZZ_TARGET=config_fuzzer scripts/fuzz.sh   # the YAML/JSON config reader
 #   FUZZ_TARGET=safetensors_fuzzer scripts/fuzz.sh   # the safetensors reader
 #   FUZZ_TARGET=lsp_fuzzer scripts/fuzz.sh   # accelc lsp: its transport and its features
+#   FUZZ_TARGET=torch_pickle_fuzzer scripts/fuzz.sh   # the torch.save reader of import-state
 # Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +29,8 @@ elif [[ "$target" == lsp_fuzzer ]]; then
   seeds="$root/tests/fuzz/lsp-corpus" dict="$root/tests/fuzz/accel.dict"
 elif [[ "$target" == safetensors_fuzzer ]]; then
   seeds="$root/tests/fuzz/safetensors-corpus" dict="$root/tests/fuzz/safetensors.dict"
+elif [[ "$target" == torch_pickle_fuzzer ]]; then
+  seeds="$root/tests/fuzz/torch-pickle-corpus" dict="$root/tests/fuzz/torch_pickle.dict"
 else
   seeds="$root/tests/fuzz/corpus" dict="$root/tests/fuzz/accel.dict"
 fi

@@ -23,7 +23,7 @@ static_assert(RowsFollowTheEnum());
 
 }  // namespace
 
-std::span<const DtypeInfo> AllDtypes() { return kDtypes; }
+llvm::ArrayRef<DtypeInfo> AllDtypes() { return kDtypes; }
 
 const DtypeInfo& Info(Dtype dtype) {
   size_t index = static_cast<size_t>(dtype);

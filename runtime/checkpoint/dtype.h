@@ -4,8 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string_view>
+
+#include "llvm/ADT/ArrayRef.h"
 
 // The runtime's dtypes (dtypes.def): one row each, read here without LibTorch. The safetensors
 // writer and reader, the memory estimates (runtime/memory/dtype.h) and the at::ScalarType view
@@ -31,7 +32,7 @@ struct DtypeInfo {
 
 // Every row, in table order: safetensors dtypes by the reference writer's alignment ranking
 // (ascending), then the CustomDtype sizes. Static storage.
-std::span<const DtypeInfo> AllDtypes();
+llvm::ArrayRef<DtypeInfo> AllDtypes();
 
 // The row of `dtype`; static storage.
 const DtypeInfo& Info(Dtype dtype);

@@ -88,7 +88,7 @@ llvm::Expected<std::vector<std::string_view>> ShardedStateReader::Views(ShardedK
 }
 
 llvm::Error ShardedStateReader::CopyRange(ShardedKind kind, const std::string& name, uint64_t start,
-                                          uint64_t end, std::span<char> out) const {
+                                          uint64_t end, llvm::MutableArrayRef<char> out) const {
   llvm::Expected<std::vector<std::string_view>> views = Views(kind, name, start, end);
   if (!views) return views.takeError();
   uint64_t total = 0;

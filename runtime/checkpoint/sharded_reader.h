@@ -3,11 +3,11 @@
 
 #include <cstdint>
 #include <map>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/checkpoint/safetensors.h"
@@ -46,7 +46,7 @@ class ShardedStateReader {
   // Copies elements [start, end) into `out`, which must be exactly (end - start) × element
   // size bytes (e.g. a tensor's storage). Fails as Views does, or on another `out` size.
   llvm::Error CopyRange(ShardedKind kind, const std::string& name, uint64_t start, uint64_t end,
-                        std::span<char> out) const;
+                        llvm::MutableArrayRef<char> out) const;
   // The same into a new string.
   llvm::Expected<std::string> ReadRange(ShardedKind kind, const std::string& name, uint64_t start,
                                         uint64_t end) const;

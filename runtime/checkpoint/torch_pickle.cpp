@@ -317,6 +317,18 @@ class Reader {
   Reader(std::string_view bytes, int max_depth) : in_(bytes), max_depth_(max_depth) {}
 
   llvm::Expected<Ref> Run() {
+    llvm::Expected<Ref> result = ReadAll();
+    // A container given itself through the memo (`l.append(l)`) is a cycle of references that
+    // would never be freed; no state_dict has one. Each is broken, and the pickle refused.
+    if (BreakCycles()) {
+      if (!result) llvm::consumeError(result.takeError());
+      return Error("the pickle puts a container inside itself, which no saved state does");
+    }
+    return result;
+  }
+
+ private:
+  llvm::Expected<Ref> ReadAll() {
     while (true) {
       if (pos_ >= in_.size()) return Error("the pickle ends before its STOP opcode");
       size_t at = pos_;
@@ -329,7 +341,49 @@ class Reader {
     }
   }
 
- private:
+  // Adds `items` to `container` after its creation: the only way a pickle makes a cycle.
+  void Extend(const Ref& container, std::vector<Ref> items) {
+    for (Ref& item : items) container->items.push_back(std::move(item));
+    extended_.push_back(container);
+  }
+
+  // Whether any container extended after its creation reaches itself; if so, every such
+  // container is emptied so that the cycles' memory is freed. One depth-first walk over what
+  // they reach, without recursion.
+  bool BreakCycles() {
+    enum class Mark { kOnPath, kDone };
+    std::map<const Object*, Mark> marks;
+    bool cycle = false;
+    for (const std::weak_ptr<Object>& weak : extended_) {
+      Ref start = weak.lock();
+      if (!start || marks.count(start.get()) != 0) continue;
+      std::vector<std::pair<const Object*, size_t>> path{{start.get(), 0}};
+      marks[start.get()] = Mark::kOnPath;
+      while (!path.empty() && !cycle) {
+        auto& [object, next] = path.back();
+        if (next == object->items.size()) {
+          marks[object] = Mark::kDone;
+          path.pop_back();
+          continue;
+        }
+        const Object* child = object->items[next++].get();
+        auto found = marks.find(child);
+        if (found == marks.end()) {
+          marks[child] = Mark::kOnPath;
+          path.emplace_back(child, 0);
+        } else if (found->second == Mark::kOnPath) {
+          cycle = true;
+        }
+      }
+      if (cycle) break;
+    }
+    if (cycle) {
+      for (const std::weak_ptr<Object>& weak : extended_)
+        if (Ref container = weak.lock()) container->items.clear();
+    }
+    return cycle;
+  }
+
   llvm::Error ErrorAt(size_t at, const std::string& what) const {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "byte %zu: %s", at, what.c_str());
   }
@@ -665,7 +719,7 @@ class Reader {
         }
         if (stack_.empty() || stack_.back()->kind != Object::Kind::kList)
           return ErrorAt(at, "APPEND to something that is not a list");
-        for (Ref& item : items) stack_.back()->items.push_back(std::move(item));
+        Extend(stack_.back(), std::move(items));
         return llvm::Error::success();
       }
       case '}':
@@ -692,7 +746,7 @@ class Reader {
         } else if (stack_.empty() || stack_.back()->kind != Object::Kind::kDict) {
           return ErrorAt(at, "SETITEM on something that is not a dict");
         }
-        for (Ref& item : items) stack_.back()->items.push_back(std::move(item));
+        Extend(stack_.back(), std::move(items));
         return llvm::Error::success();
       }
       case 'q':
@@ -756,6 +810,7 @@ class Reader {
   std::vector<Ref> stack_;
   std::vector<size_t> marks_;
   std::map<uint64_t, Ref> memo_;
+  std::vector<std::weak_ptr<Object>> extended_;  // Extend's containers, for BreakCycles
 };
 
 }  // namespace

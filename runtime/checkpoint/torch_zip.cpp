@@ -275,7 +275,11 @@ llvm::Expected<std::string_view> TorchFile::TensorBytes(const pickle::TensorInfo
 llvm::Expected<TorchFile> ReadTorchFile(const std::string& path) {
   llvm::Expected<std::shared_ptr<const FileBytes>> mapped = FileBytes::Map(path);
   if (!mapped) return mapped.takeError();
-  std::string_view in = (*mapped)->view();
+  return ParseTorchFile(std::move(*mapped), path);
+}
+
+llvm::Expected<TorchFile> ParseTorchFile(std::shared_ptr<const FileBytes> bytes, const std::string& path) {
+  std::string_view in = bytes->view();
   if (in.size() >= 2 && static_cast<unsigned char>(in[0]) == 0x80) {
     return Bad(path, "a pickle in torch's format before 1.6, which Accel does not read; load it in Python "
                      "and save it again with torch.save");
@@ -297,7 +301,7 @@ llvm::Expected<TorchFile> ReadTorchFile(const std::string& path) {
     return Bad(path, fmt::format("byte order `{}`; Accel reads little-endian files", order->second));
   llvm::Expected<pickle::Ref> root = pickle::Read(pickle_record->second);
   if (!root) return Bad(path + "/data.pkl", llvm::toString(root.takeError()));
-  TorchFile file{*mapped, std::move(*root), {}};
+  TorchFile file{std::move(bytes), std::move(*root), {}};
   const std::string storage_prefix = folder + "data/";
   for (const auto& [name, data] : *records)
     if (name.compare(0, storage_prefix.size(), storage_prefix) == 0) file.storages[name.substr(storage_prefix.size())] = data;

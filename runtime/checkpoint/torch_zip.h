@@ -64,6 +64,9 @@ struct TorchFile {
 // file of the older, non-zip torch.save format is refused with a hint to save it again.
 llvm::Expected<TorchFile> ReadTorchFile(const std::string& path);
 
+// The same for bytes already in memory or mapped; `name` is what errors call them.
+llvm::Expected<TorchFile> ParseTorchFile(std::shared_ptr<const FileBytes> bytes, const std::string& name);
+
 }  // namespace accel::rt::checkpoint
 
 #endif  // ACCEL_RUNTIME_CHECKPOINT_TORCH_ZIP_H_

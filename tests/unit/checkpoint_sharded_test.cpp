@@ -232,9 +232,9 @@ TEST(ShardedCheckpoint, RangesAcrossSliceBoundariesAndEmptyRangesRead) {
   ASSERT_TRUE(static_cast<bool>(views));
   EXPECT_EQ(views->size(), 2u);  // one view per slice overlapped, no copy
   std::string out(4 * 2, '\0');
-  ASSERT_FALSE(static_cast<bool>(reader->CopyRange(ShardedKind::kModel, split.name, 6, 10, out)));
+  ASSERT_FALSE(static_cast<bool>(reader->CopyRange(ShardedKind::kModel, split.name, 6, 10, {out.data(), out.size()})));
   EXPECT_EQ(out, split.bytes.substr(12, 8));
-  llvm::Error wrong_size = reader->CopyRange(ShardedKind::kModel, split.name, 6, 9, out);
+  llvm::Error wrong_size = reader->CopyRange(ShardedKind::kModel, split.name, 6, 9, {out.data(), out.size()});
   ASSERT_TRUE(static_cast<bool>(wrong_size));
   EXPECT_NE(llvm::toString(std::move(wrong_size)).find("6 bytes, the destination has 8"), std::string::npos);
   llvm::Expected<std::string> outside = reader->ReadRange(ShardedKind::kModel, split.name, 5, 11);

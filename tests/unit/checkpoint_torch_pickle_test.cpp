@@ -144,6 +144,16 @@ TEST(TorchPickle, MemoisedReferencesShareOneObject) {
   EXPECT_EQ((*read)->items.front(), (*read)->items.back());
 }
 
+// l = []; l.append(l): refused, and its memory freed (the fuzzer runs with leak detection).
+TEST(TorchPickle, RefusesContainersInsideThemselves) {
+  EXPECT_NE(ReadError(std::string("\x80\x02]q\x00h\x00" "a.", 9)).find("puts a container inside itself"),
+            std::string::npos);
+  // The same cycle popped off the stack before an acyclic result.
+  EXPECT_NE(ReadError(std::string("\x80\x02]q\x00h\x00" "a0N.", 11)).find("inside itself"), std::string::npos);
+  // One object referred to twice is no cycle.
+  EXPECT_EQ(ReadError(std::string("\x80\x02]q\x00" "0](h\x00h\x00" "e.", 14)), "");
+}
+
 class TorchZipTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& name, uint64_t zip64_from = 0xFFFFFFFFu) {
