@@ -14,12 +14,6 @@
 #include "runtime/support/error.h"
 
 namespace accel::rt::memory {
-namespace {
-
-constexpr int kExitUsage = 2;
-
-// 3072 → "3072", 12.5 → "12.5": sizes are multiples of 1/8.
-std::string ExactBytes(double bytes) { return fmt::format("{}", bytes); }
 
 std::string HumanBytes(double bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
@@ -32,6 +26,13 @@ std::string HumanBytes(double bytes) {
   }
   return fmt::format("{:.2f} {}", value, kUnits[unit]);
 }
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+// 3072 → "3072", 12.5 → "12.5": sizes are multiples of 1/8.
+std::string ExactBytes(double bytes) { return fmt::format("{}", bytes); }
 
 // "100 B", or "1.50 KiB (1536 B)" once the unit hides the exact count.
 std::string BothBytes(double bytes) {

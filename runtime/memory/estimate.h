@@ -79,6 +79,8 @@ llvm::Expected<Estimate> EstimateMemory(const EstimateOptions& options,
 
 // The estimate as the command prints it: a text report, or one JSON object.
 std::string RenderText(const Estimate& estimate, const EstimateOptions& options);
+// `bytes` in the largest binary unit under 1024 of it, two decimals: `1.50 KiB`.
+std::string HumanBytes(double bytes);
 std::string RenderJson(const Estimate& estimate, const EstimateOptions& options);
 
 struct CommandResult {

@@ -2,6 +2,7 @@
 // workers (accelrun-worker, worker_main.cpp), supervises them, and reports the result. Each mode
 // lives in its own file. It links no LibTorch: help, dry runs, env, estimate-memory, report,
 // consolidate and the state export and import start in milliseconds, and only the workers load it.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -14,11 +15,15 @@
 #include "runtime/tools/report_command.h"
 #include "runtime/tools/script_command.h"
 #include "runtime/tools/state_command.h"
+#include "runtime/tools/training_estimate_command.h"
 #include "runtime/tools/worker_executable.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // Subcommands of their own: they start no worker.
+  if (!args.empty() && args[0] == "estimate-memory" &&
+      std::find(args.begin(), args.end(), "--training") != args.end())
+    return accel::tools::RunTrainingEstimateCommand(std::vector<std::string>(args.begin() + 1, args.end()));
   if (!args.empty() && args[0] == "estimate-memory") {
     accel::rt::memory::CommandResult result = accel::rt::memory::RunEstimateMemoryCommand(
         std::vector<std::string>(args.begin() + 1, args.end()), accel::rt::memory::SystemEnvironment());

@@ -148,6 +148,7 @@ std::string LaunchUsage() {
        accelrun test [options] <spec | plan.json>        (checks the data operations on the job's processes)
        accelrun env [--format text|json]                 (versions, BLAS, threads, devices)
        accelrun estimate-memory <checkpoint> [options]   (see `accelrun estimate-memory --help`)
+       accelrun estimate-memory --training <job> [<checkpoint>]   (what each rank of a training job holds)
        accelrun report <run-dir> [-o <file>]             (an HTML page of a run's curves and settings)
        accelrun consolidate <checkpoint-dir> -o <file>   (a sharded checkpoint's model as whole tensors)
        accelrun export-state <checkpoint-dir> -o <folder>          (as Accelerate's save_state writes it)

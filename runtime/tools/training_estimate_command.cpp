@@ -1,0 +1,205 @@
+#include "runtime/tools/training_estimate_command.h"
+
+#include <charconv>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/cli/arguments.h"
+#include "compiler/diagnostics/render.h"
+#include "compiler/driver/compile.h"
+#include "compiler/interop/interop.h"
+#include "llvm/Support/JSON.h"
+#include "runtime/memory/checkpoint_headers.h"
+#include "runtime/memory/training_estimate.h"
+#include "runtime/tools/plan_input.h"
+
+namespace accel::tools {
+namespace {
+
+namespace fs = std::filesystem;
+namespace memory = rt::memory;
+
+constexpr int kExitUsage = 2;
+constexpr size_t kHelpColumn = 26;
+
+// The workload a config file has no place for (the model is the checkpoint's), with the
+// micro-batch a DeepSpeed JSON sets, which lowering holds the loader's batch to.
+std::string StandInWorkload(const sema::Value* micro_batch) {
+  const bool fixed = micro_batch != nullptr && micro_batch->kind == sema::Value::Kind::Int;
+  return fmt::format("  model = MLP {{ inputs = 1 }}\n  data = SyntheticRegression {{ features = 1{} }}\n"
+                     "  train {{ steps = 1 }}\n",
+                     fixed ? fmt::format("; batch_size = {}", micro_batch->int_value) : std::string());
+}
+
+void PrintDiagnostics(const driver::Compilation& compilation) {
+  fmt::print(stderr, "{}", diag::RenderText(compilation.diagnostics.diagnostics(), {false}));
+}
+
+// The plan `input` describes: a spec or plan, or the job an Accelerate config or a DeepSpeed
+// JSON (with `processes`) would launch. `from_config` is set for the two configs, whose model
+// is a stand-in. Prints why when there is none.
+std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bool& from_config) {
+  diag::DiagnosticEngine stdlib_diagnostics;
+  auto stdlib = driver::Stdlib::Load(stdlib_diagnostics);
+  sema::ProcessEnvironment environment;
+  driver::CompileOptions options;
+  // A compiled plan, or a DeepSpeed JSON: the plan says its format.
+  if (fs::path(input).extension() == ".json") {
+    std::optional<std::string> text = ReadWholeFile(input);
+    if (text && text->find("\"accel-plan/") != std::string::npos) return LoadPlan(input);
+  }
+  driver::Compilation compilation = driver::CompileFile(input, *stdlib, environment, options);
+  if (compilation.plan) return std::move(compilation.plan);
+  std::string spec;
+  if (compilation.spec && compilation.root_record == "ClusterConfig") {
+    llvm::Expected<std::string> imported =
+        interop::ImportToAccel(compilation.spec->root, stdlib->schema(), "estimate", {});
+    if (!imported) {
+      fmt::print(stderr, "accelrun: error: {}: {}\n", input, llvm::toString(imported.takeError()));
+      return std::nullopt;
+    }
+    spec = *imported;
+    // The stand-in loader must draw the micro-batch the config's DeepSpeed JSON fixes, as
+    // lowering holds it to (A4002).
+    for (const std::unique_ptr<driver::Compilation>& json : compilation.referenced) {
+      const sema::Value* micro = json->spec ? json->spec->root.Field("train_micro_batch_size_per_gpu") : nullptr;
+      const std::string stand_in = "data = SyntheticRegression { features = 16";
+      if (micro == nullptr || micro->kind != sema::Value::Kind::Int) continue;
+      if (size_t at = spec.find(stand_in); at != std::string::npos)
+        spec.insert(at + stand_in.size(), fmt::format("; batch_size = {}", micro->int_value));
+    }
+  } else if (compilation.spec && compilation.root_record == "DeepSpeedConfig") {
+    spec = fmt::format(
+        "job estimate {{\n  compute {{\n    distributed_type = DEEPSPEED\n    num_processes = {}\n"
+        "    deepspeed_config {{ hf_ds_config = \"{}\" }}\n  }}\n{}}}\n",
+        processes, fs::absolute(input).string(),
+        StandInWorkload(compilation.spec->root.Field("train_micro_batch_size_per_gpu")));
+  } else {
+    PrintDiagnostics(compilation);
+    if (!compilation.diagnostics.has_errors())
+      fmt::print(stderr, "accelrun: error: `{}` describes no job\n", input);
+    return std::nullopt;
+  }
+  from_config = true;
+  // Compiled where the config lies, so that the paths it names resolve as they do for it.
+  driver::Compilation job = driver::CompileText((fs::path(input).parent_path() / "estimate.accel").string(), spec,
+                                                *stdlib, environment, options);
+  if (!job.plan) {
+    PrintDiagnostics(compilation);
+    PrintDiagnostics(job);
+    return std::nullopt;
+  }
+  return std::move(job.plan);
+}
+
+}  // namespace
+
+int RunTrainingEstimateCommand(const std::vector<std::string>& args) {
+  std::string training, format = "text", checkpoint, optimizer;
+  std::optional<int64_t> processes;
+  bool help = false;
+  std::vector<cli::Option> table = {
+      {.names = {"--training"}, .value_name = "<file>",
+       .help = "a spec or plan, an Accelerate config, or a DeepSpeed JSON", .apply = cli::StoreText(training),
+       .needs = "a file", .allow_empty = false},
+      {.names = {"--num-processes"}, .value_name = "<n>", .help = "the processes of a DeepSpeed JSON's job",
+       .apply = [&processes](std::string_view, std::string_view value) -> std::string {
+         int64_t parsed = 0;
+         auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+         if (error != std::errc() || end != value.data() + value.size() || parsed < 1)
+           return fmt::format("`--num-processes` takes a positive whole number, not `{}`", value);
+         processes = parsed;
+         return "";
+       },
+       .needs = "a number"},
+      {.names = {"--optimizer"}, .value_name = "<name>",
+       .help = "sgd, sgd-momentum, adam or adamw: the job's optimizer\n(a config names none: adamw)",
+       .apply = cli::StoreText(optimizer), .needs = "an optimizer"},
+      {.names = {"--format"}, .value_name = "text|json", .help = "the report's format",
+       .apply = cli::StoreText(format), .needs = "text or json"},
+      {.names = {"-h", "--help"}, .help = "print this help", .apply = cli::SetFlag(help), .exits = true},
+  };
+  const std::string usage =
+      R"(usage: accelrun estimate-memory --training <spec | plan.json | config.yaml | ds_config.json> [<checkpoint>]
+
+What each rank of a training job holds: parameters, gradients and optimizer state by ZeRO
+stage, world size, optimizer and offload; the units stage 3 gathers; the activations of one
+micro-batch for the built-in models. The model is the spec's built-in one, or the checkpoint's
+tensors (a TorchScript model, or any config: a config file names no model).
+
+options:
+)" + cli::FormatOptions(table, kHelpColumn);
+  std::string error = cli::Parse(args, table, [&](const std::string& arg) -> std::string {
+    if (!checkpoint.empty()) return fmt::format("one checkpoint, not both `{}` and `{}`", checkpoint, arg);
+    checkpoint = arg;
+    return "";
+  });
+  if (help) {
+    fmt::print("{}", usage);
+    return 0;
+  }
+  if (error.empty() && format != "text" && format != "json") error = "`--format` takes text or json";
+  // Optimizer state tensors per parameter, by the optimizer's name.
+  const std::map<std::string, int64_t> kStateTensors = {{"sgd", 0}, {"sgd-momentum", 1}, {"adam", 2}, {"adamw", 2}};
+  if (error.empty() && !optimizer.empty() && kStateTensors.count(optimizer) == 0)
+    error = fmt::format("`--optimizer` takes sgd, sgd-momentum, adam or adamw, not `{}`", optimizer);
+  if (error.empty() && training.empty()) error = "missing `--training <file>`, the job to estimate";
+  if (!error.empty()) {
+    fmt::print(stderr, "accelrun: error: {}\n\n{}", error, usage);
+    return kExitUsage;
+  }
+  bool from_config = false;
+  std::optional<plan::Plan> plan = PlanOf(training, processes.value_or(1), from_config);
+  if (!plan) return kExitUsage;
+  std::optional<memory::ModelBlocks> blocks;
+  if (!checkpoint.empty()) {
+    llvm::Expected<memory::CheckpointHeaders> headers = memory::ReadCheckpointHeaders(checkpoint);
+    if (!headers) {
+      fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(headers.takeError()));
+      return kExitUsage;
+    }
+    blocks = memory::BlocksOfTensors(headers->tensors);
+  } else if (from_config) {
+    fmt::print(stderr, "accelrun: error: `{}` is a config file, which names no model: give the model's checkpoint "
+                       "too (`accelrun estimate-memory <checkpoint> --training {}`)\n",
+               training, training);
+    return kExitUsage;
+  }
+  llvm::Expected<memory::TrainingSetup> setup = memory::SetupOfPlan(*plan, blocks);
+  if (!setup) {
+    fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(setup.takeError()));
+    return kExitUsage;
+  }
+  // A config names no optimizer (a DeepSpeed JSON may); AdamW is the common one.
+  if (!optimizer.empty()) setup->state_tensors = kStateTensors.at(optimizer);
+  else if (from_config) setup->state_tensors = 2;
+  memory::RankMemory rank = memory::EstimateTrainingMemory(*setup);
+  if (format == "json") {
+    llvm::json::Object out{{"job", plan->job},
+                           {"parameters", setup->model.total()},
+                           {"units", static_cast<int64_t>(setup->model.elements.size())},
+                           {"ranks_sharding", setup->world_size},
+                           {"stage", setup->stage},
+                           {"micro_batch", setup->micro_batch},
+                           {"per_rank",
+                            llvm::json::Object{{"parameters", rank.parameters},
+                                               {"gradients", rank.gradients},
+                                               {"optimizer", rank.optimizer},
+                                               {"gathered", rank.gathered},
+                                               {"activations", rank.activations_known
+                                                                   ? llvm::json::Value(rank.activations)
+                                                                   : llvm::json::Value(nullptr)},
+                                               {"host_parameters", rank.host_parameters},
+                                               {"host_optimizer", rank.host_optimizer},
+                                               {"model_states", rank.model_states()},
+                                               {"device_peak", rank.device_peak()}}}};
+    fmt::print("{}\n", llvm::formatv("{0:2}", llvm::json::Value(std::move(out))).str());
+  } else {
+    fmt::print("{}", memory::RenderTrainingEstimate(*setup, rank, plan->job));
+  }
+  return 0;
+}
+
+}  // namespace accel::tools
