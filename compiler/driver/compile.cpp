@@ -406,6 +406,13 @@ Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sem
 Compilation CompileText(const std::string& name, std::string text, const Stdlib& stdlib,
                         const sema::Environment& environment, const CompileOptions& options) {
   Compilation compilation;
+  // The same limit as a file's (an editor's document, standard input): the parse tree costs
+  // many times the text, and nothing larger is read.
+  if (text.size() > kMaxSourceBytes) {
+    compilation.diagnostics.Emit(diag::Kind::FileTooLarge, nullptr, {}, name, text.size(), kMaxSourceBytes >> 20);
+    compilation.source = std::make_unique<source::SourceFile>(name, "");
+    return compilation;
+  }
   compilation.source = std::make_unique<source::SourceFile>(name, std::move(text));
   RunPhases(compilation, stdlib, environment, options);
   Finish(compilation);

@@ -7,6 +7,7 @@
 #include "compiler/lsp/features.h"
 #include "compiler/lsp/protocol.h"
 #include "compiler/lsp/uri.h"
+#include "compiler/plan/plan.h"
 
 namespace accel::lsp {
 namespace {
@@ -90,6 +91,12 @@ void Server::HandleBadFrame(const std::string& problem) {
 }
 
 void Server::HandleMessage(std::string_view body) {
+  // llvm::json parses and frees recursively: a body nested 50,000 deep would overflow the stack.
+  if (plan::JsonNestsDeeperThan(body, plan::kMaxJsonDepth)) {
+    ReplyError(nullptr, ErrorCode::kParseError,
+               fmt::format("the message nests objects and arrays deeper than {} levels", plan::kMaxJsonDepth));
+    return;
+  }
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(llvm::StringRef(body.data(), body.size()));
   if (!parsed) {
     ReplyError(nullptr, ErrorCode::kParseError, "invalid JSON: " + llvm::toString(parsed.takeError()));

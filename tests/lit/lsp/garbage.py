@@ -45,6 +45,9 @@ cases = [
     (b"Content-Type: text/plain\r\n\r\n", -32600, "no Content-Length"),
     (b"Content-Length: twelve\r\n\r\n", -32600, "non-numeric Content-Length"),
     (b"X" * 20000 + b"\r\n\r\n", -32600, "20 KB header"),
+    # Parsed and freed recursively, this nesting overflowed the stack.
+    (raw(b"{\"jsonrpc\": \"2.0\", \"id\": 13, \"method\": \"x\", \"params\": " + b"[" * 50000 + b"]" * 50000 + b"}"),
+     -32700, "body nested 50,000 deep"),
     (frame({"jsonrpc": "2.0", "id": 10, "method": "no/such/method"}), -32601, "unknown method"),
     (frame({"jsonrpc": "2.0", "id": 11, "method": "textDocument/hover", "params": {"textDocument": 3}}), -32602,
      "wrong params"),
@@ -59,6 +62,15 @@ for data, code, what in cases:
     # Still serving: the next request gets its own answer.
     not_open = client.request("textDocument/documentSymbol", {"textDocument": {"uri": "file:///none.accel"}})
     assert not_open["error"]["message"] == "`file:///none.accel` is not open", not_open
+# A document over the 16 MiB a spec file may have is one diagnostic, not a parse of it.
+big = "job j {\n// " + "x" * (17 << 20) + "\n}\n"
+client.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///big.accel", "languageId": "accel",
+                                                        "version": 1, "text": big}})
+published = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+diagnostics = published["params"]["diagnostics"]
+assert [d["code"] for d in diagnostics] == ["A1008"], diagnostics
+assert "spec files are limited to 16 MiB" in diagnostics[0]["message"], diagnostics
+print("17 MiB document: A1008 alone")
 # Notifications that are unknown or malformed are dropped without an answer; the next request
 # is the next answer.
 client.notify("no/such/notification", {"x": 1})
