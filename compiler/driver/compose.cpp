@@ -13,12 +13,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The most files a chain of imports may pass through: far beyond any real layering of specs.
+constexpr size_t kMaxImportDepth = 64;
+
 class Composer {
  public:
   Composer(ComposedSpec& out, diag::DiagnosticEngine& diagnostics) : out_(out), diagnostics_(diagnostics) {}
 
   void Run(const ast::File& spec, const std::vector<std::string>& overrides) {
-    Load(spec, {});
+    std::vector<std::string> stack;
+    Load(spec, stack);
     if (spec.jobs.empty()) return;
     std::vector<const ast::JobDecl*> chain;  // the spec's job, its base, its base's base...
     std::vector<const ast::File*> chain_files;
@@ -59,8 +63,9 @@ class Composer {
 
  private:
   // Makes `file`'s lets and its imports' lets visible in it, loading the imports first.
-  // `stack` holds the files being loaded, to report a cycle.
-  void Load(const ast::File& file, std::vector<std::string> stack) {
+  // `stack` holds the files being loaded, to report a cycle or a chain too deep; it is shared
+  // down the chain, so a chain costs memory in proportion to its length.
+  void Load(const ast::File& file, std::vector<std::string>& stack) {
     std::string here = Canonical(file.source->name());
     stack.push_back(here);
     for (const ast::LetDecl& let : file.lets) {
@@ -75,10 +80,10 @@ class Composer {
         out_.composition.lets.push_back({prefix + let.name.text, &let, imported->source, file.source});
       }
     }
+    stack.pop_back();
   }
 
-  const ast::File* Import(const ast::File& from, const ast::ImportDecl& import,
-                          const std::vector<std::string>& stack) {
+  const ast::File* Import(const ast::File& from, const ast::ImportDecl& import, std::vector<std::string>& stack) {
     fs::path base =
         from.source->name() == "<stdin>" ? fs::current_path() : fs::path(from.source->name()).parent_path();
     std::string path = (base / import.path).lexically_normal().string();
@@ -91,6 +96,22 @@ class Composer {
       return nullptr;
     }
     if (auto it = loaded_.find(canonical); it != loaded_.end()) return it->second;
+    // Each file of the chain is a level of recursion: 15,000 of them overflowed the stack.
+    if (stack.size() >= kMaxImportDepth) {
+      std::string chain;
+      for (size_t i = 0; i < stack.size(); ++i) {
+        if (i == 2 && stack.size() > 5) {
+          chain += fmt::format("... ({} more) -> ", stack.size() - 4);
+          i = stack.size() - 2;
+        }
+        chain += Display(stack[i]) + " -> ";
+      }
+      diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,
+                        fmt::format("imports nest deeper than {} files ({}{}); import the files you need from "
+                                    "fewer levels",
+                                    kMaxImportDepth, chain, Display(canonical)));
+      return nullptr;
+    }
     // Only specs: a syntax error in `/etc/passwd` would quote its lines into a CI log.
     if (fs::path(canonical).extension() != ".accel") {
       diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,
