@@ -6,10 +6,13 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "compiler/config/json_tree.h"
@@ -28,6 +31,49 @@ constexpr const char* kFlatten = "flatten it: no Accelerate or DeepSpeed config 
 // used, so a few lines of nested aliases ("billion laughs") name billions of values. The
 // largest published configs have a few hundred.
 constexpr int64_t kMaxValues = 100'000;
+
+// Where the text names more than kMaxValues values, counted from yaml-cpp's events (no node
+// tree is built, and counting stops there): yaml-cpp's tree costs ~380 bytes a value, and a
+// flat 14 MB list took 4.3 GB before the reader's own count saw it. Aliases count once here;
+// the reader counts them at every use.
+std::optional<YAML::Mark> PastValueBudget(const std::string& text) {
+  struct Counter final : YAML::EventHandler {
+    struct Over {
+      YAML::Mark mark;
+    };
+    void Count(const YAML::Mark& mark) {
+      if (++values > kMaxValues) throw Over{mark};
+    }
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+    void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+    void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+      Count(mark);
+    }
+    void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+      Count(mark);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+      Count(mark);
+    }
+    void OnMapEnd() override {}
+    int64_t values = 0;
+  };
+  std::istringstream stream(text);
+  Counter counter;
+  try {
+    YAML::Parser parser(stream);
+    while (parser.HandleNextDocument(counter)) {
+    }
+  } catch (const Counter::Over& over) {
+    return over.mark;
+  } catch (const YAML::Exception&) {
+    // A syntax error: YAML::Load reports it, with its position.
+  }
+  return std::nullopt;
+}
 
 bool EndsWith(const std::string& text, std::string_view suffix) {
   return text.size() >= suffix.size() &&
@@ -56,6 +102,11 @@ class Reader {
     }
     // yaml-cpp's node tree costs ~380 bytes a value: 77 MB for a file of 100,000 keys.
     if (parser_ == YamlParser::kOwnReaders && json_) return ReadJson(std::move(config));
+    if (std::optional<YAML::Mark> past = PastValueBudget(source_.text())) {
+      diagnostics_.Emit(diag::Kind::TooManyValues, &source_, At(*past),
+                        fmt::format("holds more than {} values", kMaxValues));
+      return config;
+    }
     YAML::Node root;
     try {
       root = YAML::Load(source_.text());
@@ -280,7 +331,10 @@ class Reader {
     if (++values_ > kMaxValues) {
       // Once: everything past the budget is dropped unread.
       if (values_ == kMaxValues + 1)
-        diagnostics_.Emit(diag::Kind::TooManyValues, &source_, At(node.Mark()), kMaxValues);
+        diagnostics_.Emit(diag::Kind::TooManyValues, &source_, At(node.Mark()),
+                          fmt::format("expands to more than {} values (each YAML alias copies what its anchor "
+                                      "names)",
+                                      kMaxValues));
       expr->kind = ast::ExprKind::None;
       return expr;
     }

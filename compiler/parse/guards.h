@@ -1,6 +1,7 @@
 #ifndef ACCEL_COMPILER_PARSE_GUARDS_H_
 #define ACCEL_COMPILER_PARSE_GUARDS_H_
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -11,6 +12,10 @@ namespace accel::parse {
 // The deepest nesting of brackets, prefix operators or expressions a file may have. Deeper
 // input is rejected with A1006 before any recursive walk sees it.
 inline constexpr int kMaxNesting = 256;
+
+// The most tokens a file may have (A1011). Real specs have a few thousand; at this bound the
+// parser holds about 100 MiB.
+inline constexpr size_t kMaxTokens = 200'000;
 
 // Byte offset of the first byte that is not part of valid UTF-8 (overlong forms, surrogates
 // and code points above U+10FFFF are invalid too), or empty when `text` is valid.
