@@ -21,6 +21,7 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/data/array_files.h"
 #include "runtime/support/error.h"
+#include "runtime/support/progress.h"
 #include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::data {
@@ -266,6 +267,8 @@ llvm::Expected<Dataset> LoadCsv(const std::string& path, const std::vector<std::
   std::vector<int64_t> labels;
   int64_t rows = 0;
   while (next_line(&line)) {
+    // A large file takes longer to read than the collective timeout: say the rank is at work.
+    if (line_number % 4096 == 0) progress::StillWorking();
     // Blank lines (a trailing one above all) carry no sample.
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     std::vector<Cell> cells = SplitCells(line);

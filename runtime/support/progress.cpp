@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -53,5 +54,14 @@ void Working(std::string_view what) {
 void Waiting(std::string_view what) { Send(kWaitingTag, what); }
 
 void Resumed() { Send(kWorkingTag, CurrentWork()); }
+
+void StillWorking() {
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point last_said{};
+  const Clock::time_point now = Clock::now();
+  if (now - last_said < std::chrono::seconds(1)) return;
+  last_said = now;
+  Send(kWorkingTag, CurrentWork());
+}
 
 }  // namespace accel::rt::progress

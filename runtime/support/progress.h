@@ -25,6 +25,11 @@ void Waiting(std::string_view what);
 // The wait is over: this rank is back at the work it last named with Working.
 void Resumed();
 
+// Called from inside long work of this rank's own (a dataset loader's loop): says the work last
+// named again, at most once a second, so that the watchdog sees a rank at work rather than a
+// silent one. Work that never calls it (a spinning library) still falls silent.
+void StillWorking();
+
 }  // namespace accel::rt::progress
 
 #endif  // ACCEL_RUNTIME_SUPPORT_PROGRESS_H_
