@@ -7,6 +7,8 @@
 #   FUZZ_TARGET=safetensors_fuzzer scripts/fuzz.sh   # the safetensors reader
 #   FUZZ_TARGET=lsp_fuzzer scripts/fuzz.sh   # accelc lsp: its transport and its features
 #   FUZZ_TARGET=torch_pickle_fuzzer scripts/fuzz.sh   # the torch.save reader of import-state
+#   FUZZ_TARGET=plan_fuzzer scripts/fuzz.sh   # the plan reader every worker starts with
+#   FUZZ_TARGET=manifest_fuzzer scripts/fuzz.sh   # the checkpoint manifest
 # Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +31,10 @@ elif [[ "$target" == lsp_fuzzer ]]; then
   seeds="$root/tests/fuzz/lsp-corpus" dict="$root/tests/fuzz/accel.dict"
 elif [[ "$target" == safetensors_fuzzer ]]; then
   seeds="$root/tests/fuzz/safetensors-corpus" dict="$root/tests/fuzz/safetensors.dict"
+elif [[ "$target" == plan_fuzzer ]]; then
+  seeds="$root/tests/fuzz/plan-corpus" dict="$root/tests/fuzz/config.dict"
+elif [[ "$target" == manifest_fuzzer ]]; then
+  seeds="$root/tests/fuzz/manifest-corpus" dict="$root/tests/fuzz/config.dict"
 elif [[ "$target" == torch_pickle_fuzzer ]]; then
   seeds="$root/tests/fuzz/torch-pickle-corpus" dict="$root/tests/fuzz/torch_pickle.dict"
 else

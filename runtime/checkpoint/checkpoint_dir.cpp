@@ -17,6 +17,7 @@
 #include "runtime/checkpoint/parallel.h"
 #include "runtime/checkpoint/sha256.h"
 #include "runtime/support/error.h"
+#include "runtime/support/progress.h"
 
 namespace accel::rt::checkpoint {
 namespace {
@@ -140,6 +141,8 @@ llvm::Expected<VerifiedCheckpoint> VerifyCheckpointDirectory(const std::string& 
       pieces.size(),
       [&](size_t k) {
         if (failed) return;  // the checkpoint is rejected already
+        // Verifying a large checkpoint takes longer than the collective timeout: say so.
+        progress::StillWorking();
         const Piece& piece = pieces[k];
         const ManifestEntry& entry = manifest->files[piece.file];
         if (reading[piece.file] == nullptr) {

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <limits>
 #include <cstdlib>
 #include <string>
 
@@ -56,11 +58,14 @@ void Waiting(std::string_view what) { Send(kWaitingTag, what); }
 void Resumed() { Send(kWorkingTag, CurrentWork()); }
 
 void StillWorking() {
-  using Clock = std::chrono::steady_clock;
-  static Clock::time_point last_said{};
-  const Clock::time_point now = Clock::now();
-  if (now - last_said < std::chrono::seconds(1)) return;
-  last_said = now;
+  // Called from a loader's threads too (checkpoint verification runs on every core): one of
+  // them wins each second. The work's name is set on the main thread, which waits for them.
+  static std::atomic<int64_t> last_said{std::numeric_limits<int64_t>::min() / 2};
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_said.load(std::memory_order_relaxed);
+  if (now - last < 1000 || !last_said.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
   Send(kWorkingTag, CurrentWork());
 }
 
