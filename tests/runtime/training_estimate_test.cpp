@@ -102,6 +102,30 @@ INSTANTIATE_TEST_SUITE_P(Engines, TrainingEstimateAgainstEngines,
                                            Case{3, 4, "sgd"}),
                          Name);
 
+// The formulas, by hand, on units that do not divide by the ranks: each rank's shard of a unit
+// is padded to ceil(unit / N) elements, as the engine pads it.
+TEST(TrainingEstimate, ShardsArePaddedPerUnit) {
+  rt::memory::TrainingSetup setup;
+  setup.model.elements = {5, 7};  // 12 parameters, 48 bytes whole
+  setup.world_size = 4;           // shards of 2 + 2 elements: 16 bytes
+  setup.state_tensors = 2;
+  setup.stage = 3;
+  rt::memory::RankMemory memory = rt::memory::EstimateTrainingMemory(setup);
+  EXPECT_EQ(memory.parameters, 16);
+  EXPECT_EQ(memory.gradients, 16);
+  EXPECT_EQ(memory.optimizer, 32);
+  EXPECT_EQ(memory.gathered, 48);  // both units, whole
+  setup.stage = 1;
+  memory = rt::memory::EstimateTrainingMemory(setup);
+  EXPECT_EQ(memory.parameters, 48 + 16);
+  EXPECT_EQ(memory.gradients, 48 + 16);
+  EXPECT_EQ(memory.optimizer, 32);
+  setup.offload_optimizer = true;
+  memory = rt::memory::EstimateTrainingMemory(setup);
+  EXPECT_EQ(memory.optimizer, 0);
+  EXPECT_EQ(memory.host_optimizer, 32);
+}
+
 // The transformer's units: the estimate counts every parameter the built model has.
 TEST(TrainingEstimate, BuiltInBlocksCountEveryParameter) {
   for (plan::Model spec : {plan::Model{plan::MLP{64, {256, 32}, 8}},

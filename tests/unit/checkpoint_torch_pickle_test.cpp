@@ -37,7 +37,7 @@ TEST(TorchPickle, WhatItWritesReadsBackTheSame) {
   pk::Ref value = pk::Dict({
       {pk::String("ints"), pk::List({pk::Int(0), pk::Int(255), pk::Int(256), pk::Int(65536), pk::Int(-1),
                                      pk::Int(std::numeric_limits<int32_t>::min()), pk::Int(int64_t{1} << 40),
-                                     pk::Int(std::numeric_limits<int64_t>::min())})},
+                                     pk::Int(-(int64_t{1} << 40)), pk::Int(std::numeric_limits<int64_t>::min())})},
       {pk::String("misc"), pk::Tuple({pk::Float(-0.125), pk::None(), pk::Bool(true), pk::String("é")})},
       {pk::Int(7), pk::Bytes(every_byte)},
       {pk::String("tensor"), pk::Tensor({"0", "F32", 6, 0, {2, 3}, {3, 1}})},
@@ -53,7 +53,7 @@ TEST(TorchPickle, WhatItWritesReadsBackTheSame) {
   std::vector<int64_t> got;
   for (const pk::Ref& item : ints->items) got.push_back(item->integer);
   EXPECT_EQ(got, (std::vector<int64_t>{0, 255, 256, 65536, -1, std::numeric_limits<int32_t>::min(),
-                                       int64_t{1} << 40, std::numeric_limits<int64_t>::min()}));
+                                       int64_t{1} << 40, -(int64_t{1} << 40), std::numeric_limits<int64_t>::min()}));
   const pk::Object& misc = *root.Find("misc");
   ASSERT_EQ(misc.kind, Kind::kTuple);
   EXPECT_EQ(misc.items[0]->number, -0.125);
