@@ -1,6 +1,7 @@
 #ifndef ACCEL_RUNTIME_LAUNCH_ASYNC_PRINTER_H_
 #define ACCEL_RUNTIME_LAUNCH_ASYNC_PRINTER_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -17,8 +18,12 @@ namespace accel::rt::launch {
 // Writes the launcher's output on a thread of its own. When nobody reads the launcher's stdout
 // (a stalled pipe, a paused terminal), the write blocks that thread only: the supervision loop
 // keeps reading the workers' pipes, so a worker never blocks writing a line, and the watchdog
-// keeps watching. Lines wait in memory up to `max_queued_bytes`; beyond that they are dropped,
-// and a note on stderr says how many once the reader is back.
+// keeps watching. Lines wait in memory up to `max_queued_bytes`, their bookkeeping counted (a
+// line of the same stream joins the one queued before it). A full queue whose sink is still
+// writing makes Print wait for room: a reader slower than the workers slows them down and
+// loses nothing. Only once one write has been stuck for kStuck is the sink taken for one
+// nobody reads: lines are dropped, and a note on stderr says how many once it is back, once
+// per such episode.
 class AsyncPrinter {
  public:
   AsyncPrinter(WorkerOutput::Printer sink, size_t max_queued_bytes);
@@ -31,6 +36,9 @@ class AsyncPrinter {
   // Waits until everything queued so far has been written (the launcher's own last words
   // must come after its workers' lines).
   void Flush();
+  // How long one write may take before the sink counts as one nobody reads.
+  static constexpr std::chrono::milliseconds kStuck{200};
+
   // Print, as a WorkerOutput::Printer.
   WorkerOutput::Printer AsPrinter() {
     return [this](OutputStream stream, std::string_view text) { Print(stream, text); };
@@ -44,10 +52,12 @@ class AsyncPrinter {
   std::mutex mutex_;
   std::condition_variable wake_;     // something to write, or stop
   std::condition_variable drained_;  // the queue emptied and the sink returned
+  std::condition_variable room_;     // a write returned
   std::deque<std::pair<OutputStream, std::string>> queue_;
-  size_t queued_bytes_ = 0;
+  size_t queued_bytes_ = 0;  // the strings' capacity, and each entry's bookkeeping
   size_t dropped_lines_ = 0;
   bool writing_ = false;
+  std::chrono::steady_clock::time_point write_started_;
   bool stop_ = false;
   std::thread thread_;
 };
