@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <regex>
 #include <string>
@@ -182,6 +184,35 @@ TEST(MetricsHistory, PartialLastLineOfAKilledRunIsDropped) {
   ASSERT_TRUE(static_cast<bool>(history)) << llvm::toString(history.takeError());
   EXPECT_TRUE(history->dropped_partial_last_line);
   EXPECT_EQ(history->Find("loss")->points.size(), 1u);
+}
+
+// The file is read line by line (a run's file can hold millions of records): what it gives is
+// what the same text parsed whole gives, resumes, replaced steps and a cut-short last line too.
+TEST(MetricsHistory, ReadingTheFileGivesWhatParsingItsTextGives) {
+  const std::string text =
+      "{\"step\":1,\"loss\":2}\n{\"step\":2,\"loss\":1.5,\"lr\":0.1}\n{\"step\":3,\"loss\":1}\n"
+      "{\"step\":2,\"event\":\"resume\",\"checkpoint\":\"c\"}\n{\"step\":3,\"loss\":0.9}\n"
+      "{\"step\":3,\"lr\":0.05}\n{\"step\":2,\"loss\":7}\n{\"step\":4,\"lo";
+  const std::string path = (std::filesystem::temp_directory_path() / "accel_metrics_history_test.jsonl").string();
+  std::ofstream(path, std::ios::binary) << text;
+  llvm::Expected<MetricsHistory> parsed = ParseMetricsHistory(text, path);
+  llvm::Expected<MetricsHistory> read = ReadMetricsHistory(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  ASSERT_TRUE(static_cast<bool>(read)) << llvm::toString(read.takeError());
+  EXPECT_TRUE(read->dropped_partial_last_line);
+  EXPECT_EQ(read->records, parsed->records);
+  ASSERT_EQ(read->resumes.size(), 2u);
+  EXPECT_EQ(read->resumes[0].checkpoint, "c");
+  EXPECT_EQ(read->resumes[1].step, 1);
+  ASSERT_EQ(read->series.size(), parsed->series.size());
+  for (size_t i = 0; i < read->series.size(); ++i) {
+    EXPECT_EQ(read->series[i].name, parsed->series[i].name);
+    EXPECT_EQ(read->series[i].points, parsed->series[i].points) << read->series[i].name;
+  }
+  // After the second resume (at step 1) only step 2's loss of 7 is left.
+  ASSERT_NE(read->Find("loss"), nullptr);
+  EXPECT_EQ(read->Find("loss")->points, (std::vector<std::pair<int64_t, double>>{{1, 2}, {2, 7}}));
 }
 
 TEST(MetricsHistory, IgnoresBlankLinesAndFieldsThatAreNotNumbers) {
