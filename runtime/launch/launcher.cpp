@@ -292,6 +292,7 @@ LaunchResult Supervisor::Run() {
       result.message = fmt::format("interrupted; stopped {} worker{}", count, count == 1 ? "" : "s");
       return result;
     }
+    progress_.Tick(Clock::now());
     Pump(std::chrono::milliseconds(50));
     while (std::optional<ExitStatus> exit = spawner_.WaitAny(std::chrono::milliseconds(0))) {
       int rank = Reaped(*exit);

@@ -39,6 +39,15 @@ std::optional<ProgressMonitor::Silence> ProgressMonitor::Of(int rank, Clock::tim
   return SilenceOf(rank, it->second, now);
 }
 
+void ProgressMonitor::Tick(Clock::time_point now) {
+  constexpr Clock::duration kLongestTurn = std::chrono::seconds(1);
+  if (last_tick_ && now - *last_tick_ > kLongestTurn) {
+    const Clock::duration missed = now - *last_tick_;
+    for (auto& [rank, state] : ranks_) state.last_word += missed;
+  }
+  last_tick_ = now;
+}
+
 std::optional<ProgressMonitor::Silence> ProgressMonitor::Stalled(Clock::time_point now, Clock::duration limit,
                                                                  Clock::duration first_word_limit) const {
   std::optional<Silence> blamed;

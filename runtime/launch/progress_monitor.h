@@ -28,6 +28,11 @@ class ProgressMonitor {
   // What `rank` last said and how long ago; empty for a rank that is not running.
   std::optional<Silence> Of(int rank, Clock::time_point now) const;
 
+  // Called on every turn of the launcher's loop (about every 50 ms). A turn that comes more
+  // than a second after the last one means the launcher itself did not run (stopped with
+  // SIGSTOP, starved): that time is not the ranks' silence, so their clocks skip it too.
+  void Tick(Clock::time_point now);
+
   void Started(int rank, Clock::time_point now);
   // Bytes from `rank`'s progress pipe; complete lines update it.
   void Add(int rank, std::string_view bytes, Clock::time_point now);
@@ -59,6 +64,7 @@ class ProgressMonitor {
   Silence SilenceOf(int rank, const State& state, Clock::time_point now) const;
 
   std::map<int, State> ranks_;  // running ranks only
+  std::optional<Clock::time_point> last_tick_;
 };
 
 }  // namespace accel::rt::launch

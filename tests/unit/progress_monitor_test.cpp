@@ -48,6 +48,28 @@ TEST(ProgressMonitor, TheRankWorkingAloneIsBlamedBeforeTheRanksWaitingForIt) {
   EXPECT_EQ(monitor.Stalled(t0 + seconds(8), seconds(5), seconds(60))->rank, 0);
 }
 
+// A launcher stopped (SIGSTOP) for longer than the timeout and then continued killed a healthy
+// job, blaming a rank that had waited in a collective for a moment: the time the launcher did
+// not run is not the ranks' silence.
+TEST(ProgressMonitor, TimeTheLauncherDidNotRunIsNoRanksSilence) {
+  ProgressMonitor monitor;
+  Clock::time_point t0 = Clock::now();
+  monitor.Started(0, t0);
+  monitor.Tick(t0);
+  monitor.Add(0, "W all_reduce\n", t0 + std::chrono::milliseconds(40));
+  monitor.Tick(t0 + std::chrono::milliseconds(50));
+  // The launcher's next turn comes 70 s later.
+  const Clock::time_point later = t0 + seconds(70) + std::chrono::milliseconds(50);
+  monitor.Tick(later);
+  EXPECT_FALSE(monitor.Stalled(later, seconds(60), seconds(60)).has_value());
+  EXPECT_LT(monitor.Of(0, later)->silent_for, seconds(1));
+  // Silence while the launcher runs still counts.
+  Clock::time_point t = later;
+  for (int turn = 0; turn < 1300; ++turn) monitor.Tick(t += std::chrono::milliseconds(50));
+  ASSERT_TRUE(monitor.Stalled(t, seconds(60), seconds(60)).has_value());
+  EXPECT_EQ(monitor.Stalled(t, seconds(60), seconds(60))->rank, 0);
+}
+
 TEST(ProgressMonitor, StartingGetsItsOwnLimit) {
   ProgressMonitor monitor;
   Clock::time_point t0 = Clock::now();
