@@ -418,4 +418,12 @@ void AppendJsonString(std::string& out, std::string_view text, bool ascii_only) 
   out += '"';
 }
 
+std::string PrettyJson(const llvm::json::Value& value) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  stream << llvm::formatv("{0:2}", value) << "\n";
+  stream.flush();
+  return text;
+}
+
 }  // namespace accel::rt::checkpoint

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 // A strict JSON reader for the files a checkpoint is made of (safetensors headers, shard
 // indexes, manifests). llvm::json is not used for them because it keeps the last of two
@@ -49,6 +50,10 @@ void AppendJsonString(std::string& out, std::string_view text, bool ascii_only =
 
 // Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
 bool IsValidUtf8(std::string_view text);
+
+// The text of a checkpoint's small JSON files (trainer_state.json, optimizer.json, ...):
+// indented by 2, keys sorted as llvm::json sorts them, a newline at the end.
+std::string PrettyJson(const llvm::json::Value& value);
 
 }  // namespace accel::rt::checkpoint
 

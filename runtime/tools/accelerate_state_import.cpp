@@ -9,6 +9,7 @@
 
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
+#include "runtime/checkpoint/json.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/torch_zip.h"
 #include "runtime/tools/accelerate_state.h"
@@ -30,14 +31,6 @@ constexpr int64_t kStateVersion = 1;
 // What the largest counter read from a pickle may be: a step beyond any run, far below 2^53.
 constexpr double kMaxCount = 1e15;
 
-std::string Pretty(const json::Value& value) {
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  stream << llvm::formatv("{0:2}", value) << "\n";
-  stream.flush();
-  return text;
-}
-
 // Everything the checkpoint's files point into: mapped inputs and the text written here.
 struct Written {
   std::vector<ckpt::CheckpointFile> files;
@@ -46,7 +39,7 @@ struct Written {
   std::vector<ckpt::SafetensorsFile> safetensors;
 
   void AddJson(std::string name, const json::Value& value) {
-    text.push_back(Pretty(value));
+    text.push_back(ckpt::PrettyJson(value));
     files.push_back({std::move(name), {text.back()}});
   }
   llvm::Error AddSafetensors(std::string name, const std::vector<ckpt::TensorRef>& tensors,

@@ -18,6 +18,7 @@
 #include "compiler/plan/plan.h"
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/dtype.h"
+#include "runtime/checkpoint/json.h"
 #include "runtime/checkpoint/parallel.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/sharded_reader.h"
@@ -57,14 +58,6 @@ std::vector<std::pair<std::string, at::Tensor>> ModelState(const Trainer& traine
 }
 
 namespace {
-
-std::string Pretty(const json::Value& value) {
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  stream << llvm::formatv("{0:2}", value) << "\n";
-  stream.flush();
-  return text;
-}
 
 // Reads JSON file `name` of the checkpoint as an object.
 llvm::Expected<json::Object> ReadJson(const checkpoint::VerifiedCheckpoint& ckpt, const std::string& name) {
@@ -173,7 +166,7 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
     return llvm::Error::success();
   };
   auto add_json = [&](std::string name, const json::Value& value) {
-    out->text_.push_back(Pretty(value));
+    out->text_.push_back(checkpoint::PrettyJson(value));
     out->files_.push_back({std::move(name), {out->text_.back()}});
   };
 
