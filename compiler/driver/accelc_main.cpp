@@ -734,8 +734,9 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
       fmt::print(stderr, "accelc: error: `{}` is already a job spec\n", path);
       return kExitUsage;
     }
-    llvm::Expected<std::string> spec = accel::interop::ImportToAccel(
-        root, schema, accel::interop::JobNameFor(path), ImportedPathPlacer(options));
+    llvm::Expected<std::string> spec =
+        accel::interop::ImportToAccel(root, schema, accel::interop::JobNameFor(path), ImportedPathPlacer(options),
+                                      accel::driver::ReferencedDeepSpeed(compilation));
     if (!spec) {
       fmt::print(stderr, "accelc: error: {}: {}\n", path, llvm::toString(spec.takeError()));
       return kExitDiagnostics;

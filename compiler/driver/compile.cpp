@@ -127,16 +127,6 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   compilation.referenced.push_back(std::move(nested));
 }
 
-// The checked DeepSpeed JSON that CheckReferencedDeepSpeed read for the launch config, or null
-// (none named, not found, or with errors).
-const sema::Value* ReferencedDeepSpeed(const Compilation& compilation) {
-  for (const std::unique_ptr<Compilation>& referenced : compilation.referenced) {
-    if (referenced->spec && referenced->spec->root.type_name == "DeepSpeedConfig")
-      return &referenced->spec->root;
-  }
-  return nullptr;
-}
-
 // `model = TorchScript { path }` naming a file that is not there (relative to the spec's
 // directory), in `check` and `build` alike. A warning, not an error: a plan is often built
 // before the model is saved, or on another machine than the one that trains; accelrun stops
@@ -368,6 +358,14 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
 void Finish(Compilation& compilation) { compilation.diagnostics.SortByLocation(); }
 
 }  // namespace
+
+const sema::Value* ReferencedDeepSpeed(const Compilation& compilation) {
+  for (const std::unique_ptr<Compilation>& referenced : compilation.referenced) {
+    if (referenced->spec && referenced->spec->root.type_name == "DeepSpeedConfig")
+      return &referenced->spec->root;
+  }
+  return nullptr;
+}
 
 Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment,
                         const CompileOptions& options) {

@@ -68,6 +68,10 @@ struct CompileOptions {
   bool confine_references = false;
 };
 
+// The checked DeepSpeed JSON that the launch config of `compilation` names and that was read
+// with it, or null (none named, not found, or with errors).
+const sema::Value* ReferencedDeepSpeed(const Compilation& compilation);
+
 // Runs the whole pipeline on the spec at `path`: parse, check against `stdlib`, lower. Stops
 // after the first phase that reports an error, having reported everything that phase found.
 // A file of schema declarations without a job is checked against the stdlib instead.

@@ -199,18 +199,22 @@ class Renderer {
   std::optional<std::string> error_;
 };
 
-// The smallest complete workload: a config file describes none. `samples` grows with the
-// process count so one step's batches fit the data (JOB-002).
-std::string Workload(const sema::Value& cluster_config) {
-  constexpr int64_t kBatchSize = 32;  // SyntheticRegression's default batch_size
-  constexpr int64_t kSamples = 1024;  // and its default samples
+// The smallest complete workload: a config file describes none. Its loader draws the
+// micro-batch the DeepSpeed JSON fixes (`deepspeed`, the one the config names, or null), which
+// building holds it to (A4002); `samples` grows with the process count so one step's batches
+// fit the data (JOB-002).
+std::string Workload(const sema::Value& cluster_config, const sema::Value* deepspeed) {
+  constexpr int64_t kDefaultBatchSize = 32;  // SyntheticRegression's default batch_size
+  constexpr int64_t kSamples = 1024;         // and its default samples
+  const sema::Value* micro = deepspeed ? deepspeed->Field("train_micro_batch_size_per_gpu") : nullptr;
+  const bool fixed = micro != nullptr && micro->kind == sema::Value::Kind::Int && micro->int_value > 0;
+  const int64_t batch = fixed ? micro->int_value : kDefaultBatchSize;
   const sema::Value* processes = cluster_config.Field("num_processes");
-  std::string data = "SyntheticRegression { features = 16 }";
-  if (processes && processes->kind == sema::Value::Kind::Int &&
-      processes->int_value * kBatchSize > kSamples) {
-    data = fmt::format("SyntheticRegression {{ features = 16; samples = {} }}",
-                       processes->int_value * kBatchSize);
-  }
+  std::string settings = "features = 16";
+  if (fixed) settings += fmt::format("; batch_size = {}", batch);
+  if (processes && processes->kind == sema::Value::Kind::Int && processes->int_value * batch > kSamples)
+    settings += fmt::format("; samples = {}", processes->int_value * batch);
+  const std::string data = fmt::format("SyntheticRegression {{ {} }}", settings);
   return "  // No Accelerate config file describes the workload: the model, data and training loop\n"
          "  // below are the smallest complete ones. Replace them with yours.\n"
          "  model = MLP { inputs = 16 }\n"
@@ -223,7 +227,8 @@ std::string Workload(const sema::Value& cluster_config) {
 }  // namespace
 
 llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, const sema::Schema& schema,
-                                          const std::string& job_name, const PlacePath& place_path) {
+                                          const std::string& job_name, const PlacePath& place_path,
+                                          const sema::Value* deepspeed) {
   if (cluster_config.kind != sema::Value::Kind::Record || cluster_config.type_name != "ClusterConfig") {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "only a `ClusterConfig` (compute_environment LOCAL_MACHINE) becomes a "
@@ -251,7 +256,7 @@ llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, con
   if (!upgraded.empty())
     text += "// Legacy keys upgraded as Accelerate upgrades them when it loads the file:\n";
   for (const std::string& line : upgraded) text += "//   " + line + "\n";
-  text += "\njob " + job_name + " {\n  " + block + "\n\n" + Workload(cluster_config) + "}\n";
+  text += "\njob " + job_name + " {\n  " + block + "\n\n" + Workload(cluster_config, deepspeed) + "}\n";
   return text;
 }
 

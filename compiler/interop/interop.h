@@ -35,8 +35,11 @@ namespace accel::interop {
 // when `job_name` is not a name, or when a value has no `.accel` spelling (a string holding a
 // carriage return or another control character besides newline and tab, a non-finite float).
 using PlacePath = std::function<std::string(const std::string&)>;
+// `deepspeed`: the checked DeepSpeed JSON the config names, or null; the workload's loader
+// then draws its `train_micro_batch_size_per_gpu`, so that the spec builds.
 llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, const sema::Schema& schema,
-                                          const std::string& job_name, const PlacePath& place_path = {});
+                                          const std::string& job_name, const PlacePath& place_path = {},
+                                          const sema::Value* deepspeed = nullptr);
 
 // A job name for the spec imported from `path`: its file name without the extension, every
 // character that cannot be in a name replaced by `_` (`sp-alst.accelerate-config.yml` gives

@@ -54,22 +54,13 @@ std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bo
   if (compilation.plan) return std::move(compilation.plan);
   std::string spec;
   if (compilation.spec && compilation.root_record == "ClusterConfig") {
-    llvm::Expected<std::string> imported =
-        interop::ImportToAccel(compilation.spec->root, stdlib->schema(), "estimate", {});
+    llvm::Expected<std::string> imported = interop::ImportToAccel(compilation.spec->root, stdlib->schema(), "estimate",
+                                                                  {}, driver::ReferencedDeepSpeed(compilation));
     if (!imported) {
       fmt::print(stderr, "accelrun: error: {}: {}\n", input, llvm::toString(imported.takeError()));
       return std::nullopt;
     }
     spec = *imported;
-    // The stand-in loader must draw the micro-batch the config's DeepSpeed JSON fixes, as
-    // lowering holds it to (A4002).
-    for (const std::unique_ptr<driver::Compilation>& json : compilation.referenced) {
-      const sema::Value* micro = json->spec ? json->spec->root.Field("train_micro_batch_size_per_gpu") : nullptr;
-      const std::string stand_in = "data = SyntheticRegression { features = 16";
-      if (micro == nullptr || micro->kind != sema::Value::Kind::Int) continue;
-      if (size_t at = spec.find(stand_in); at != std::string::npos)
-        spec.insert(at + stand_in.size(), fmt::format("; batch_size = {}", micro->int_value));
-    }
   } else if (compilation.spec && compilation.root_record == "DeepSpeedConfig") {
     spec = fmt::format(
         "job estimate {{\n  compute {{\n    distributed_type = DEEPSPEED\n    num_processes = {}\n"
