@@ -160,32 +160,9 @@ class Renderer {
   // is written `$${`, so that `${HOME}` in a YAML string stays that text instead of becoming
   // the value of HOME (a secret, where a variable holds one) in the compiled plan.
   std::string String(const std::string& text) {
-    std::string out = "\"";
-    for (size_t i = 0; i < text.size(); ++i) {
-      char c = text[i];
-      if (c == '$' && i + 1 < text.size() && text[i + 1] == '{') out += '$';
-      switch (c) {
-        case '\\':
-          out += "\\\\";
-          break;
-        case '"':
-          out += "\\\"";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            return Fail(
-                fmt::format("a string holding the control character U+{:04X}", static_cast<unsigned>(c)));
-          }
-          out += c;
-      }
-    }
-    return out + "\"";
+    llvm::Expected<std::string> literal = AccelStringLiteral(text);
+    if (literal) return std::move(*literal);
+    return Fail(llvm::toString(literal.takeError()));
   }
 
   std::string Fail(const std::string& what) {
@@ -225,6 +202,36 @@ std::string Workload(const sema::Value& cluster_config, const sema::Value* deeps
 }
 
 }  // namespace
+
+llvm::Expected<std::string> AccelStringLiteral(std::string_view text) {
+  std::string out = "\"";
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '$' && i + 1 < text.size() && text[i + 1] == '{') out += '$';
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(), "%s",
+              fmt::format("a string holding the control character U+{:04X}", static_cast<unsigned>(c)).c_str());
+        }
+        out += c;
+    }
+  }
+  return out + "\"";
+}
 
 llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, const sema::Schema& schema,
                                           const std::string& job_name, const PlacePath& place_path,

@@ -41,6 +41,10 @@ llvm::Expected<std::string> ImportToAccel(const sema::Value& cluster_config, con
                                           const std::string& job_name, const PlacePath& place_path = {},
                                           const sema::Value* deepspeed = nullptr);
 
+// `text` as an `.accel` string literal, quoted and escaped, `${` written `$${` so that it stays
+// text. Fails on a control character besides newline and tab, which has no spelling.
+llvm::Expected<std::string> AccelStringLiteral(std::string_view text);
+
 // A job name for the spec imported from `path`: its file name without the extension, every
 // character that cannot be in a name replaced by `_` (`sp-alst.accelerate-config.yml` gives
 // `sp_alst_accelerate_config`), `_` in front of a leading digit, `_job` after a reserved word

@@ -62,11 +62,15 @@ std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bo
     }
     spec = *imported;
   } else if (compilation.spec && compilation.root_record == "DeepSpeedConfig") {
+    llvm::Expected<std::string> path = interop::AccelStringLiteral(fs::absolute(input).string());
+    if (!path) {
+      fmt::print(stderr, "accelrun: error: {}: {}\n", input, llvm::toString(path.takeError()));
+      return std::nullopt;
+    }
     spec = fmt::format(
         "job estimate {{\n  compute {{\n    distributed_type = DEEPSPEED\n    num_processes = {}\n"
-        "    deepspeed_config {{ hf_ds_config = \"{}\" }}\n  }}\n{}}}\n",
-        processes, fs::absolute(input).string(),
-        StandInWorkload(compilation.spec->root.Field("train_micro_batch_size_per_gpu")));
+        "    deepspeed_config {{ hf_ds_config = {} }}\n  }}\n{}}}\n",
+        processes, *path, StandInWorkload(compilation.spec->root.Field("train_micro_batch_size_per_gpu")));
   } else {
     PrintDiagnostics(compilation);
     if (!compilation.diagnostics.has_errors())
