@@ -32,17 +32,19 @@ constexpr const char* kFlatten = "flatten it: no Accelerate or DeepSpeed config 
 // largest published configs have a few hundred.
 constexpr int64_t kMaxValues = 100'000;
 
-// Where the text names more than kMaxValues values, counted from yaml-cpp's events (no node
-// tree is built, and counting stops there): yaml-cpp's tree costs ~380 bytes a value, and a
-// flat 14 MB list took 4.3 GB before the reader's own count saw it. Aliases count once here;
-// the reader counts them at every use.
+// Where the text holds more than 3 x kMaxValues keys, values and sections, counted from
+// yaml-cpp's events (no node tree is built, and counting stops there): yaml-cpp's tree costs
+// ~380 bytes a value, and a flat 14 MB list took 4.3 GB before the reader's own count of
+// values saw it. Aliases count once here; the reader counts them at every use.
 std::optional<YAML::Mark> PastValueBudget(const std::string& text) {
   struct Counter final : YAML::EventHandler {
     struct Over {
       YAML::Mark mark;
     };
+    // Keys are scalars too, and each section starts with an event: three events a value bound
+    // the file as the reader's count of values does.
     void Count(const YAML::Mark& mark) {
-      if (++values > kMaxValues) throw Over{mark};
+      if (++values > 3 * kMaxValues) throw Over{mark};
     }
     void OnDocumentStart(const YAML::Mark&) override {}
     void OnDocumentEnd() override {}
@@ -104,7 +106,7 @@ class Reader {
     if (parser_ == YamlParser::kOwnReaders && json_) return ReadJson(std::move(config));
     if (std::optional<YAML::Mark> past = PastValueBudget(source_.text())) {
       diagnostics_.Emit(diag::Kind::TooManyValues, &source_, At(*past),
-                        fmt::format("holds more than {} values", kMaxValues));
+                        fmt::format("holds more than {} keys, values and sections", 3 * kMaxValues));
       return config;
     }
     YAML::Node root;

@@ -40,8 +40,8 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "TB, KiB, MiB, GiB, TiB."},
       {"A1010", "A float literal overflows a double.\nFix: use a value below 1.8e308."},
       {"A1011",
-       "A config file holds or expands to more than 100,000 values, or a spec holds more than 200,000 "
-       "tokens. YAML aliases (`*name`) copy their anchor's subtree where they are used, so nested aliases "
+       "A config file expands to more than 100,000 values or holds more than 300,000 keys, values and "
+       "sections, or a spec holds more than 200,000 tokens. YAML aliases (`*name`) copy their anchor's subtree where they are used, so nested aliases "
        "multiply (the \"billion laughs\" file). Real configs have a few hundred values and real specs a "
        "few thousand tokens; reading past the limit would cost gigabytes.\nFix: write the values out, "
        "use fewer nested aliases, or keep large data in a dataset file the spec names."},

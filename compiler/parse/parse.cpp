@@ -531,10 +531,11 @@ bool CheckTokenCount(antlr4::ANTLRInputStream& input, const source::SourceFile& 
   size_t count = 0;
   for (std::unique_ptr<antlr4::Token> token = counter.nextToken(); token->getType() != antlr4::Token::EOF;
        token = counter.nextToken()) {
-    if (token->getChannel() != antlr4::Token::DEFAULT_CHANNEL || ++count <= kMaxTokens) continue;
+    // Comments count too: ANTLR's token stream keeps every one.
+    if (++count <= kMaxTokens) continue;
     uint32_t at = to_byte(token->getStartIndex());
     diagnostics.Emit(diag::Kind::TooManyValues, &source, {at, at + 1},
-                     fmt::format("holds more than {} tokens (names, numbers, strings and symbols)", kMaxTokens));
+                     fmt::format("holds more than {} tokens (names, numbers, strings, symbols and comments)", kMaxTokens));
     return false;
   }
   input.reset();

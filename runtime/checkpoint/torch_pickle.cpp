@@ -815,6 +815,19 @@ class Reader {
 
 }  // namespace
 
+Object::~Object() {
+  std::vector<Ref> pending = std::move(items);
+  while (!pending.empty()) {
+    Ref object = std::move(pending.back());
+    pending.pop_back();
+    // The last holder takes the children over, so the object's own destructor has none.
+    if (object.use_count() == 1) {
+      for (Ref& child : object->items) pending.push_back(std::move(child));
+      object->items.clear();
+    }
+  }
+}
+
 const Object* Object::Find(std::string_view key) const {
   if (kind != Kind::kDict) return nullptr;
   for (size_t i = 0; i + 1 < items.size(); i += 2)

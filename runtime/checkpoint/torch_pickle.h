@@ -54,6 +54,13 @@ struct Object {
   TensorInfo tensor;         // kTensor, kStorage (storage, dtype, storage_elements)
   ArrayInfo array;           // kArray
 
+  Object() = default;
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+  // Frees what only this object holds without recursing: a pickle can nest values far deeper
+  // than MARKs count (a 1-tuple of a 1-tuple of ...), and a recursive free would overflow.
+  ~Object();
+
   // The value of `key` in a dict with string keys, or null.
   const Object* Find(std::string_view key) const;
   // The value of integer `key` in a dict, or null.
@@ -83,9 +90,10 @@ llvm::Expected<std::string> Write(const Object& value);
 
 // Reads pickle `bytes` (protocols 2 to 5) into a tree, running nothing. Fails, saying where
 // and why, on a callable outside the list above (a pickle that would run code), an opcode this
-// reader does not take, a truncated or malformed stream, an integer beyond 64 bits, or nesting
-// deeper than `max_depth`. The tree is built from the input alone: it holds at most one object
-// per opcode and no more text than the input.
+// reader does not take, a truncated or malformed stream, an integer beyond 64 bits, MARKs
+// nested deeper than `max_depth`, or a container placed inside itself. The tree is built from
+// the input alone: it holds at most one object per opcode and no more text than the input.
+// Values nested without MARKs (1-tuples of 1-tuples) may be deep: read them without recursion.
 llvm::Expected<Ref> Read(std::string_view bytes, int max_depth = 1000);
 
 }  // namespace accel::rt::checkpoint::pickle

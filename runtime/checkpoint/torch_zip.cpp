@@ -140,7 +140,8 @@ llvm::Expected<EncodedTorchFile> EncodeTorchFile(std::string_view archive_name, 
     central += extra;
   }
   const uint64_t central_size = central.size();
-  const bool zip64_end = central_offset >= zip64_from || central_size >= zip64_from;
+  // The end record counts entries in 16 bits.
+  const bool zip64_end = central_offset >= zip64_from || central_size >= zip64_from || entries.size() >= 0xFFFF;
   if (zip64_end) {
     const uint64_t record_offset = central_offset + central_size;
     Put(central, kZip64EndOfCentral, 4);
@@ -161,8 +162,8 @@ llvm::Expected<EncodedTorchFile> EncodeTorchFile(std::string_view archive_name, 
   Put(central, kEndOfCentral, 4);
   Put(central, 0, 2);
   Put(central, 0, 2);
-  Put(central, entries.size(), 2);
-  Put(central, entries.size(), 2);
+  Put(central, zip64_end ? 0xFFFF : entries.size(), 2);
+  Put(central, zip64_end ? 0xFFFF : entries.size(), 2);
   Put(central, zip64_end ? kMax32 : central_size, 4);
   Put(central, zip64_end ? kMax32 : central_offset, 4);
   Put(central, 0, 2);
@@ -267,7 +268,8 @@ llvm::Expected<std::string_view> TorchFile::TensorBytes(const pickle::TensorInfo
       return Problem(fmt::format("a tensor larger than its storage {}", tensor.storage));
     elements *= static_cast<uint64_t>(tensor.shape[d]);
   }
-  if (tensor.offset < 0 || static_cast<uint64_t>(tensor.offset) > tensor.storage_elements - elements)
+  if (tensor.offset < 0 || elements > static_cast<uint64_t>(tensor.storage_elements) ||
+      static_cast<uint64_t>(tensor.offset) > static_cast<uint64_t>(tensor.storage_elements) - elements)
     return Problem(fmt::format("a tensor beyond the end of its storage {}", tensor.storage));
   return found->second.substr(tensor.offset * item, elements * item);
 }

@@ -16,10 +16,11 @@
 namespace accel::rt::launch {
 
 // Writes the launcher's output on a thread of its own. When nobody reads the launcher's stdout
-// (a stalled pipe, a paused terminal), the write blocks that thread only: the supervision loop
-// keeps reading the workers' pipes, so a worker never blocks writing a line, and the watchdog
-// keeps watching. Lines wait in memory up to `max_queued_bytes`, their bookkeeping counted (a
-// line of the same stream joins the one queued before it). A full queue whose sink is still
+// (a stalled pipe, a paused terminal), the write blocks that thread only, and the supervision
+// loop waits at most kStuck: it keeps reading the workers' pipes, so a worker never blocks for
+// long writing a line, and the watchdog keeps watching. Lines wait in memory up to
+// `max_queued_bytes` (one joined chunk of up to 64 KiB more), their bookkeeping counted (a line
+// of the same stream joins the one queued before it). A full queue whose sink is still
 // writing makes Print wait for room: a reader slower than the workers slows them down and
 // loses nothing. Only once one write has been stuck for kStuck is the sink taken for one
 // nobody reads: lines are dropped, and a note on stderr says how many once it is back, once

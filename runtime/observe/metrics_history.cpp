@@ -134,7 +134,7 @@ class HistoryBuilder {
         ResumePoint& resume = history_.resumes.emplace_back(ResumePoint{*step, line_number, ""});
         if (llvm::Optional<llvm::StringRef> checkpoint = record->getString("checkpoint"))
           resume.checkpoint = checkpoint->str();
-        DropFrom(*step + 1);
+        DropAfter(*step);
         highest_step_ = *step;
       }
       return llvm::Error::success();
@@ -187,6 +187,15 @@ class HistoryBuilder {
     }
   }
 
+  // Drops every series' values after `step`.
+  void DropAfter(int64_t step) {
+    for (auto& [key, points] : columns_) {
+      auto at = std::upper_bound(points.begin(), points.end(), step,
+                                 [](int64_t s, const std::pair<int64_t, double>& point) { return s < point.first; });
+      points.erase(at, points.end());
+    }
+  }
+
   // Drops every series' values at `step` and after.
   void DropFrom(int64_t step) {
     for (auto& [key, points] : columns_) {
@@ -220,10 +229,12 @@ llvm::Expected<MetricsHistory> ParseMetricsHistory(std::string_view text, std::s
 
 llvm::Expected<MetricsHistory> ReadMetricsHistory(const std::string& path) {
   // Line by line: a run's file can hold millions of records, and none of it is needed whole.
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return llvm::createStringError(std::make_error_code(std::errc::no_such_file_or_directory), "%s",
-                                   fmt::format("cannot read `{}`: {}", path, std::strerror(errno)).c_str());
+    const int error = errno != 0 ? errno : ENOENT;
+    return llvm::createStringError(std::error_code(error, std::generic_category()), "%s",
+                                   fmt::format("cannot read `{}`: {}", path, std::strerror(error)).c_str());
   }
   HistoryBuilder builder(path);
   bool cut_short = false;

@@ -330,6 +330,14 @@ llvm::Expected<ImportResult> ImportAccelerateState(const std::string& folder, co
       ResolveStep(optimizer->step, scheduler_count ? std::optional<int64_t>(*scheduler_count / per_step) : std::nullopt,
                   options.step, folder);
   if (!step) return step.takeError();
+  // The counts derived from the step: none may pass 64 bits (`--step` takes any number).
+  const int64_t samples_per_step = data->batch_size * accumulation * (data->split_batches ? 1 : world);
+  int64_t scheduler_steps = 0, position = 0, samples = 0;
+  if (*step > kMaxCount || __builtin_mul_overflow(*step, per_step, &scheduler_steps) ||
+      __builtin_mul_overflow(*step, accumulation, &position) ||
+      __builtin_mul_overflow(*step, samples_per_step, &samples)) {
+    return Fail(folder, fmt::format("step {} is beyond any run's", *step));
+  }
 
   if (llvm::Error error = out.AddSafetensors("optimizer.safetensors", optimizer->tensors, {{"format", "pt"}}))
     return error;
@@ -344,7 +352,7 @@ llvm::Expected<ImportResult> ImportAccelerateState(const std::string& folder, co
   // Accelerate keeps no schedule, only its count: the plan's schedule is taken to be the one the
   // run followed (its length and warmup unknown, so not compared on resume).
   out.AddJson("scheduler.json", json::Object{{"type", std::string(plan::EnumName(loop->lr_schedule))},
-                                             {"last_epoch", scheduler_count.value_or(*step * per_step)},
+                                             {"last_epoch", scheduler_count.value_or(scheduler_steps)},
                                              {"total_steps", -1},
                                              {"warmup_steps", -1},
                                              {"base_lrs", json::Array{base_lr}},
@@ -352,13 +360,12 @@ llvm::Expected<ImportResult> ImportAccelerateState(const std::string& folder, co
   // Accelerate keeps no data position for a map-style dataset (the script skips batches): the
   // position is the batches the steps drew, carried into later epochs when the run resumes.
   out.AddJson("dataloader_0.json", json::Object{{"epoch", 0},
-                                                {"position", *step * accumulation},
+                                                {"position", position},
                                                 {"seed", rt::train::DataIdentitySeed(*data)}});
-  const int64_t samples_per_step = data->batch_size * accumulation * (data->split_batches ? 1 : world);
   out.AddJson("trainer_state.json", json::Object{{"format", "accel-trainer-state"},
                                                  {"version", kStateVersion},
                                                  {"step", *step},
-                                                 {"samples_seen", *step * samples_per_step},
+                                                 {"samples_seen", samples},
                                                  {"world_size", world}});
   for (int64_t rank = 0; rank < world; ++rank) {
     const std::string& bytes = rng_states[static_cast<size_t>(rank)];

@@ -37,10 +37,18 @@ void PrintDiagnostics(const driver::Compilation& compilation) {
   fmt::print(stderr, "{}", diag::RenderText(compilation.diagnostics.diagnostics(), {false}));
 }
 
+// Whether a DeepSpeed JSON's root names an optimizer (which lowering then takes).
+bool NamesOptimizer(const sema::Value* deepspeed) {
+  const sema::Value* optimizer = deepspeed != nullptr ? deepspeed->Field("optimizer") : nullptr;
+  return optimizer != nullptr && optimizer->kind != sema::Value::Kind::None;
+}
+
 // The plan `input` describes: a spec or plan, or the job an Accelerate config or a DeepSpeed
 // JSON (with `processes`) would launch. `from_config` is set for the two configs, whose model
-// is a stand-in. Prints why when there is none.
-std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bool& from_config) {
+// is a stand-in, and `config_optimizer` when the config's DeepSpeed JSON names its optimizer.
+// Prints why when there is none.
+std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bool& from_config,
+                                 bool& config_optimizer) {
   diag::DiagnosticEngine stdlib_diagnostics;
   auto stdlib = driver::Stdlib::Load(stdlib_diagnostics);
   sema::ProcessEnvironment environment;
@@ -61,7 +69,9 @@ std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bo
       return std::nullopt;
     }
     spec = *imported;
+    config_optimizer = NamesOptimizer(driver::ReferencedDeepSpeed(compilation));
   } else if (compilation.spec && compilation.root_record == "DeepSpeedConfig") {
+    config_optimizer = NamesOptimizer(&compilation.spec->root);
     llvm::Expected<std::string> path = interop::AccelStringLiteral(fs::absolute(input).string());
     if (!path) {
       fmt::print(stderr, "accelrun: error: {}: {}\n", input, llvm::toString(path.takeError()));
@@ -145,8 +155,8 @@ options:
     fmt::print(stderr, "accelrun: error: {}\n\n{}", error, usage);
     return kExitUsage;
   }
-  bool from_config = false;
-  std::optional<plan::Plan> plan = PlanOf(training, processes.value_or(1), from_config);
+  bool from_config = false, config_optimizer = false;
+  std::optional<plan::Plan> plan = PlanOf(training, processes.value_or(1), from_config, config_optimizer);
   if (!plan) return kExitUsage;
   std::optional<memory::ModelBlocks> blocks;
   if (!checkpoint.empty()) {
@@ -167,9 +177,10 @@ options:
     fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(setup.takeError()));
     return kExitUsage;
   }
-  // A config names no optimizer (a DeepSpeed JSON may); AdamW is the common one.
+  // An Accelerate config names no optimizer (its DeepSpeed JSON may, and lowering took it);
+  // AdamW is the common one.
   if (!optimizer.empty()) setup->state_tensors = kStateTensors.at(optimizer);
-  else if (from_config) setup->state_tensors = 2;
+  else if (from_config && !config_optimizer) setup->state_tensors = 2;
   memory::RankMemory rank = memory::EstimateTrainingMemory(*setup);
   if (format == "json") {
     llvm::json::Object out{{"job", plan->job},

@@ -144,6 +144,18 @@ TEST(TorchPickle, MemoisedReferencesShareOneObject) {
   EXPECT_EQ((*read)->items.front(), (*read)->items.back());
 }
 
+// 1-tuples of 1-tuples, a million deep, without one MARK: read, and freed without recursing (a
+// recursive free overflowed the stack at about 100,000 levels).
+TEST(TorchPickle, FreesDeepValuesWithoutRecursing) {
+  std::string bytes = "\x80\x02N" + std::string(1'000'000, '\x85') + ".";
+  llvm::Expected<pk::Ref> read = pk::Read(bytes);
+  ASSERT_TRUE(static_cast<bool>(read)) << llvm::toString(read.takeError());
+  EXPECT_EQ((*read)->kind, Kind::kTuple);
+  // The same depth through APPEND: lists inside lists.
+  std::string lists = "\x80\x02" + std::string(1'000'000, ']') + std::string(999'999, 'a') + ".";
+  EXPECT_EQ(ReadError(lists), "");
+}
+
 // l = []; l.append(l): refused, and its memory freed (the fuzzer runs with leak detection).
 TEST(TorchPickle, RefusesContainersInsideThemselves) {
   EXPECT_NE(ReadError(std::string("\x80\x02]q\x00h\x00" "a.", 9)).find("puts a container inside itself"),
@@ -194,6 +206,11 @@ TEST_F(TorchZipTest, RefusesTensorsOutsideTheirStorage) {
   ASSERT_TRUE(static_cast<bool>(file));
   pk::TensorInfo beyond{"0", "F32", 4, 2, {3}, {1}};
   llvm::Expected<std::string_view> bytes = file->TensorBytes(beyond);
+  ASSERT_FALSE(static_cast<bool>(bytes));
+  EXPECT_NE(llvm::toString(bytes.takeError()).find("beyond the end of its storage"), std::string::npos);
+  // A scalar of an empty storage, at any offset: the element count must not wrap.
+  pk::TensorInfo scalar{"0", "F32", 0, 5, {}, {}};
+  bytes = file->TensorBytes(scalar);
   ASSERT_FALSE(static_cast<bool>(bytes));
   EXPECT_NE(llvm::toString(bytes.takeError()).find("beyond the end of its storage"), std::string::npos);
   pk::TensorInfo strided{"0", "F32", 4, 0, {2}, {2}};
