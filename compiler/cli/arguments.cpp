@@ -116,6 +116,18 @@ Apply SetFlag(bool& target, bool value) {
   };
 }
 
+Apply StoreInteger(std::optional<long>& target, long low, long high) {
+  return [&target, low, high](std::string_view flag, std::string_view text) -> std::string {
+    std::optional<long> value = ParseInteger(text, low, high);
+    if (!value) {
+      return Quoted(flag) + " needs an integer from " + std::to_string(low) + " to " + std::to_string(high) +
+             ", not " + Quoted(text);
+    }
+    target = value;
+    return "";
+  };
+}
+
 Apply StoreText(std::string& target) {
   return [&target](std::string_view, std::string_view value) {
     target = value;

@@ -42,6 +42,9 @@ struct Option {
 Apply SetFlag(bool& target, bool value = true);
 // An `apply` that stores the option's value in `target` as given.
 Apply StoreText(std::string& target);
+// An `apply` that stores the option's value in `target` as a decimal integer in [low, high];
+// anything else is refused as "`--flag` needs an integer from LOW to HIGH, not `TEXT`".
+Apply StoreInteger(std::optional<long>& target, long low, long high);
 
 // Parses `args` (without the program name) against `options`, in order. Every argument that is
 // not an option, including a lone `-` (standard input), goes to `positional`, which returns an

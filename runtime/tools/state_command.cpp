@@ -1,7 +1,7 @@
 #include "runtime/tools/state_command.h"
 
-#include <charconv>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -17,18 +17,6 @@ namespace fs = std::filesystem;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr size_t kHelpColumn = 24;
-
-// An `apply` storing a non-negative integer option.
-cli::Apply StoreCount(std::optional<int64_t>& target, const char* option) {
-  return [&target, option](std::string_view, std::string_view value) -> std::string {
-    int64_t parsed = -1;
-    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-    if (error != std::errc() || end != value.data() + value.size() || parsed < 0)
-      return fmt::format("`{}` takes a whole number, not `{}`", option, value);
-    target = parsed;
-    return "";
-  };
-}
 
 // The positional arguments, parsed; an error message or "".
 std::string ParseCommand(const std::vector<std::string>& args, const std::vector<cli::Option>& table,
@@ -50,14 +38,14 @@ int UsageError(const std::string& error, const std::string& usage) {
 
 int RunExportStateCommand(const std::vector<std::string>& args) {
   std::string output;
-  std::optional<int64_t> seed;
+  std::optional<long> seed;
   bool help = false;
   std::vector<cli::Option> table = {
       {.names = {"-o", "--output"}, .value_name = "<folder>", .help = "the folder to write (it must not exist)",
        .apply = cli::StoreText(output), .needs = "a folder", .allow_empty = false},
       {.names = {"--seed"}, .value_name = "<n>",
        .help = "write Python's and NumPy's generators as\nset_seed(n) leaves them (default: the data seed)",
-       .apply = StoreCount(seed, "--seed"), .needs = "a number"},
+       .apply = cli::StoreInteger(seed, 0, std::numeric_limits<long>::max()), .needs = "a number"},
       {.names = {"-h", "--help"}, .help = "print this help", .apply = cli::SetFlag(help), .exits = true},
   };
   const std::string usage = R"(usage: accelrun export-state <checkpoint-dir> -o <folder> [--seed N]
@@ -98,7 +86,7 @@ options:
 
 int RunImportStateCommand(const std::vector<std::string>& args) {
   std::string output;
-  std::optional<int64_t> step;
+  std::optional<long> step;
   bool help = false;
   std::vector<cli::Option> table = {
       {.names = {"-o", "--output"}, .value_name = "<checkpoint-dir>",
@@ -106,7 +94,7 @@ int RunImportStateCommand(const std::vector<std::string>& args) {
        .needs = "a folder", .allow_empty = false},
       {.names = {"--step"}, .value_name = "<n>",
        .help = "the optimizer steps taken when the folder was saved,\nwhere no optimizer or scheduler state says",
-       .apply = StoreCount(step, "--step"), .needs = "a number"},
+       .apply = cli::StoreInteger(step, 0, std::numeric_limits<long>::max()), .needs = "a number"},
       {.names = {"-h", "--help"}, .help = "print this help", .apply = cli::SetFlag(help), .exits = true},
   };
   const std::string usage = R"(usage: accelrun import-state <folder> <spec | plan.json> -o <checkpoint-dir> [--step N]

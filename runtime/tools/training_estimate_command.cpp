@@ -1,6 +1,5 @@
 #include "runtime/tools/training_estimate_command.h"
 
-#include <charconv>
 #include <filesystem>
 #include <map>
 
@@ -103,21 +102,14 @@ std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bo
 
 int RunTrainingEstimateCommand(const std::vector<std::string>& args) {
   std::string training, format = "text", checkpoint, optimizer;
-  std::optional<int64_t> processes;
+  std::optional<long> processes;
   bool help = false;
   std::vector<cli::Option> table = {
       {.names = {"--training"}, .value_name = "<file>",
        .help = "a spec or plan, an Accelerate config, or a DeepSpeed JSON", .apply = cli::StoreText(training),
        .needs = "a file", .allow_empty = false},
       {.names = {"--num-processes"}, .value_name = "<n>", .help = "the processes of a DeepSpeed JSON's job",
-       .apply = [&processes](std::string_view, std::string_view value) -> std::string {
-         int64_t parsed = 0;
-         auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-         if (error != std::errc() || end != value.data() + value.size() || parsed < 1)
-           return fmt::format("`--num-processes` takes a positive whole number, not `{}`", value);
-         processes = parsed;
-         return "";
-       },
+       .apply = cli::StoreInteger(processes, 1, plan::kMaxMachines * plan::kMaxProcessesPerMachine),
        .needs = "a number"},
       {.names = {"--optimizer"}, .value_name = "<name>",
        .help = "sgd, sgd-momentum, adam or adamw: the job's optimizer\n(a config names none: adamw)",
