@@ -116,41 +116,30 @@ pk::Ref Str(std::string text) { return pk::String(std::move(text)); }
 // defaults for what Accel's optimizers do not have (maximize, foreach, ...).
 llvm::Expected<pk::Ref> ParamGroup(const std::string& type, const json::Object& group, double initial_lr,
                                    size_t parameters) {
-  auto number = [&](llvm::StringRef key) -> llvm::Expected<pk::Ref> {
-    llvm::Optional<double> value = group.getNumber(key);
-    if (!value) return Fail(fmt::format("optimizer.json: the parameter group has no number `{}`", key.str()));
-    return pk::Float(*value);
-  };
+  const bool sgd = type == "sgd";
   std::vector<std::pair<pk::Ref, pk::Ref>> entries;
-  auto put = [&](const char* key, llvm::Expected<pk::Ref> value) -> llvm::Error {
-    if (!value) return value.takeError();
-    entries.emplace_back(Str(key), std::move(*value));
-    return llvm::Error::success();
-  };
-  llvm::Error error = put("lr", number("lr"));
-  if (type == "sgd") {
-    error = llvm::joinErrors(std::move(error), put("momentum", number("momentum")));
-    error = llvm::joinErrors(std::move(error), put("dampening", number("dampening")));
-    error = llvm::joinErrors(std::move(error), put("weight_decay", number("weight_decay")));
-    error = llvm::joinErrors(std::move(error), put("nesterov", pk::Bool(group.getBoolean("nesterov").getValueOr(false))));
+  for (const char* key : sgd ? std::vector<const char*>{"lr", "momentum", "dampening", "weight_decay"}
+                             : std::vector<const char*>{"lr", "eps", "weight_decay"}) {
+    llvm::Optional<double> value = group.getNumber(key);
+    if (!value) return Fail(fmt::format("optimizer.json: the parameter group has no number `{}`", key));
+    entries.emplace_back(Str(key), pk::Float(*value));
+  }
+  if (sgd) {
+    entries.emplace_back(Str("nesterov"), pk::Bool(group.getBoolean("nesterov").getValueOr(false)));
   } else {
     const json::Array* betas = group.getArray("betas");
     if (betas == nullptr || betas->size() != 2 || !(*betas)[0].getAsNumber() || !(*betas)[1].getAsNumber())
       return Fail("optimizer.json: the parameter group has no `betas` pair");
-    error = llvm::joinErrors(std::move(error),
-                             put("betas", pk::Tuple({pk::Float(*(*betas)[0].getAsNumber()),
-                                                     pk::Float(*(*betas)[1].getAsNumber())})));
-    error = llvm::joinErrors(std::move(error), put("eps", number("eps")));
-    error = llvm::joinErrors(std::move(error), put("weight_decay", number("weight_decay")));
-    error = llvm::joinErrors(std::move(error), put("amsgrad", pk::Bool(group.getBoolean("amsgrad").getValueOr(false))));
+    entries.emplace_back(Str("betas"), pk::Tuple({pk::Float(*(*betas)[0].getAsNumber()),
+                                                  pk::Float(*(*betas)[1].getAsNumber())}));
+    entries.emplace_back(Str("amsgrad"), pk::Bool(group.getBoolean("amsgrad").getValueOr(false)));
   }
-  if (error) return error;
   entries.emplace_back(Str("maximize"), pk::Bool(false));
   entries.emplace_back(Str("foreach"), pk::None());
-  if (type != "sgd") entries.emplace_back(Str("capturable"), pk::Bool(false));
+  if (!sgd) entries.emplace_back(Str("capturable"), pk::Bool(false));
   entries.emplace_back(Str("differentiable"), pk::Bool(false));
   entries.emplace_back(Str("fused"), pk::None());
-  if (type != "sgd") entries.emplace_back(Str("decoupled_weight_decay"), pk::Bool(type == "adamw"));
+  if (!sgd) entries.emplace_back(Str("decoupled_weight_decay"), pk::Bool(type == "adamw"));
   entries.emplace_back(Str("initial_lr"), pk::Float(initial_lr));
   std::vector<pk::Ref> positions;
   for (size_t i = 0; i < parameters; ++i) positions.push_back(pk::Int(static_cast<int64_t>(i)));

@@ -315,9 +315,8 @@ llvm::Expected<ImportResult> ImportAccelerateState(const std::string& folder, co
     if (!scheduler) return scheduler.takeError();
     const pk::Object* last_epoch = scheduler->root->Find("last_epoch");
     const pk::Object* base_lrs = scheduler->root->Find("base_lrs");
-    if (last_epoch == nullptr || !Count(*scheduler, *last_epoch))
-      return Fail(path, "expected a scheduler's state_dict() with a whole `last_epoch`");
-    scheduler_count = Count(*scheduler, *last_epoch);
+    scheduler_count = last_epoch != nullptr ? Count(*scheduler, *last_epoch) : std::nullopt;
+    if (!scheduler_count) return Fail(path, "expected a scheduler's state_dict() with a whole `last_epoch`");
     if (*scheduler_count % per_step != 0) {
       return Fail(path, fmt::format("`last_epoch` {} is not a whole number of optimizer steps of {} scheduler "
                                     "steps each",

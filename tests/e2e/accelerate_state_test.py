@@ -100,10 +100,21 @@ def model_state(model):
     return {name: tensor.detach() for name, tensor in model.state_dict().items()}
 
 
+def check_continued(direction, losses, out, model):
+    """The other side's losses for steps SAVED_AT+1..STEPS and its final model against accelrun's
+    (metrics.jsonl and model.safetensors of `out`)."""
+    ours = our_losses(out)
+    loss_gap = worst(losses, [ours[step] for step in range(SAVED_AT + 1, STEPS + 1)])
+    weight_gap = worst_weight(os.path.join(out, "model.safetensors"), model_state(model))
+    print(f"{direction}: steps {SAVED_AT + 1}-{STEPS} max |loss diff| {loss_gap:.2g}, "
+          f"final weights max |diff| {weight_gap:.2g}")
+    assert loss_gap < TOLERANCE, f"{direction}: the losses differ by {loss_gap}"
+    assert weight_gap < TOLERANCE, f"{direction}: the final weights differ by {weight_gap}"
+
+
 def accel_to_accelerate(accelrun, specs, workdir, model_path, features, labels):
     spec, project, out = write_spec(specs, workdir, "to_accelerate", model_path)
     run([accelrun, spec], cwd=workdir)
-    ours = our_losses(out)
     checkpoint = os.path.join(project, "checkpoints", "checkpoint_0")
     folder = os.path.join(workdir, "to_accelerate", "exported")
     run([accelrun, "export-state", checkpoint, "-o", folder])
@@ -128,14 +139,7 @@ def accel_to_accelerate(accelrun, specs, workdir, model_path, features, labels):
     assert set(exported_scheduler) == set(reference_scheduler.state_dict()), sorted(exported_scheduler)
     assert set(exported_optimizer["state"][0]) == {"step", "exp_avg", "exp_avg_sq"}
 
-    losses = train(job, features, labels, SAVED_AT, STEPS)
-    expected = [ours[step] for step in range(SAVED_AT + 1, STEPS + 1)]
-    loss_gap = worst(losses, expected)
-    weight_gap = worst_weight(os.path.join(out, "model.safetensors"), model_state(job[1]))
-    print(f"accelrun -> Accelerate: steps {SAVED_AT + 1}-{STEPS} max |loss diff| {loss_gap:.2g}, "
-          f"final weights max |diff| {weight_gap:.2g}")
-    assert loss_gap < TOLERANCE, f"Accelerate continued with other losses than accelrun's: {loss_gap}"
-    assert weight_gap < TOLERANCE, f"Accelerate ended with other weights than accelrun: {weight_gap}"
+    check_continued("accelrun -> Accelerate", train(job, features, labels, SAVED_AT, STEPS), out, job[1])
 
 
 def accelerate_to_accel(accelrun, specs, workdir, model_path, features, labels):
@@ -151,14 +155,7 @@ def accelerate_to_accel(accelrun, specs, workdir, model_path, features, labels):
     run([accelrun, "import-state", folder, spec, "-o", imported])
     resumed = run([accelrun, spec, "--resume", imported], cwd=workdir)
     assert f"resumed from {imported} at step {SAVED_AT}" in resumed.stdout + resumed.stderr
-    ours = our_losses(out)
-    expected = [ours[step] for step in range(SAVED_AT + 1, STEPS + 1)]
-    loss_gap = worst(theirs, expected)
-    weight_gap = worst_weight(os.path.join(out, "model.safetensors"), model_state(job[1]))
-    print(f"Accelerate -> accelrun: steps {SAVED_AT + 1}-{STEPS} max |loss diff| {loss_gap:.2g}, "
-          f"final weights max |diff| {weight_gap:.2g}")
-    assert loss_gap < TOLERANCE, f"accelrun continued with other losses than Accelerate's: {loss_gap}"
-    assert weight_gap < TOLERANCE, f"accelrun ended with other weights than Accelerate: {weight_gap}"
+    check_continued("Accelerate -> accelrun", theirs, out, job[1])
     return folder, spec
 
 
