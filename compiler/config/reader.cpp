@@ -104,7 +104,10 @@ class Reader {
     }
     // yaml-cpp's node tree costs ~380 bytes a value: 77 MB for a file of 100,000 keys.
     if (parser_ == YamlParser::kOwnReaders && json_) return ReadJson(std::move(config));
-    if (std::optional<YAML::Mark> past = PastValueBudget(source_.text())) {
+    // Every counted event takes a byte of text at least: a smaller file needs no count.
+    if (std::optional<YAML::Mark> past = source_.text().size() > 3 * kMaxValues
+                                             ? PastValueBudget(source_.text())
+                                             : std::nullopt) {
       diagnostics_.Emit(diag::Kind::TooManyValues, &source_, At(*past),
                         fmt::format("holds more than {} keys, values and sections", 3 * kMaxValues));
       return config;
