@@ -49,20 +49,6 @@ std::string OutOfDescriptorsHint() {
                      static_cast<uint64_t>(limit.rlim_cur));
 }
 
-c10d::ReduceOp ToC10d(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return c10d::ReduceOp::SUM;
-    case ReduceOp::kMax:
-      return c10d::ReduceOp::MAX;
-    case ReduceOp::kMin:
-      return c10d::ReduceOp::MIN;
-    case ReduceOp::kProduct:
-      return c10d::ReduceOp::PRODUCT;
-  }
-  return c10d::ReduceOp::SUM;
-}
-
 constexpr const char* kLaunchKey = "accel/launch";
 
 // Rank 0, the store's server, publishes its launch id before anyone can check in; every other
@@ -141,6 +127,20 @@ void CheckIn(c10d::Store& store, const RendezvousOptions& options) {
 }
 
 }  // namespace
+
+c10d::ReduceOp ToC10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::kMax:
+      return c10d::ReduceOp::MAX;
+    case ReduceOp::kMin:
+      return c10d::ReduceOp::MIN;
+    case ReduceOp::kProduct:
+      return c10d::ReduceOp::PRODUCT;
+  }
+  return c10d::ReduceOp::SUM;
+}
 
 // The tag byte that keeps every value non-empty (see c10d_group.h).
 constexpr uint8_t kValueTag = 'v';
@@ -228,13 +228,14 @@ std::string DescriptorHint() {
 
 C10dCollectives::C10dCollectives(const RendezvousOptions& options, c10::intrusive_ptr<c10d::Store> store,
                                  c10::intrusive_ptr<GroupBase> group, c10::Device device,
-                                 GroupFactory subgroups, std::vector<int> world_ranks)
+                                 ShardedPath sharded, GroupFactory subgroups, std::vector<int> world_ranks)
     : scope_{options, world_ranks.empty()
                           ? std::string()
                           : fmt::format(" in the group of world ranks {}", fmt::join(world_ranks, ", "))},
       store_(std::move(store)),
       group_(std::move(group)),
       device_(device),
+      sharded_(sharded),
       subgroups_(std::move(subgroups)),
       world_ranks_(std::move(world_ranks)) {}
 
@@ -269,18 +270,32 @@ void C10dCollectives::Guard(const char* what, const std::function<void()>& body)
   progress::Resumed();
 }
 
+at::Tensor Staging::In(const at::Tensor& tensor, bool result) {
+  if (!tensor.defined() || tensor.device() == device_) return tensor;
+  at::Tensor staged = tensor.to(device_);
+  if (result) results_.emplace_back(tensor, staged);
+  return staged;
+}
+
+void Staging::CopyBack() {
+  for (auto& [host, staged] : results_) host.copy_(staged);
+  results_.clear();
+}
+
 std::unique_ptr<PendingWork> C10dCollectives::AllReduceAsync(std::vector<at::Tensor>& tensors, ReduceOp op) {
   // One operation per tensor, all in flight together, so buckets overlap on the wire.
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  Staging staging(device_);
   Guard("all_reduce", [&] {
     c10d::AllreduceOptions reduce;
     reduce.reduceOp = ToC10d(op);
     for (at::Tensor& tensor : tensors) {
-      std::vector<at::Tensor> one{tensor};
+      std::vector<at::Tensor> one{staging.In(tensor, true)};
       pending.push_back(group_->allreduce(one, reduce));
     }
   });
-  return std::make_unique<C10dWork>("all_reduce", std::move(pending), scope_);
+  return std::make_unique<C10dWork>("all_reduce", std::move(pending), scope_,
+                                    [staging]() mutable { staging.CopyBack(); });
 }
 
 void C10dCollectives::AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
@@ -289,30 +304,38 @@ void C10dCollectives::AllReduce(std::vector<at::Tensor>& tensors, ReduceOp op) {
 
 void C10dCollectives::Broadcast(std::vector<at::Tensor>& tensors, int root) {
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  Staging staging(device_);
   Guard("broadcast", [&] {
     c10d::BroadcastOptions broadcast;
     broadcast.rootRank = root;
     for (at::Tensor& tensor : tensors) {
-      std::vector<at::Tensor> one{tensor};
+      std::vector<at::Tensor> one{staging.In(tensor, rank() != root)};
       pending.push_back(group_->broadcast(one, broadcast));
     }
     for (auto& work : pending) work->wait(scope_.options.timeout);
   });
+  staging.CopyBack();
 }
 
 std::unique_ptr<PendingWork> C10dCollectives::AllGatherAsync(const at::Tensor& input, at::Tensor& output) {
   c10::intrusive_ptr<c10d::Work> work;
+  Staging staging(device_);
   Guard("all_gather", [&] {
-    // Gloo in LibTorch 1.13 has no `_allgather_base`: it gathers into one slot per rank, which
-    // are views into `output`, so the result still lands in one flat buffer.
-    std::vector<at::Tensor> inputs{input.reshape({-1})};
-    at::Tensor flat = output.view({-1});
+    at::Tensor in = staging.In(input.reshape({-1}), false);
+    at::Tensor flat = staging.In(output.view({-1}), true);
+    if (sharded_ == ShardedPath::kNative) {
+      work = group_->_allgather_base(flat, in);
+      return;
+    }
+    // One slot per rank, views into `output`, so the result still lands in one flat buffer.
+    std::vector<at::Tensor> inputs{in};
     int64_t count = inputs[0].numel();
     std::vector<std::vector<at::Tensor>> outputs(1);
     for (int r = 0; r < world_size(); ++r) outputs[0].push_back(flat.narrow(0, r * count, count));
     work = group_->allgather(outputs, inputs);
   });
-  return std::make_unique<C10dWork>("all_gather", std::vector{work}, scope_);
+  return std::make_unique<C10dWork>("all_gather", std::vector{work}, scope_,
+                                    [staging]() mutable { staging.CopyBack(); });
 }
 
 void C10dCollectives::AllGather(const at::Tensor& input, at::Tensor& output) {

@@ -52,8 +52,28 @@ struct GroupScope {
   std::string label;
 };
 
+c10d::ReduceOp ToC10d(ReduceOp op);
+
 // "reduce_scatter failed on rank 1 of 2 in the group of world ranks 2, 3 (timeout 2000 ms): ..."
 CollectiveError Failure(const char* what, const GroupScope& scope, const std::exception& error);
+
+// Host tensors handed to a group on a device travel through device copies (NCCL moves device
+// memory only): the few numbers a rank agrees on with the others (flags, counters, its loss),
+// which would otherwise each need their own device tensor. Bulk tensors (weights, gradients,
+// shards) live on the device already and pass through untouched.
+class Staging {
+ public:
+  explicit Staging(c10::Device device) : device_(device) {}
+  // What the group is given for `tensor`: itself when it is on the group's device, else a
+  // device copy; `result`: the operation writes it, so CopyBack returns it to `tensor`.
+  at::Tensor In(const at::Tensor& tensor, bool result);
+  // Once the operation is done: every result back into its host tensor.
+  void CopyBack();
+
+ private:
+  c10::Device device_;
+  std::vector<std::pair<at::Tensor, at::Tensor>> results_;  // the host tensor, its device copy
+};
 
 // Started c10d operations. Wait waits for each within the group's timeout, then runs `finish`,
 // the local part of the collective (a reduce-scatter's sum), and fails with the same
@@ -76,8 +96,8 @@ class C10dCollectives final : public Collectives {
   // `subgroups` builds the process groups of NewGroup (none: NewGroup is refused);
   // `world_ranks` are the world's ranks of this group's members (empty: this is the world).
   C10dCollectives(const RendezvousOptions& options, c10::intrusive_ptr<c10d::Store> store,
-                  c10::intrusive_ptr<GroupBase> group, c10::Device device, GroupFactory subgroups = {},
-                  std::vector<int> world_ranks = {});
+                  c10::intrusive_ptr<GroupBase> group, c10::Device device, ShardedPath sharded,
+                  GroupFactory subgroups = {}, std::vector<int> world_ranks = {});
 
   int rank() const override { return scope_.options.rank; }
   int world_size() const override { return scope_.options.world_size; }
@@ -90,11 +110,11 @@ class C10dCollectives final : public Collectives {
   void AllGather(const at::Tensor& input, at::Tensor& output) override;
   void Barrier() override;
 
-  // The collectives of sharded data parallelism (c10d_sharded.cpp).
-  // A reduce-scatter with a ring's volume: one all-to-all sends chunk r of the input to rank r
-  // ((N-1)/N of the input leaves each rank, as in a ring reduce-scatter, half an all-reduce's),
-  // and the N chunks received are reduced locally, float16 and bfloat16 in float32 and
-  // rounded once at the end. (Gloo in LibTorch 1.13 has no reduce_scatter of its own.)
+  // The collectives of sharded data parallelism (c10d_sharded.cpp), by the group's ShardedPath.
+  // Composed: a reduce-scatter with a ring's volume, one all-to-all sending chunk r of the
+  // input to rank r ((N-1)/N of the input leaves each rank, as in a ring reduce-scatter, half
+  // an all-reduce's), the N chunks received reduced locally, float16 and bfloat16 in float32
+  // and rounded once at the end. Native: the back end's reduce-scatter.
   void ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) override;
   // The all-to-all runs on the group's threads; Wait waits for it and reduces the chunks.
   std::unique_ptr<PendingWork> ReduceScatterAsync(const at::Tensor& input, at::Tensor& output,
@@ -118,6 +138,7 @@ class C10dCollectives final : public Collectives {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<GroupBase> group_;
   c10::Device device_;
+  ShardedPath sharded_;
   GroupFactory subgroups_;
   std::vector<int> world_ranks_;
   int groups_formed_ = 0;  // NewGroup calls so far: the first part of each subgroup's prefix

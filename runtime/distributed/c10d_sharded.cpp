@@ -1,6 +1,6 @@
-// The collectives of sharded data parallelism on any c10d process group: a reduce-scatter built
-// from one all-to-all and a local reduction, a scatter and a gather, and subgroups over prefixes
-// of the group's store.
+// The collectives of sharded data parallelism on any c10d process group: a reduce-scatter (the
+// back end's own, or one all-to-all and a local reduction), a scatter and a gather, and
+// subgroups over prefixes of the group's store.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
@@ -78,7 +78,19 @@ std::unique_ptr<PendingWork> C10dCollectives::ReduceScatterAsync(const at::Tenso
                                                                  ReduceOp op) {
   const int world = world_size();
   CheckReduceScatterShapes(input, output, world);
-  at::Tensor send = input.view({-1});
+  Staging staging(device_);
+  at::Tensor send = staging.In(input.view({-1}), false);
+  at::Tensor target = staging.In(output.view({-1}), true);  // the caller keeps `output` alive until Wait
+  if (sharded_ == ShardedPath::kNative) {
+    c10::intrusive_ptr<c10d::Work> work;
+    Guard("reduce_scatter", [&] {
+      c10d::ReduceScatterOptions options;
+      options.reduceOp = ToC10d(op);
+      work = group_->_reduce_scatter_base(target, send, options);
+    });
+    return std::make_unique<C10dWork>("reduce_scatter", std::vector{work}, scope_,
+                                      [staging]() mutable { staging.CopyBack(); });
+  }
   at::Tensor received = at::empty_like(send);
   c10::intrusive_ptr<c10d::Work> work;
   Guard("reduce_scatter", [&] {
@@ -86,10 +98,11 @@ std::unique_ptr<PendingWork> C10dCollectives::ReduceScatterAsync(const at::Tenso
     std::vector<int64_t> same_splits;
     work = group_->alltoall_base(received, send, equal_splits, same_splits);
   });
-  at::Tensor target = output;  // the same storage: the caller keeps it alive until Wait
-  return std::make_unique<C10dWork>(
-      "reduce_scatter", std::vector{work}, scope_,
-      [received, target, op, world]() mutable { ReduceChunks(received, target, op, world); });
+  return std::make_unique<C10dWork>("reduce_scatter", std::vector{work}, scope_,
+                                    [received, target, op, world, staging]() mutable {
+                                      ReduceChunks(received, target, op, world);
+                                      staging.CopyBack();
+                                    });
 }
 
 void C10dCollectives::ReduceScatter(const at::Tensor& input, at::Tensor& output, ReduceOp op) {
@@ -99,35 +112,39 @@ void C10dCollectives::ReduceScatter(const at::Tensor& input, at::Tensor& output,
 void C10dCollectives::Scatter(const std::vector<at::Tensor>& chunks, at::Tensor& output, int root) {
   CheckScatterChunks(chunks, output, rank() == root ? world_size() : 0);
   if (!output.is_contiguous()) throw std::invalid_argument("scatter: the output must be contiguous");
+  Staging staging(device_);
   Guard("scatter", [&] {
     c10d::ScatterOptions scatter;
     scatter.rootRank = root;
-    std::vector<at::Tensor> outputs{output};
+    std::vector<at::Tensor> outputs{staging.In(output, true)};
     std::vector<std::vector<at::Tensor>> inputs;
     if (rank() == root) {
       inputs.emplace_back();
-      for (const at::Tensor& chunk : chunks) inputs[0].push_back(chunk.contiguous());
+      for (const at::Tensor& chunk : chunks) inputs[0].push_back(staging.In(chunk.contiguous(), false));
     }
     group_->scatter(outputs, inputs, scatter)->wait(scope_.options.timeout);
   });
+  staging.CopyBack();
 }
 
 void C10dCollectives::Gather(const at::Tensor& input, at::Tensor& output, int root) {
   CheckGatherOutput(input, output, rank() == root, world_size());
+  Staging staging(device_);
   Guard("gather", [&] {
     c10d::GatherOptions gather;
     gather.rootRank = root;
-    std::vector<at::Tensor> inputs{input.contiguous().view({-1})};
+    std::vector<at::Tensor> inputs{staging.In(input.contiguous().view({-1}), false)};
     std::vector<std::vector<at::Tensor>> outputs;
     if (rank() == root) {
       // One slot per rank, views into `output`, so the result lands in one flat buffer.
       const int64_t count = input.numel();
-      at::Tensor flat = output.view({-1});
+      at::Tensor flat = staging.In(output.view({-1}), true);
       outputs.emplace_back();
       for (int r = 0; r < world_size(); ++r) outputs[0].push_back(flat.narrow(0, r * count, count));
     }
     group_->gather(outputs, inputs, gather)->wait(scope_.options.timeout);
   });
+  staging.CopyBack();
 }
 
 std::unique_ptr<Collectives> C10dCollectives::NewGroup(const std::vector<int>& ranks) {
@@ -145,7 +162,7 @@ std::unique_ptr<Collectives> C10dCollectives::NewGroup(const std::vector<int>& r
   for (int member : ranks) world_ranks.push_back(world_ranks_.empty() ? member : world_ranks_[member]);
   c10::intrusive_ptr<GroupBase> group;
   Guard("new_group", [&] { group = subgroups_(store, options.rank, options.world_size); });
-  return std::make_unique<C10dCollectives>(options, store, group, device_, subgroups_,
+  return std::make_unique<C10dCollectives>(options, store, group, device_, sharded_, subgroups_,
                                            std::move(world_ranks));
 }
 

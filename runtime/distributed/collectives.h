@@ -137,17 +137,38 @@ class OwnRendezvousError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How a back end carries out the two collectives of sharded data parallelism, chosen by what
+// measures faster on it (docs/performance.md, "Reduce-scatter").
+enum class ShardedPath {
+  // Gloo's default: a reduce-scatter composed of one all-to-all and a local reduction, and an
+  // all-gather into one slot per rank. On loopback this reduce-scatter takes 0.3 to 0.7 of the
+  // time of Gloo's own `_reduce_scatter_base` (1 to 64 MiB, 2 and 4 ranks), whose all-gather
+  // into one buffer is no faster.
+  kComposed,
+  // NCCL's: its own reduce-scatter and all-gather into one buffer, ring kernels on the device
+  // (what PyTorch's FSDP and DeepSpeed's ZeRO call).
+  kNative,
+};
+
 // Joins the group: rank 0 serves a TCPStore at master_addr:master_port, the others connect,
 // check in, and all build a ProcessGroupGloo. Collective. Throws CollectiveError naming the
 // address, the timeout and the ranks that never checked in when the rendezvous does not
-// complete in time.
-std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options);
+// complete in time. `sharded` picks the reduce-scatter and all-gather (tests take Gloo's own,
+// the path NCCL's groups take, to check it without a GPU).
+std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options,
+                                         ShardedPath sharded = ShardedPath::kComposed);
 
 // The same rendezvous, then a ProcessGroupNCCL on GPU `local_rank` (modulo the visible
 // devices), made by the CUDA back end (runtime/cuda), with NCCL's asynchronous error handling
 // on so timeouts abort instead of hanging. An OwnRendezvousError, before the rendezvous, when
 // the back end does not load or no GPU is visible.
 std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank);
+
+// Opens the CUDA back end and makes GPU `local_rank` (modulo the visible devices) this
+// process's current device: the GPU of a rank of a `cuda` plan, with or without a process
+// group. An OwnRendezvousError naming `rank` when the back end does not load or no GPU is
+// visible.
+c10::Device UseCudaDevice(int rank, int local_rank);
 
 // Turns PyTorch's collective flight recorder off unless the user sized it (TORCH_FR_BUFFER_SIZE).
 // Every group in a process shares one recorder, whose first record for a group edits a map

@@ -50,7 +50,7 @@ std::shared_ptr<::gloo::transport::Device> LocalDevice(const RendezvousOptions& 
 
 }  // namespace
 
-std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
+std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options, ShardedPath sharded) {
   try {
     // The device first: it needs no peer, so a failure here is this rank's own, said before
     // the rendezvous makes it the peers' problem too.
@@ -67,7 +67,7 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options) {
     auto group = groups(store, options.rank, options.world_size);
     progress::Resumed();  // the rendezvous and the group's connections are done
     return std::make_unique<internal::C10dCollectives>(options, store, group, c10::Device(c10::kCPU),
-                                                       std::move(groups));
+                                                       sharded, std::move(groups));
   } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {

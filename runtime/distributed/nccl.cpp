@@ -10,17 +10,16 @@
 
 namespace accel::rt::distributed {
 
-std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank) {
+c10::Device UseCudaDevice(int rank, int local_rank) {
   std::string why;
   const cuda::Backend* backend = cuda::LoadBackend(&why);
-  if (backend == nullptr)
-    throw OwnRendezvousError(fmt::format("rank {} cannot use NCCL: {}", options.rank, why));
+  if (backend == nullptr) throw OwnRendezvousError(fmt::format("rank {} cannot use CUDA: {}", rank, why));
   int index = 0;
   try {
     int devices = backend->device_count();
     if (devices == 0)
       throw OwnRendezvousError(fmt::format(
-          "rank {} cannot use NCCL: no CUDA device is visible (CUDA_VISIBLE_DEVICES={})", options.rank,
+          "rank {} cannot use CUDA: no CUDA device is visible (CUDA_VISIBLE_DEVICES={})", rank,
           std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset"));
     // One GPU per local rank, as torchrun and Accelerate give them; the launcher has already
     // narrowed CUDA_VISIBLE_DEVICES to the plan's gpu_ids.
@@ -30,9 +29,15 @@ std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int l
     throw;
   } catch (const std::exception& error) {
     std::string what = error.what();
-    throw OwnRendezvousError(fmt::format("rank {} cannot use its GPU {}: {}", options.rank, index,
-                                         what.substr(0, what.find('\n'))));
+    throw OwnRendezvousError(
+        fmt::format("rank {} cannot use its GPU {}: {}", rank, index, what.substr(0, what.find('\n'))));
   }
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int local_rank) {
+  const c10::Device device = UseCudaDevice(options.rank, local_rank);
+  const cuda::Backend* backend = cuda::LoadBackend(nullptr);
   try {
     c10::intrusive_ptr<c10d::Store> store = internal::Rendezvous(options);
     // The world and every subgroup (NewGroup) on this rank's GPU, with the plan's timeout.
@@ -42,9 +47,8 @@ std::unique_ptr<Collectives> ConnectNccl(const RendezvousOptions& options, int l
     };
     auto group = groups(store, options.rank, options.world_size);
     progress::Resumed();  // the rendezvous is done; NCCL connects lazily, on the first collective
-    return std::make_unique<internal::C10dCollectives>(
-        options, store, group, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)),
-        std::move(groups));
+    return std::make_unique<internal::C10dCollectives>(options, store, group, device, ShardedPath::kNative,
+                                                       std::move(groups));
   } catch (const OwnRendezvousError&) {
     throw;  // this rank's own failure, already said in full
   } catch (const std::exception& error) {

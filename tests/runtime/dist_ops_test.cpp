@@ -457,7 +457,7 @@ TEST(Connect, ChoosesTheBackendByNameAndExplainsAMissingOne) {
   if (!IsCudaAvailable()) {
     EXPECT_NE(ErrorOf([&] {
                 Connect("nccl", options, 0);
-              }).find("rank 0 cannot use NCCL: no CUDA device is visible"),
+              }).find("rank 0 cannot use CUDA: no CUDA device is visible"),
               std::string::npos);
   }
   std::unique_ptr<Collectives> gloo = Connect("gloo", options, 0);

@@ -34,7 +34,7 @@ at::Tensor ExpectedSumChunk(int rank, int world, int64_t chunk, at::ScalarType d
   return ((at::arange(chunk, at::kDouble) + rank * chunk + 1) * weights).to(dtype);
 }
 
-void ExpectReduceScatterSums(int world) {
+void ExpectReduceScatterSums(int world, ShardedPath path = ShardedPath::kComposed) {
   RunGlooRanks(world, [world](int rank, Group& group) {
     for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kHalf, at::kInt}) {
       const int64_t chunk = 5;
@@ -44,7 +44,7 @@ void ExpectReduceScatterSums(int world) {
       EXPECT_TRUE(at::equal(output, ExpectedSumChunk(rank, world, chunk, dtype)))
           << c10::toString(dtype) << " on rank " << rank << ": " << output;
     }
-  });
+  }, 10000, path);
 }
 
 TEST(ReduceScatter, EachRankGetsTheSumOfItsChunkOnTwoRanks) { ExpectReduceScatterSums(2); }
@@ -93,9 +93,16 @@ TEST(ReduceScatter, RefusesAnInputThatIsNotWorldSizeChunksOfTheOutput) {
   });
 }
 
+// NCCL's path (the back end's own reduce-scatter and all-gather into one buffer), run on Gloo,
+// which has both.
+TEST(ReduceScatter, TheBackEndsOwnReduceScatterGivesTheSameSums) {
+  ExpectReduceScatterSums(2, ShardedPath::kNative);
+  ExpectReduceScatterSums(4, ShardedPath::kNative);
+}
+
 // Both asynchronous operations in flight at once, waited for in the other order: each result is
-// there once its own Wait returns.
-TEST(ReduceScatter, AsyncReduceScatterAndAllGatherOverlap) {
+// there once its own Wait returns; on either path.
+void ExpectAsyncReduceScatterAndAllGatherOverlap(ShardedPath path) {
   RunGlooRanks(4, [](int rank, Group& group) {
     at::Tensor input = RankInput(rank, 4 * 3, at::kFloat);
     at::Tensor reduced = at::empty({3});
@@ -108,7 +115,15 @@ TEST(ReduceScatter, AsyncReduceScatterAndAllGatherOverlap) {
     EXPECT_TRUE(at::equal(reduced, ExpectedSumChunk(rank, 4, 3, at::kFloat))) << reduced;
     EXPECT_TRUE(at::equal(gathered, at::tensor(std::vector<float>{1, 1, 11, 11, 21, 21, 31, 31})))
         << gathered;
-  });
+  }, 10000, path);
+}
+
+TEST(ReduceScatter, AsyncReduceScatterAndAllGatherOverlap) {
+  ExpectAsyncReduceScatterAndAllGatherOverlap(ShardedPath::kComposed);
+}
+
+TEST(ReduceScatter, AsyncReduceScatterAndAllGatherOverlapOnTheBackEndsOwn) {
+  ExpectAsyncReduceScatterAndAllGatherOverlap(ShardedPath::kNative);
 }
 
 // Rank 0 of 2 calls `collective` after rank 1 has left: it must throw a CollectiveError

@@ -34,14 +34,14 @@ inline RendezvousOptions LoopbackOptions(int rank, int world, int port, int time
 }
 
 // Runs `body(rank, collectives)` on `world` threads joined into one group; rethrows the first
-// rank's failure.
+// rank's failure. `sharded`: the group's reduce-scatter and all-gather (collectives.h).
 template <typename Body>
-void RunGlooRanks(int world, Body body, int timeout_ms = 10000) {
+void RunGlooRanks(int world, Body body, int timeout_ms = 10000, ShardedPath sharded = ShardedPath::kComposed) {
   int port = launch::PickFreePort();
   std::vector<std::future<void>> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, world, port, timeout_ms));
+      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, world, port, timeout_ms), sharded);
       body(rank, group);
     }));
   }
