@@ -23,7 +23,7 @@ at::Tensor TokenPredictions(const ModelOutputs& outputs, const data::Columns& ba
         labels.size(0) != logits.size(0) || labels.size(1) != logits.size(1)) {
       continue;
     }
-    return at::stack({logits.argmax(-1).to(at::kLong), labels.to(at::kLong)}, 2).contiguous();
+    return at::stack({logits.argmax(-1).to(at::kLong), labels.to(logits.device(), at::kLong)}, 2).contiguous();
   }
   return {};
 }

@@ -14,14 +14,16 @@ namespace {
 void* StateKey(const torch::Tensor& parameter) { return parameter.unsafeGetTensorImpl(); }
 
 // `source` as state of a parameter shaped like `like`: itself when `owned` (see
-// OptimizerState::tensors_owned) and contiguous, else a contiguous copy; throws when the shape
-// or dtype differs.
+// OptimizerState::tensors_owned), contiguous and on the parameter's device, else a contiguous
+// copy there (a checkpoint's state is read into host memory; a GPU's parameter needs it on the
+// GPU); throws when the shape or dtype differs.
 torch::Tensor AdoptLike(const at::Tensor& source, bool owned, const torch::Tensor& like,
                         const std::string& what) {
   if (source.sizes() != like.sizes() || source.scalar_type() != like.scalar_type()) {
     throw std::invalid_argument("optimizer state `" + what +
                                 "` has another shape or dtype than its parameter");
   }
+  if (source.device() != like.device()) return source.detach().to(like.device()).contiguous();
   if (owned && source.is_contiguous()) return source.detach();
   return source.detach().clone(at::MemoryFormat::Contiguous);
 }

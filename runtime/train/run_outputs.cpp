@@ -13,15 +13,11 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/shards.h"
 #include "runtime/support/blas.h"
+#include "runtime/tensor/host_bytes.h"
 #include "runtime/train/train_state.h"
 
 namespace accel::rt::train {
 namespace {
-
-std::string_view TensorBytes(const at::Tensor& tensor) {
-  return std::string_view(static_cast<const char*>(tensor.data_ptr()),
-                          tensor.numel() * tensor.element_size());
-}
 
 llvm::Error WriteJson(const std::string& path, llvm::json::Value value) {
   std::string text;
@@ -39,13 +35,13 @@ llvm::Expected<std::string> WriteModel(const Trainer& trainer, const plan::SaveM
   std::vector<at::Tensor> keep;  // contiguous copies must outlive the write
   std::vector<checkpoint::TensorRef> tensors;
   for (const auto& [name, tensor] : ModelState(trainer)) {
-    keep.push_back(tensor.detach().contiguous());
+    keep.push_back(tensor::HostContiguous(tensor));
     const char* dtype = SafetensorsDtype(keep.back().scalar_type());
     if (dtype == nullptr) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(), "cannot save `%s`: unsupported dtype",
                                      name.c_str());
     }
-    tensors.push_back({name, dtype, keep.back().sizes().vec(), TensorBytes(keep.back())});
+    tensors.push_back({name, dtype, keep.back().sizes().vec(), tensor::HostBytes(keep.back())});
   }
   constexpr std::string_view kSuffix = ".safetensors";
   const std::string& file = save.model_file;
@@ -73,8 +69,8 @@ std::string ParameterDigest(const std::vector<std::pair<std::string, at::Tensor>
   llvm::SHA256 sha;
   for (const auto& [name, tensor] : sorted) {
     sha.update(llvm::StringRef(name));
-    at::Tensor contiguous = tensor.contiguous();
-    std::string_view bytes = TensorBytes(contiguous);
+    at::Tensor host = tensor::HostContiguous(tensor);
+    std::string_view bytes = tensor::HostBytes(host);
     sha.update(llvm::StringRef(bytes.data(), bytes.size()));
   }
   return "sha256:" + llvm::toHex(sha.final(), /*LowerCase=*/true);

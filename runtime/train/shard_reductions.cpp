@@ -71,7 +71,7 @@ void ShardReductions::Launch(size_t bucket) {
     chunks.push_back(flats_[u].view({shards, units_[u].shard_size}));
   }
   inputs_[bucket] = chunks.size() == 1 ? flats_[members[0]] : at::cat(chunks, 1).view({-1});
-  outputs_[bucket] = at::empty({shard_elements}, at::kFloat);
+  outputs_[bucket] = at::empty({shard_elements}, inputs_[bucket].options());
   pending_[bucket] = groups_.ReduceScatterSumAsync(inputs_[bucket], outputs_[bucket]);
 }
 

@@ -11,29 +11,22 @@
 #include <fmt/format.h>
 
 #include "llvm/Support/Error.h"
+#include "runtime/tensor/host_bytes.h"
 
 namespace accel::rt::train {
-namespace {
-
-std::string_view Bytes(const at::Tensor& tensor) {
-  return std::string_view(static_cast<const char*>(tensor.data_ptr()), tensor.nbytes());
-}
-
-}  // namespace
 
 std::unique_ptr<RankStateSlices> EncodeRankSlices(const ShardedEngine& engine, bool with_buffers) {
   auto out = std::unique_ptr<RankStateSlices>(new RankStateSlices());
   auto add = [&](std::vector<checkpoint::TensorSlice>& to, std::string name, const at::Tensor& tensor,
                  const std::vector<int64_t>& shape, int64_t start, int64_t end) {
-    at::Tensor dense = tensor.detach();
-    if (!dense.is_contiguous()) dense = dense.contiguous();
+    at::Tensor dense = tensor::HostContiguous(tensor);
     const char* dtype = SafetensorsDtype(dense.scalar_type());
     if (dtype == nullptr)
       throw std::invalid_argument(fmt::format("`{}` is {}, which checkpoints do not store", name,
                                               c10::toString(dense.scalar_type())));
     out->tensors_.push_back(dense);
     to.push_back({std::move(name), dtype, shape, static_cast<uint64_t>(start), static_cast<uint64_t>(end),
-                  Bytes(out->tensors_.back())});
+                  tensor::HostBytes(out->tensors_.back())});
   };
   std::set<std::string> held;
   std::set<std::string> keys;

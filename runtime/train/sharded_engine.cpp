@@ -88,6 +88,8 @@ ShardedEngine::ShardedEngine(std::unique_ptr<Trainer> model, const plan::TrainLo
       world_(world),
       groups_(world, loop.sharding.hybrid, processes_per_machine),
       named_(model_->NamedParameters()),
+      device_(named_.empty() || named_.front().second.is_meta() ? c10::Device(c10::kCPU)
+                                                                 : named_.front().second.device()),
       type_(OptimizerTypeOf(loop)),
       fault_(TestFaultFromEnvironment()) {
   for (const auto& [name, tensor] : named_) {
@@ -232,7 +234,7 @@ void ShardedEngine::UnitGradientsReady(size_t unit) {
 }
 
 at::Tensor ShardedEngine::FlatParameters(const FlatUnit& unit) const {
-  at::Tensor flat = at::zeros({unit.padded}, at::kFloat);
+  at::Tensor flat = at::zeros({unit.padded}, Floats());
   for (size_t i = 0; i < unit.parameters.size(); ++i) {
     size_t index = unit.parameters[i];
     flat.narrow(0, unit.offsets[i], numels_[index]).copy_(named_[index].second.detach().reshape({-1}));
@@ -253,8 +255,8 @@ void ShardedEngine::TakeFromRankZero(const FlatUnit& unit, at::Tensor& full, at:
   const bool root = world_.rank() == 0;
   const bool scatter = sharding_.stage >= 3 && !Persistent(unit);
   full = root      ? FlatParameters(unit)
-         : scatter ? ShapeOnly({unit.padded}, at::kFloat)
-                   : at::empty({unit.padded}, at::kFloat);
+         : scatter ? ShapeOnly({unit.padded}, at::kFloat, device_)
+                   : at::empty({unit.padded}, Floats());
   if (!scatter) {
     std::vector<at::Tensor> whole{full};
     world_.Broadcast(whole, 0);
@@ -264,12 +266,12 @@ void ShardedEngine::TakeFromRankZero(const FlatUnit& unit, at::Tensor& full, at:
   std::vector<at::Tensor> chunks;
   for (int r = 0; root && r < world_.world_size(); ++r)
     chunks.push_back(full.narrow(0, unit.shard_size * (r % groups_.shard_count()), unit.shard_size));
-  shard = at::empty({unit.shard_size}, at::kFloat);
+  shard = at::empty({unit.shard_size}, Floats());
   world_.Scatter(chunks, shard, 0);
 }
 
 at::Tensor ShardedEngine::FlatGradient(const FlatUnit& unit) const {
-  at::Tensor flat = at::zeros({unit.padded}, at::kFloat);
+  at::Tensor flat = at::zeros({unit.padded}, Floats());
   // Divided before the sum, as DDP's reducer does, so the averages round alike.
   const double world_size = world_.world_size();
   for (size_t i = 0; i < unit.parameters.size(); ++i) {
@@ -460,7 +462,7 @@ void ShardedEngine::AllGatherAfterStep() {
     } else {
       std::vector<at::Tensor> pieces;
       for (size_t u = first; u < end; ++u) pieces.push_back(state_[u].shard.detach());
-      at::Tensor gathered = at::empty({elements}, at::kFloat);
+      at::Tensor gathered = at::empty({elements}, Floats());
       groups_.AllGather(at::cat(pieces), gathered);
       // Rank r's part of `gathered` is its shard of every unit, end to end.
       at::Tensor by_rank = gathered.view({shards, elements / shards});
@@ -525,7 +527,7 @@ OptimizerState ShardedEngine::GatherOptimizerState(bool first_only) {
         groups_.GatherToFirst(tensor.contiguous(), none);
         continue;
       }
-      at::Tensor full = at::empty({unit.padded}, at::kFloat);
+      at::Tensor full = at::empty({unit.padded}, Floats());
       if (first_only) {
         groups_.GatherToFirst(tensor.contiguous(), full);
       } else {
@@ -574,7 +576,7 @@ void ShardedEngine::ImportOptimizerState(const OptimizerState& state) {
     if (first == nullptr) continue;  // not stepped yet
     shard.counters = first->counters;
     for (const auto& [key, unused] : first->tensors) {
-      at::Tensor flat = at::zeros({unit.padded}, at::kFloat);
+      at::Tensor flat = at::zeros({unit.padded}, Floats());
       for (size_t i = 0; i < unit.parameters.size(); ++i) {
         size_t index = unit.parameters[i];
         const OptimizerState::Parameter& parameter = *by_name.at(named_[index].first);
@@ -647,7 +649,7 @@ void ShardedEngine::ImportShardSlices(const SliceReader& read, const std::vector
     std::vector<std::string> keys{""};
     keys.insert(keys.end(), state_keys.begin(), state_keys.end());
     for (const std::string& key : keys) {
-      at::Tensor values = at::zeros({unit.shard_size}, at::kFloat);
+      at::Tensor values = at::zeros({unit.shard_size}, Floats());
       for (size_t i = 0; i < unit.parameters.size(); ++i) {
         size_t index = unit.parameters[i];
         const int64_t start = std::max(begin, unit.offsets[i]);

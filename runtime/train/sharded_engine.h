@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/TensorOptions.h>
 
 #include "compiler/plan/plan.h"
 #include "runtime/distributed/collectives.h"
@@ -204,6 +205,9 @@ class ShardedEngine final : public Trainer, public GradientSync, private Forward
   distributed::Collectives& world_;
   ShardGroups groups_;
   std::vector<std::pair<std::string, at::Tensor>> named_;
+  // Where the model computes (its parameters' device): the flat buffers and shards live there.
+  c10::Device device_;
+  at::TensorOptions Floats() const { return at::TensorOptions().dtype(at::kFloat).device(device_); }
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<int64_t> numels_;
   std::vector<FlatUnit> units_;

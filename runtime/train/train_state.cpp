@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,7 @@
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/support/error.h"
+#include "runtime/tensor/host_bytes.h"
 #include "runtime/tensor/scalar_type.h"
 
 namespace accel::rt::train {
@@ -33,11 +35,6 @@ namespace json = llvm::json;
 // Bumped when an older reader could misread a newer layout.
 constexpr int64_t kStateVersion = 1;
 constexpr const char* kRngTensor = "torch_manual_seed";
-
-std::string_view Bytes(const at::Tensor& tensor) {
-  return std::string_view(static_cast<const char*>(tensor.data_ptr()),
-                          tensor.numel() * tensor.element_size());
-}
 
 }  // namespace
 
@@ -147,13 +144,12 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
   auto out = std::make_unique<StateFiles>();
   // A view of `tensor` that stays valid while `out` lives.
   auto keep = [&](const at::Tensor& tensor) -> llvm::Expected<checkpoint::TensorRef> {
-    at::Tensor dense = tensor.detach();
-    if (!dense.is_contiguous()) dense = dense.contiguous();
+    at::Tensor dense = tensor::HostContiguous(tensor);
     out->tensors_.push_back(dense);
     const char* dtype = SafetensorsDtype(dense.scalar_type());
     if (dtype == nullptr)
       return Fail(fmt::format("unsupported dtype {}", c10::toString(dense.scalar_type())));
-    return checkpoint::TensorRef{"", dtype, dense.sizes().vec(), Bytes(dense)};
+    return checkpoint::TensorRef{"", dtype, dense.sizes().vec(), tensor::HostBytes(dense)};
   };
   auto add_safetensors = [&](std::string name, const std::vector<checkpoint::TensorRef>& tensors,
                              const std::map<std::string, std::string>& metadata) -> llvm::Error {
@@ -500,12 +496,19 @@ llvm::Error RestoreParameters(const checkpoint::VerifiedCheckpoint& ckpt, Traine
     size_t size;
   };
   std::vector<Piece> pieces;
+  // A parameter on a GPU is filled from a host copy once every tensor is checked.
+  std::vector<std::pair<at::Tensor, at::Tensor>> on_device;  // the parameter, its host copy
   for (const auto& [name, parameter] : named) {
     if (!parameter.is_contiguous()) return Fail(fmt::format("parameter `{}` is not contiguous", name));
     llvm::Expected<std::string_view> bytes =
         BytesFor(*model, ckpt.path + "/model.safetensors", name, parameter);
     if (!bytes) return bytes.takeError();
-    char* target = static_cast<char*>(parameter.data_ptr());
+    at::Tensor host = parameter;
+    if (!parameter.is_cpu()) {
+      host = at::empty(parameter.sizes(), parameter.options().device(c10::kCPU));
+      on_device.emplace_back(parameter, host);
+    }
+    char* target = static_cast<char*>(host.data_ptr());
     for (size_t offset = 0; offset < bytes->size(); offset += kPiece) {
       pieces.push_back({target + offset, bytes->data() + offset, std::min(kPiece, bytes->size() - offset)});
     }
@@ -513,6 +516,8 @@ llvm::Error RestoreParameters(const checkpoint::VerifiedCheckpoint& ckpt, Traine
   // memcpy: a foreign writer's views need not be aligned (ST-014).
   checkpoint::ParallelFor(pieces.size(),
                           [&](size_t i) { std::memcpy(pieces[i].target, pieces[i].source, pieces[i].size); });
+  at::NoGradGuard no_grad;
+  for (auto& [parameter, host] : on_device) parameter.copy_(host);
   return llvm::Error::success();
 }
 
@@ -553,8 +558,14 @@ llvm::Error CopyWhole(const checkpoint::ShardedStateReader& reader, const std::s
   if (llvm::Error error = CheckShardedTensor(reader, checkpoint::ShardedKind::kModel, name, target, path))
     return error;
   if (!target.is_contiguous()) return Fail(fmt::format("`{}` is not contiguous", name));
-  return reader.CopyRange(checkpoint::ShardedKind::kModel, name, 0, static_cast<uint64_t>(target.numel()),
-                          {static_cast<char*>(target.data_ptr()), target.nbytes()});
+  at::Tensor host = target.is_cpu() ? target : at::empty(target.sizes(), target.options().device(c10::kCPU));
+  if (llvm::Error error =
+          reader.CopyRange(checkpoint::ShardedKind::kModel, name, 0, static_cast<uint64_t>(target.numel()),
+                           {static_cast<char*>(host.data_ptr()), host.nbytes()}))
+    return error;
+  at::NoGradGuard no_grad;
+  if (!target.is_cpu()) target.copy_(host);
+  return llvm::Error::success();
 }
 
 // The model tensors of a sharded checkpoint must be exactly this model's parameters and buffers.

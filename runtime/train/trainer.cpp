@@ -41,6 +41,8 @@ class Model : public BlockForward {
   virtual std::vector<std::pair<std::string, torch::Tensor>> Buffers() const = 0;
   // Training mode (batch norm uses batch statistics) or evaluation mode (running statistics).
   virtual void SetTraining(bool training) = 0;
+  // Moves every parameter and buffer to `device` in place: each keeps its identity.
+  virtual void MoveTo(c10::Device device) = 0;
   // A batch of named columns, for a model that returns its own loss; CheckColumns throws
   // std::invalid_argument when they do not bind to forward's inputs.
   virtual void CheckColumns(const data::Columns& columns) const = 0;
@@ -136,6 +138,7 @@ template <typename Net>
 class NnModel : public Model {
  public:
   void SetTraining(bool training) override { net_->train(training); }
+  void MoveTo(c10::Device device) override { net_->to(device); }
   std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
     return Named(net_->named_parameters());
   }
@@ -393,7 +396,7 @@ class ScriptedModel final : public Model {
     binder_.emplace(module_, spec.inputs);
   }
   void CheckColumns(const data::Columns& columns) const override { binder_->Check(columns); }
-  // One block: LibTorch 1.13 has no hooks on a TorchScript submodule's forward. The trainer
+  // One block: LibTorch has no hooks on a TorchScript submodule's forward. The trainer
   // gates the call (Forward, or the loss of ForwardColumns).
   torch::jit::IValue ForwardColumns(const data::Columns& columns) override {
     return binder_->Call(module_, columns);
@@ -417,6 +420,7 @@ class ScriptedModel final : public Model {
   void EnterColumns() { Enter(0); }
   torch::Tensor LeaveColumns(const torch::Tensor& loss) { return Leave(0, loss); }
   void SetTraining(bool training) override { module_.train(training); }
+  void MoveTo(c10::Device device) override { module_.to(device); }
   std::vector<std::pair<std::string, torch::Tensor>> Parameters() const override {
     std::vector<std::pair<std::string, torch::Tensor>> named;
     for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
@@ -488,11 +492,13 @@ class ScriptedModel final : public Model {
 class TorchTrainer final : public Trainer {
  public:
   TorchTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop, const TensorParallelism& tp,
-               InitialWeights weights)
+               InitialWeights weights, c10::Device device)
       : loop_(loop) {
     const bool shapes_only = weights == InitialWeights::kShapesOnly;
     if (shapes_only && tp.size > 1)
       throw std::logic_error("tensor-parallel slices are cut from the weights' values: build them whole");
+    if (shapes_only && !device.is_cpu())
+      throw std::logic_error("a model of shapes only is received on the CPU: build it whole for a device");
     auto refuse_tp = [&tp](const char* what) {
       if (tp.size > 1) {
         throw std::invalid_argument(
@@ -513,6 +519,9 @@ class TorchTrainer final : public Trainer {
                            return std::make_unique<ScriptedModel>(m, shapes_only);
                          }},
         model.model);
+    // Built on the CPU from the generator (so a GPU run starts from the CPU run's weights), then
+    // moved, before the optimizer takes the parameters.
+    if (!device.is_cpu()) model_->MoveTo(device);
     std::vector<torch::Tensor> parameters;
     for (const auto& [name, tensor] : model_->Parameters()) parameters.push_back(tensor);
     if (!parameters.empty() && !parameters.front().is_meta()) device_ = parameters.front().device();
@@ -523,7 +532,7 @@ class TorchTrainer final : public Trainer {
   }
 
   float ForwardBackward(const at::Tensor& features, const at::Tensor& targets, double loss_scale) override {
-    torch::Tensor loss = Losses(Forward(features), targets, torch::Reduction::Mean);
+    torch::Tensor loss = Losses(Forward(features), OnDevice(targets), torch::Reduction::Mean);
     (loss_scale == 1.0 ? loss : loss * loss_scale).backward();
     return loss.item<float>();
   }
@@ -540,10 +549,11 @@ class TorchTrainer final : public Trainer {
     }
     model_->SetTraining(true);
     Evaluation result;
-    result.losses = Losses(output, targets, torch::Reduction::None);
+    const at::Tensor on_device = OnDevice(targets);
+    result.losses = Losses(output, on_device, torch::Reduction::None);
     if (result.losses.dim() > 1) result.losses = result.losses.flatten(1).mean(1);
     if (loop_.loss == plan::Loss::cross_entropy)
-      result.correct = output.argmax(1).eq(targets).to(torch::kFloat);
+      result.correct = output.argmax(1).eq(on_device).to(torch::kFloat);
     return result;
   }
   float ForwardBackward(const data::Columns& batch, double loss_scale) override {
@@ -603,7 +613,7 @@ class TorchTrainer final : public Trainer {
     {
       std::optional<AutocastRegion> autocast;
       EnterAutocast(autocast);
-      outputs = ReadModelOutputs(model_->ForwardColumns(batch), model_->Signature());
+      outputs = ReadModelOutputs(model_->ForwardColumns(OnDevice(batch)), model_->Signature());
     }
     if (scripted != nullptr) outputs.loss = scripted->LeaveColumns(outputs.loss);
     return outputs;
@@ -615,7 +625,18 @@ class TorchTrainer final : public Trainer {
   torch::Tensor Forward(const at::Tensor& features) {
     std::optional<AutocastRegion> autocast;
     EnterAutocast(autocast);
-    return model_->Forward(features).to(torch::kFloat);
+    return model_->Forward(OnDevice(features)).to(torch::kFloat);
+  }
+
+  // A batch on the device the model computes on (the loader builds it in host memory).
+  at::Tensor OnDevice(const at::Tensor& tensor) const {
+    return device_.is_cpu() ? tensor : tensor.to(device_, /*non_blocking=*/false);
+  }
+  data::Columns OnDevice(const data::Columns& batch) const {
+    if (device_.is_cpu()) return batch;
+    data::Columns moved = batch;
+    for (data::Column& column : moved) column.values = OnDevice(column.values);
+    return moved;
   }
 
   // Accelerate's autocast for the loop's precision (bf16 or fp16), on the device the model
@@ -758,16 +779,16 @@ class TorchTrainer final : public Trainer {
   std::unique_ptr<Model> model_;
   std::string type_;  // sgd, adam or adamw
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  // Where the model computes (autocast's device type); a shapes-only model will compute on
-  // the CPU, where its bytes arrive.
+  // Where the model computes (autocast's device type, where batches go); a shapes-only model
+  // will compute on the CPU, where its bytes arrive.
   c10::Device device_{c10::kCPU};
 };
 
 }  // namespace
 
 std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop,
-                                     const TensorParallelism& tp, InitialWeights weights) {
-  return std::make_unique<TorchTrainer>(model, loop, tp, weights);
+                                     const TensorParallelism& tp, InitialWeights weights, c10::Device device) {
+  return std::make_unique<TorchTrainer>(model, loop, tp, weights, device);
 }
 
 std::string CheckScriptedModelTakes(const plan::TorchScript& model, int64_t features) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "compiler/plan/plan.h"
 #include "runtime/data/dataset.h"
@@ -181,9 +182,13 @@ enum class InitialWeights {
 // rank's slices: each pair of consecutive Linears split column- then row-wise (a last Linear
 // without a partner stays whole); other models are refused (std::invalid_argument). `weights`
 // kShapesOnly with `tp` is a std::logic_error: the slices are cut from the values.
+// `device`: where the model computes. It is built on the CPU (the same weights as a CPU run)
+// and moved there; every batch is moved there before forward. Shapes only need the CPU (a
+// std::logic_error otherwise).
 std::unique_ptr<Trainer> MakeTrainer(const plan::BuildModel& model, const plan::TrainLoop& loop,
                                      const TensorParallelism& tp = {},
-                                     InitialWeights weights = InitialWeights::kValues);
+                                     InitialWeights weights = InitialWeights::kValues,
+                                     c10::Device device = c10::kCPU);
 
 // Whether a TorchScript model fed one tensor takes rows of `features` values: the module is
 // loaded on the meta device (no weight is read) and runs one forward pass on a meta batch, so

@@ -11,15 +11,25 @@ size_t NeededBytes(const at::Tensor& tensor) {
                                           static_cast<size_t>(tensor.storage_offset()));
 }
 
+// Replaces the storage's bytes by `nbytes` new ones from its own allocator (the CPU's, or the
+// device's caching allocator), as Storage.resize_ does without keeping the old bytes. On a
+// device, a collective still writing the old bytes keeps them alive: c10d records its stream
+// on the tensors it was given.
+void ReplaceBytes(c10::StorageImpl& storage, size_t nbytes) {
+  storage.set_data_ptr_noswap(storage.allocator()->allocate(nbytes));
+  storage.set_nbytes(nbytes);
+}
+
 }  // namespace
 
-void ReleaseBytes(const at::Tensor& tensor) {
-  at::native::resize_bytes_cpu(tensor.storage().unsafeGetStorageImpl(), 0);
-}
+void ReleaseBytes(const at::Tensor& tensor) { ReplaceBytes(*tensor.storage().unsafeGetStorageImpl(), 0); }
 
 void AllocateBytes(const at::Tensor& tensor) {
   if (HoldsBytes(tensor)) return;
-  at::native::resize_bytes_cpu(tensor.storage().unsafeGetStorageImpl(), NeededBytes(tensor));
+  c10::StorageImpl& storage = *tensor.storage().unsafeGetStorageImpl();
+  if (storage.nbytes() == 0) return ReplaceBytes(storage, NeededBytes(tensor));
+  // Part of the bytes are there: keep them (only CPU storages are ever partly allocated).
+  at::native::resize_bytes_cpu(&storage, NeededBytes(tensor));
 }
 
 bool HoldsBytes(const at::Tensor& tensor) { return tensor.storage().nbytes() >= NeededBytes(tensor); }
@@ -27,8 +37,9 @@ bool HoldsBytes(const at::Tensor& tensor) { return tensor.storage().nbytes() >= 
 namespace {
 
 at::Tensor OverStorage(c10::Storage storage, int64_t offset, at::IntArrayRef sizes, caffe2::TypeMeta dtype) {
-  at::Tensor tensor = at::detail::make_tensor<c10::TensorImpl>(
-      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), dtype);
+  const c10::DispatchKey key = c10::computeDispatchKey(dtype.toScalarType(), c10::kStrided, storage.device());
+  at::Tensor tensor =
+      at::detail::make_tensor<c10::TensorImpl>(std::move(storage), c10::DispatchKeySet(key), dtype);
   tensor.unsafeGetTensorImpl()->set_sizes_contiguous(sizes);
   tensor.unsafeGetTensorImpl()->set_storage_offset(offset);
   return tensor;
@@ -36,8 +47,10 @@ at::Tensor OverStorage(c10::Storage storage, int64_t offset, at::IntArrayRef siz
 
 }  // namespace
 
-at::Tensor ShapeOnly(at::IntArrayRef sizes, at::ScalarType dtype) {
-  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, c10::GetCPUAllocator(), /*resizable=*/true);
+at::Tensor ShapeOnly(at::IntArrayRef sizes, at::ScalarType dtype, c10::Device device) {
+  // An empty allocation from the device's allocator, so that the storage is on `device`.
+  c10::Allocator* allocator = device.is_cpu() ? c10::GetCPUAllocator() : c10::GetAllocator(device.type());
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, allocator->allocate(0), allocator, /*resizable=*/true);
   return OverStorage(std::move(empty), 0, sizes, c10::scalarTypeToTypeMeta(dtype));
 }
 

@@ -87,6 +87,7 @@ class TrainingRun {
     if (llvm::Error error = CheckModelTakesData()) return error;
     Connect(group);
     if (llvm::Error error = CheckIn()) return error;
+    if (llvm::Error error = PickDevice()) return error;
     progress::Working("building the model and the data loaders");
     if (llvm::Error error = Build()) return error;
     progress::Working("restoring the training state");
@@ -177,6 +178,33 @@ class TrainingRun {
     ops_.emplace(*collectives_);
   }
 
+  // Where this rank's model computes: on a `cuda` plan its GPU, the process group's (NCCL) or,
+  // with one process and no group, the one of its local rank; else the CPU. The launcher starts
+  // no worker for another accelerator (it rehearses such a plan on the CPU, rewriting it).
+  llvm::Error PickDevice() {
+    switch (steps_.init.device) {
+      case plan::Device::cpu:
+        device_ = c10::Device(c10::kCPU);
+        return llvm::Error::success();
+      case plan::Device::cuda:
+        device_ = collectives_->device().is_cuda()
+                      ? collectives_->device()
+                      : distributed::UseCudaDevice(context_.rank, context_.local_rank);
+        return llvm::Error::success();
+      case plan::Device::xpu:
+      case plan::Device::npu:
+      case plan::Device::mlu:
+      case plan::Device::sdaa:
+      case plan::Device::musa:
+      case plan::Device::hpu:
+      case plan::Device::neuron:
+        break;
+    }
+    return Fail(fmt::format("this worker computes on the CPU or CUDA devices, not `{}`; rehearse the plan "
+                            "with `accelrun PLAN --device cpu`",
+                            plan::EnumName(steps_.init.device)));
+  }
+
   // Every rank must run this plan. A rank started with another one, or a rank of another job
   // that reached this rendezvous, is refused on every rank, by name, before anything is built.
   llvm::Error CheckIn() {
@@ -205,14 +233,15 @@ class TrainingRun {
     // cpu_ram_efficient_loading: only rank 0 builds the weights' values; the other ranks build
     // their shapes and receive rank 0's, as their shards from the engine (Shard) where it
     // takes them, else whole here. Not with tensor parallelism: its slices are cut from values.
-    rank_zero_loads_ =
-        loop_.sharding.cpu_ram_efficient_loading && mesh_.tensor_parallel == 1 && context_.world_size > 1;
+    // On a GPU every rank builds the values on its CPU and moves them to its device.
+    rank_zero_loads_ = loop_.sharding.cpu_ram_efficient_loading && mesh_.tensor_parallel == 1 &&
+                       context_.world_size > 1 && device_.is_cpu();
     // A batch-size search runs steps before the engine exists.
     engine_takes_weights_ = rank_zero_loads_ && loop_.sharding.stage > 0 && !loop_.find_executable_batch_size;
     shapes_only_ = rank_zero_loads_ && context_.rank != 0;
     try {
       trainer_ = MakeTrainer(steps_.model, loop_, tp,
-                             shapes_only_ ? InitialWeights::kShapesOnly : InitialWeights::kValues);
+                             shapes_only_ ? InitialWeights::kShapesOnly : InitialWeights::kValues, device_);
     } catch (const std::invalid_argument& error) {
       if (mesh_.tensor_parallel == 1) throw;
       return Fail(error.what());
@@ -778,6 +807,7 @@ class TrainingRun {
 
   std::optional<checkpoint::CheckpointStore> store_;
   distributed::Collectives* collectives_ = nullptr;
+  c10::Device device_{c10::kCPU};  // where the model computes (PickDevice)
   std::optional<distributed::DataOps> ops_;
   // The mesh (tensor_parallel.h): this rank's place, its groups, the data-parallel group that
   // DDP, the sharded engine, the loaders and evaluation work over (the world without tensor

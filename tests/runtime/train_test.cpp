@@ -5,6 +5,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -355,6 +356,43 @@ TEST(RunWorker, ASchedulerNotSteppedWithTheOptimizerStepsEveryMicroBatch) {
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(logged[i], expected[i], 1e-12) << "step " << i + 1;
 }
 
+// The one-process quickstart on `device`, checkpointed every 20 of 40 steps, then resumed from
+// its step-20 checkpoint: the resumed run ends where the whole one did. Returns the whole run.
+RunSummary TrainAndResumeOn(plan::Device device, const std::string& name) {
+  plan::Plan plan = OneProcess(40);
+  for (plan::Step& step : plan.steps) {
+    if (auto* init = std::get_if<plan::InitProcessGroup>(&step)) init->device = device;
+  }
+  plan::Checkpoint every20;
+  every20.checkpoint_every = 20;
+  plan.steps.insert(plan.steps.end() - 1, every20);
+  RunSummary whole = RunOne(plan, name);
+  std::vector<std::string> saved;
+  const std::string checkpoints = ::testing::TempDir() + "/" + name + "/checkpoints";
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints)) saved.push_back(entry.path().string());
+  std::sort(saved.begin(), saved.end());  // the step-20 checkpoint first, by number
+  EXPECT_EQ(saved.size(), 2u);
+  RunSummary resumed = RunOne(plan, name + "_resumed", saved.front());
+  EXPECT_EQ(resumed.resumed_at_step, 20);
+  EXPECT_NEAR(resumed.final_loss, whole.final_loss, 1e-6);
+  return whole;
+}
+
+TEST(RunWorker, ResumesFromACheckpointOfTheSameRunToTheSameEnd) {
+  TrainAndResumeOn(plan::Device::cpu, "resume_cpu");
+}
+
+// A `cuda` plan of one process trains on the GPU from the CPU run's weights, every loss within
+// float rounding of the CPU's; its checkpoints are written from device memory and a resume reads
+// them back onto the GPU.
+TEST(RunWorker, TrainsOnTheGpuAsOnTheCpuAndResumesThere) {
+  if (!distributed::IsCudaAvailable()) GTEST_SKIP() << "skipped: no CUDA device";
+  RunSummary on_cpu = TrainAndResumeOn(plan::Device::cpu, "device_cpu");
+  RunSummary on_gpu = TrainAndResumeOn(plan::Device::cuda, "device_gpu");
+  EXPECT_NEAR(on_gpu.first_loss, on_cpu.first_loss, 1e-5);
+  EXPECT_NEAR(on_gpu.final_loss, on_cpu.final_loss, 1e-4 + 1e-3 * on_cpu.final_loss);
+}
+
 TEST(RunWorker, UsesThePlansBackendAndExplainsWhyNcclCannotRunHere) {
   std::optional<plan::Plan> plan = QuickstartPlan();
   for (plan::Step& step : plan->steps) {
@@ -367,7 +405,7 @@ TEST(RunWorker, UsesThePlansBackendAndExplainsWhyNcclCannotRunHere) {
   llvm::Expected<RunSummary> summary = RunWorker(*plan, context);
   ASSERT_FALSE(static_cast<bool>(summary));
   std::string error = llvm::toString(summary.takeError());
-  EXPECT_NE(error.find("cannot use NCCL: no CUDA device is visible"), std::string::npos) << error;
+  EXPECT_NE(error.find("cannot use CUDA: no CUDA device is visible"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
 #include <c10/core/ScalarType.h>
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/tensor/host_bytes.h"
 #include "runtime/tensor/scalar_type.h"
 
 // The at::ScalarType view of the dtype table (runtime/checkpoint/dtypes.def) against c10.
@@ -91,6 +94,23 @@ TEST(ScalarTypeView, TorchNamesAreWhatTorchPrints) {
   EXPECT_EQ(TorchName(c10::kLong), "int64");
   EXPECT_EQ(TorchName(c10::kBool), "bool");
   EXPECT_EQ(TorchName(c10::kComplexDouble), "ComplexDouble");  // no row: c10's name
+}
+
+// A contiguous CPU tensor is read in place; a strided view is copied into rank order, so its
+// bytes are its values, not its storage's.
+TEST(HostBytes, ReadsContiguousTensorsInPlaceAndCopiesViews) {
+  at::Tensor whole = at::arange(6, at::kFloat).view({2, 3});
+  at::Tensor same = HostContiguous(whole);
+  EXPECT_EQ(same.data_ptr(), whole.data_ptr());
+  EXPECT_EQ(HostBytes(same).size(), 6 * sizeof(float));
+
+  at::Tensor transposed = HostContiguous(whole.t());
+  ASSERT_TRUE(transposed.is_contiguous());
+  EXPECT_NE(transposed.data_ptr(), whole.data_ptr());
+  const auto* values = reinterpret_cast<const float*>(HostBytes(transposed).data());
+  EXPECT_EQ(std::vector<float>(values, values + 6), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+
+  EXPECT_THROW(HostBytes(whole.t()), std::logic_error);
 }
 
 }  // namespace
