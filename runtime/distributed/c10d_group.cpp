@@ -142,18 +142,13 @@ c10d::ReduceOp ToC10d(ReduceOp op) {
   return c10d::ReduceOp::SUM;
 }
 
-// The tag byte that keeps every value non-empty (see c10d_group.h).
-constexpr uint8_t kValueTag = 'v';
-
 void SetStoreText(c10d::Store& store, const std::string& key, std::string_view text) {
-  std::vector<uint8_t> value{kValueTag};
-  value.insert(value.end(), text.begin(), text.end());
-  store.set(key, value);
+  store.set(key, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
 std::string GetStoreText(c10d::Store& store, const std::string& key) {
   std::vector<uint8_t> value = store.get(key);
-  return value.empty() ? std::string() : std::string(value.begin() + 1, value.end());
+  return std::string(value.begin(), value.end());
 }
 
 c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {

@@ -25,10 +25,8 @@ using GroupBase = c10d::Backend;
 // in and waits for all the others, so a rank that never comes is named in every rank's error.
 c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options);
 
-// Text values of the rendezvous, stored behind a tag byte so that no value is empty: LibTorch
-// 1.13's store answers a get of an empty value with its length sent MSG_MORE and no data after
-// it, which the kernel holds back for up to 200 ms; every rank but 0 paid that at start, reading
-// the empty verdict "nobody is missing".
+// Text values of the rendezvous (the launch id, the roll call's verdict, empty when nobody is
+// missing) in the store.
 void SetStoreText(c10d::Store& store, const std::string& key, std::string_view text);
 std::string GetStoreText(c10d::Store& store, const std::string& key);
 

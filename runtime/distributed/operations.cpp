@@ -87,11 +87,11 @@ uint64_t Fnv1a(std::string_view text) {
   return hash;
 }
 
-// What a dtype travels as in a reduction: Gloo reduces float16/32/64 and int8/uint8/int32/64.
+// What a dtype travels as in a reduction: Gloo reduces float16/32/64, bfloat16 and
+// int8/uint8/int32/64, but no int16; bool travels as int32 too, so that its sum is a logical or
+// and its min a logical and on every back end.
 at::ScalarType WireType(at::ScalarType type) {
   switch (type) {
-    case at::kBFloat16:
-      return at::kFloat;
     case at::kBool:
     case at::kShort:
       return at::kInt;

@@ -150,9 +150,9 @@ void Reducer::Launch(Bucket& bucket) {
     bucket.wire = bucket.flat.to(at::kHalf);
     bucket.wire.div_(world);
   } else if (options_.comm_hook == plan::DDPCommunicationHookType::bf16) {
-    // Gloo cannot sum bfloat16: round to it here and send fp32 (see reducer.h).
-    bucket.flat.copy_(bucket.flat.to(at::kBFloat16).div_(world));
-    bucket.wire = bucket.flat;
+    // torch's bf16_compress_hook, likewise in bfloat16.
+    bucket.wire = bucket.flat.to(at::kBFloat16);
+    bucket.wire.div_(world);
   } else {
     // DDP divides before summing; world sizes are usually powers of two, where this is exact.
     bucket.flat.div_(world);
@@ -233,11 +233,9 @@ void Reducer::Finalize() {
   if (used_work) used_work->Wait();
 
   for (Bucket& bucket : buckets_) {
-    if (options_.comm_hook == plan::DDPCommunicationHookType::fp16) {
+    if (options_.comm_hook == plan::DDPCommunicationHookType::fp16 ||
+        options_.comm_hook == plan::DDPCommunicationHookType::bf16) {
       bucket.flat.copy_(bucket.wire);
-    } else if (options_.comm_hook == plan::DDPCommunicationHookType::bf16) {
-      // The bf16 hook's result is a bfloat16 tensor; round the fp32 sum to match.
-      bucket.flat.copy_(bucket.flat.to(at::kBFloat16));
     }
     bucket.wire = at::Tensor();
   }

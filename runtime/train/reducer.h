@@ -52,11 +52,9 @@ struct ReducerOptions {
 //
 // Comm hooks (torch's fp16/bf16 compression hooks): `fp16` casts the bucket to float16, divides
 // it by the world size in float16, all-reduces the float16 tensor (Gloo sums float16 through
-// float, rounding each partial sum to float16) and copies it back into the fp32 bucket. `bf16`
-// rounds the same way to bfloat16, but Gloo in LibTorch 1.13 cannot reduce bfloat16: the
-// rounded values travel as fp32 and the sum is rounded to bfloat16 afterwards. The numerics
-// equal bf16 compression of the inputs (and, for two ranks, of the sum); the bandwidth is that
-// of fp32. `none` divides by the world size while copying into the bucket, as DDP does.
+// float, rounding each partial sum to float16) and copies it back into the fp32 bucket; `bf16`
+// does the same in bfloat16, at half of fp32's bandwidth. `none` divides by the world size while
+// copying into the bucket, as DDP does.
 //
 // Parameters that do not require a gradient are skipped. With world size 1 the reducer installs
 // no hooks and does nothing. Not thread-safe apart from the hooks: call it from one thread.

@@ -185,21 +185,22 @@ TEST_P(ReducerRanks, StartsEveryBucketBeforeBackwardReturns) {
   });
 }
 
-TEST_P(ReducerRanks, Fp16HookEqualsManualCompression) {
-  int world = GetParam();
-  // torch's fp16_compress_hook: cast to float16, divide by the world size in float16, sum.
+// torch's fp16/bf16 compress hooks: cast to `dtype`, divide by the world size in it, sum in it.
+// `half_ulp`: the relative error of one rounding to `dtype`.
+void ExpectCompressionHookEqualsManual(int world, plan::DDPCommunicationHookType hook, at::ScalarType dtype,
+                                       double half_ulp) {
   std::vector<at::Tensor> expected;
-  // What each float16 rounding of a partial sum can be off by, summed: |c| summed over ranks.
+  // What each rounding of a partial sum can be off by, summed: |c| summed over ranks.
   std::vector<at::Tensor> magnitude;
   for (int r = 0; r < world; ++r) {
     std::vector<at::Tensor> grads = LocalGradients(r, {0});
     for (size_t i = 0; i < grads.size(); ++i) {
-      at::Tensor compressed = grads[i].to(at::kHalf).div_(world);
+      at::Tensor compressed = grads[i].to(dtype).div_(world);
       if (r == 0) {
         expected.push_back(compressed);
         magnitude.push_back(compressed.to(at::kFloat).abs());
       } else {
-        expected[i] = (expected[i].to(at::kFloat) + compressed.to(at::kFloat)).to(at::kHalf);
+        expected[i] = (expected[i].to(at::kFloat) + compressed.to(at::kFloat)).to(dtype);
         magnitude[i] += compressed.to(at::kFloat).abs();
       }
     }
@@ -208,7 +209,7 @@ TEST_P(ReducerRanks, Fp16HookEqualsManualCompression) {
   std::vector<at::Tensor> exact = MeanGradients(world, {0});
   RunRanks(world, [&](int rank, distributed::Collectives& group) {
     Net net;
-    Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::fp16, false}, group);
+    Reducer reducer(NamedParameters(net), {300, hook, false}, group);
     reducer.PrepareForBackward(true);
     Loss(net, rank, 0).backward();
     reducer.Finalize();
@@ -218,46 +219,28 @@ TEST_P(ReducerRanks, Fp16HookEqualsManualCompression) {
       ExpectGradients(net, expected, 0, 0);
     } else {
       // Gloo's ring adds the four in another order than ours; each side rounds world - 1
-      // partial sums to float16 (half an ulp, 2^-11 relative, each).
+      // partial sums (half an ulp each).
       for (size_t i = 0; i < params.size(); ++i) {
-        at::Tensor bound = magnitude[i] * (2.0 * (world - 1) / 2048.0) + 1e-7;
+        at::Tensor bound = magnitude[i] * (2.0 * (world - 1) * half_ulp) + 1e-7;
         EXPECT_TRUE(((params[i].grad() - expected[i]).abs() <= bound).all().item<bool>())
             << "parameter " << i;
       }
     }
     bool differs = false;
     for (size_t i = 0; i < params.size(); ++i) {
-      EXPECT_TRUE(params[i].grad().equal(params[i].grad().to(at::kHalf).to(at::kFloat)));
+      EXPECT_TRUE(params[i].grad().equal(params[i].grad().to(dtype).to(at::kFloat)));
       differs = differs || !params[i].grad().equal(exact[i]);
     }
-    EXPECT_TRUE(differs) << "fp16 compression left every gradient exact";
+    EXPECT_TRUE(differs) << c10::toString(dtype) << " compression left every gradient exact";
   });
 }
 
-TEST_P(ReducerRanks, Bf16HookRoundsInputsAndSumToBfloat16) {
-  int world = GetParam();
-  std::vector<at::Tensor> expected;
-  for (int r = 0; r < world; ++r) {
-    std::vector<at::Tensor> grads = LocalGradients(r, {0});
-    for (size_t i = 0; i < grads.size(); ++i) {
-      at::Tensor compressed = grads[i].to(at::kBFloat16).div_(world).to(at::kFloat);
-      if (r == 0) {
-        expected.push_back(compressed);
-      } else {
-        expected[i] += compressed;
-      }
-    }
-  }
-  for (at::Tensor& g : expected) g = g.to(at::kBFloat16).to(at::kFloat);
-  RunRanks(world, [&](int rank, distributed::Collectives& group) {
-    Net net;
-    Reducer reducer(NamedParameters(net), {300, plan::DDPCommunicationHookType::bf16, false}, group);
-    reducer.PrepareForBackward(true);
-    Loss(net, rank, 0).backward();
-    reducer.Finalize();
-    // bfloat16 values sum exactly in fp32 at these magnitudes, in any order.
-    ExpectGradients(net, expected, 0, 0);
-  });
+TEST_P(ReducerRanks, Fp16HookEqualsManualCompression) {
+  ExpectCompressionHookEqualsManual(GetParam(), plan::DDPCommunicationHookType::fp16, at::kHalf, 1.0 / 2048);
+}
+
+TEST_P(ReducerRanks, Bf16HookEqualsManualCompression) {
+  ExpectCompressionHookEqualsManual(GetParam(), plan::DDPCommunicationHookType::bf16, at::kBFloat16, 1.0 / 256);
 }
 
 TEST_P(ReducerRanks, NoSyncAccumulatesThenAveragesTheSum) {
