@@ -141,9 +141,9 @@ class OwnRendezvousError : public std::runtime_error {
 // measures faster on it (docs/performance.md, "Reduce-scatter").
 enum class ShardedPath {
   // Gloo's default: a reduce-scatter composed of one all-to-all and a local reduction, and an
-  // all-gather into one slot per rank. On loopback this reduce-scatter takes 0.3 to 0.7 of the
-  // time of Gloo's own `_reduce_scatter_base` (1 to 64 MiB, 2 and 4 ranks), whose all-gather
-  // into one buffer is no faster.
+  // all-gather into one slot per rank. On loopback this reduce-scatter takes 0.26 to 0.76 of
+  // the time of Gloo's own `_reduce_scatter_base` in 15 of 16 cases (1 to 64 MiB, 2 and 4
+  // ranks, two runs), whose all-gather into one buffer is no faster.
   kComposed,
   // NCCL's: its own reduce-scatter and all-gather into one buffer, ring kernels on the device
   // (what PyTorch's FSDP and DeepSpeed's ZeRO call).
