@@ -4,7 +4,7 @@
 #
 #   scripts/gpu-check.sh --kit DIR   On the build machine: copies what the check runs, stripped of
 #                                    debug sections, into DIR/bin (accelc, accelrun,
-#                                    accelrun-worker) and DIR/lib (libaccel_cuda.so); about 60 MB.
+#                                    accelrun-worker) and DIR/lib (libaccel_cuda.so); about 22 MB.
 #   scripts/gpu-check.sh [OUT]       On the GPU machine, in a checkout of the same commit (the
 #                                    specs and bench/gpu are read from it): runs the check. The
 #                                    build is ACCEL_BUILD_DIR (default: build; pass the kit).
