@@ -1,7 +1,10 @@
 #include "compiler/driver/compose.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -15,6 +18,37 @@ namespace fs = std::filesystem;
 
 // The most files a chain of imports may pass through: far beyond any real layering of specs.
 constexpr size_t kMaxImportDepth = 64;
+
+// Whether `text` begins as an Accel file does (grammar/Accel.g4, `file`): after a byte-order
+// mark, white space and comments, a keyword that starts an import or a declaration, or nothing.
+bool StartsLikeASpec(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  while (!text.empty()) {
+    if (std::isspace(static_cast<unsigned char>(text.front()))) {
+      text.remove_prefix(1);
+    } else if (text.substr(0, 2) == "//") {
+      size_t end = text.find('\n');
+      text.remove_prefix(end == std::string_view::npos ? text.size() : end);
+    } else if (text.substr(0, 2) == "/*") {
+      size_t end = text.find("*/", 2);
+      if (end == std::string_view::npos) return false;
+      text.remove_prefix(end + 2);
+    } else {
+      break;
+    }
+  }
+  if (text.empty()) return true;
+  size_t length = 0;
+  while (length < text.size() && std::isalpha(static_cast<unsigned char>(text[length]))) ++length;
+  static constexpr std::string_view kStarts[] = {"import", "let",  "job",    "enum",   "record", "open",
+                                                 "kwargs", "plugin", "config", "extend", "rule"};
+  const std::string_view word = text.substr(0, length);
+  const bool keyword = std::find(std::begin(kStarts), std::end(kStarts), word) != std::end(kStarts);
+  // A whole word: `jobs:` or `letter` is not one.
+  const bool whole =
+      length == text.size() || (!std::isalnum(static_cast<unsigned char>(text[length])) && text[length] != '_');
+  return keyword && whole;
+}
 
 class Composer {
  public:
@@ -126,6 +160,13 @@ class Composer {
     if (!source) {
       diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,
                         llvm::toString(source.takeError()));
+      return nullptr;
+    }
+    // A `.accel` name is not enough: a secret file so named would be quoted by its syntax error.
+    if (!StartsLikeASpec(source->text())) {
+      diagnostics_.Emit(diag::Kind::ImportFailed, from.source, import.span, import.path,
+                        "it does not start as a spec does (a comment, `import`, `let`, `job`, or a schema "
+                        "declaration), so it is not read as one, and nothing of it is shown");
       return nullptr;
     }
     out_.sources.push_back(std::make_unique<source::SourceFile>(std::move(*source)));
