@@ -338,7 +338,12 @@ void C10dCollectives::AllGather(const at::Tensor& input, at::Tensor& output) {
 }
 
 void C10dCollectives::Barrier() {
-  Guard("barrier", [&] { group_->barrier()->wait(scope_.options.timeout); });
+  Guard("barrier", [&] {
+    c10d::BarrierOptions options;
+    // NCCL's barrier is an all-reduce on a device it would otherwise guess: name the group's.
+    if (device_.is_cuda()) options.device_ids = {device_.index()};
+    group_->barrier(options)->wait(scope_.options.timeout);
+  });
 }
 
 }  // namespace accel::rt::distributed::internal

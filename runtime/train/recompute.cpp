@@ -20,8 +20,12 @@ struct Recomputed : public torch::autograd::Function<Recomputed> {
                             int64_t block, at::TensorList parameters) {
     context->saved_data["model"] = reinterpret_cast<int64_t>(model);
     context->saved_data["block"] = block;
-    // Backward runs outside forward's autocast region: the block must run again under it.
-    context->saved_data["autocast"] = at::autocast::is_autocast_enabled(c10::kCPU);
+    // Backward runs outside forward's autocast region: the block must run again under it, on
+    // the device the block computes on, in its dtype (bf16 or fp16).
+    const c10::DeviceType device = input.device().type();
+    context->saved_data["device"] = static_cast<int64_t>(device);
+    context->saved_data["autocast"] = at::autocast::is_autocast_enabled(device);
+    context->saved_data["autocast_dtype"] = static_cast<int64_t>(at::autocast::get_autocast_dtype(device));
     context->saved_data["autocast_cache"] = at::autocast::is_autocast_cache_enabled();
     variable_list saved{input};
     saved.insert(saved.end(), parameters.begin(), parameters.end());
@@ -53,7 +57,9 @@ struct Recomputed : public torch::autograd::Function<Recomputed> {
     at::Tensor output;
     {
       at::AutoGradMode grad_mode(true);
-      AutocastRegion autocast(c10::kCPU, at::kBFloat16, context->saved_data["autocast"].toBool(),
+      AutocastRegion autocast(static_cast<c10::DeviceType>(context->saved_data["device"].toInt()),
+                              static_cast<at::ScalarType>(context->saved_data["autocast_dtype"].toInt()),
+                              context->saved_data["autocast"].toBool(),
                               context->saved_data["autocast_cache"].toBool());
       auto* model = reinterpret_cast<BlockForward*>(context->saved_data["model"].toInt());
       output = model->ComputeBlock(static_cast<size_t>(context->saved_data["block"].toInt()), input);

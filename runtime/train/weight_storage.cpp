@@ -2,6 +2,9 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <stdexcept>
 
 namespace accel::rt::train {
 namespace {
@@ -12,10 +15,14 @@ size_t NeededBytes(const at::Tensor& tensor) {
 }
 
 // Replaces the storage's bytes by `nbytes` new ones from its own allocator (the CPU's, or the
-// device's caching allocator), as Storage.resize_ does without keeping the old bytes. On a
-// device, a collective still writing the old bytes keeps them alive: c10d records its stream
-// on the tensors it was given.
+// device's caching allocator), as Storage.resize_ does without keeping the old bytes. Callers
+// free bytes only once no collective writes them (ShardedEngine::Release waits first).
 void ReplaceBytes(c10::StorageImpl& storage, size_t nbytes) {
+  if (!storage.resizable() || storage.allocator() == nullptr)
+    throw std::logic_error("weight storage: a storage without its own allocator cannot change its bytes");
+  // The storage's device, whichever device is current on this thread.
+  c10::OptionalDeviceGuard on_its_device;
+  if (!storage.device().is_cpu()) on_its_device.reset_device(storage.device());
   storage.set_data_ptr_noswap(storage.allocator()->allocate(nbytes));
   storage.set_nbytes(nbytes);
 }

@@ -187,6 +187,13 @@ class TrainingRun {
         device_ = c10::Device(c10::kCPU);
         return llvm::Error::success();
       case plan::Device::cuda:
+        if (collectives_->distributed() && !collectives_->device().is_cuda()) {
+          // The data operations move tensors where the group communicates: a GPU model cannot
+          // share them with a CPU group.
+          return Fail(fmt::format("a cuda plan runs its process group on NCCL, not `{}`; use backend nccl, "
+                                  "or rehearse on the CPU with `accelrun PLAN --device cpu`",
+                                  plan::EnumName(steps_.init.backend)));
+        }
         device_ = collectives_->device().is_cuda()
                       ? collectives_->device()
                       : distributed::UseCudaDevice(context_.rank, context_.local_rank);
@@ -519,7 +526,9 @@ class TrainingRun {
     if (WritesCheckpoints(spec, steps_.init, context_.rank)) GuardRotation(*store_, resumed_from_, progress_);
     // Each rank loaded on its own (with save_on_each_node, from its own machine's copy): all
     // must continue from rank 0's step.
-    at::Tensor step = at::full({1}, progress_.step, at::kLong);
+    // Data operations take tensors where the group communicates (the GPU, on NCCL).
+    at::Tensor step =
+        at::full({1}, progress_.step, at::TensorOptions(at::kLong).device(collectives_->device()));
     int64_t agreed = ops_->Broadcast(distributed::Value::Tensor(step), 0).tensor().item<int64_t>();
     if (agreed != progress_.step) {
       return Fail(fmt::format("resumed at step {} but rank 0 resumed at step {}", progress_.step, agreed));
@@ -759,7 +768,8 @@ class TrainingRun {
       if (report_) report_->Update(step, result.lr, 0);
       return;
     }
-    at::Tensor loss = at::full({1}, static_cast<float>(result.loss), at::kFloat);
+    const at::TensorOptions where = at::TensorOptions(at::kFloat).device(collectives_->device());
+    at::Tensor loss = at::full({1}, static_cast<float>(result.loss), where);
     double mean = ops_->Reduce(distributed::Value::Tensor(loss), "mean").tensor().item<float>();
     if (step == first_step && !first_loss_known_) summary_.first_loss = mean;
     summary_.final_loss = mean;

@@ -82,6 +82,12 @@ TEST(Recompute, TransformerLayersGiveTheSameGradientsUnderBf16Autocast) {
                       Loop(true, plan::MixedPrecision::bf16));
 }
 
+// The recomputation takes forward's autocast dtype too: fp16 recomputed in bf16 would differ.
+TEST(Recompute, TransformerLayersGiveTheSameGradientsUnderFp16Autocast) {
+  ExpectSameGradients(Transformer(), Loop(false, plan::MixedPrecision::fp16),
+                      Loop(true, plan::MixedPrecision::fp16));
+}
+
 // Every block of an MLP wraps a Linear (named as the class to wrap): the first one's input,
 // the features, needs no gradient, yet its weights get theirs.
 TEST(Recompute, MlpBlocksGiveTheSameGradientsFromTheFirstBlockOn) {
