@@ -4,7 +4,9 @@
 #
 #   scripts/gpu-check.sh --kit DIR   On the build machine: copies what the check runs, stripped of
 #                                    debug sections, into DIR/bin (accelc, accelrun,
-#                                    accelrun-worker) and DIR/lib (libaccel_cuda.so); about 22 MB.
+#                                    accelrun-worker) and DIR/lib (libaccel_cuda.so, and the
+#                                    build machine's libraries they need besides glibc and
+#                                    PyTorch's); about 30 MB.
 #   scripts/gpu-check.sh [OUT]       On the GPU machine, in a checkout of the same commit (the
 #                                    specs and bench/gpu are read from it): runs the check. The
 #                                    build is ACCEL_BUILD_DIR (default: build; pass the kit).
@@ -13,8 +15,9 @@
 # The GPU machine needs PyTorch 2.x (the pinned version of python/requirements.txt) in its
 # Python (PYTHON, default python3), and no registry: the workers load that PyTorch's LibTorch,
 # CUDA and NCCL libraries, found from `import torch` and put first on LD_LIBRARY_PATH. The
-# Python side also runs the eager baseline of the throughput row. Every run has a time limit;
-# the whole check takes about 3 minutes on one H100. Exits non-zero when any row failed.
+# Python side also runs the eager baseline of the throughput row. Every run has a time limit
+# (the whole check at most 25 minutes). Exits non-zero when any row failed. With one GPU the
+# rows that need a process group say so: NCCL needs two ranks on two GPUs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${ACCEL_BUILD_DIR:-$root/build}"
@@ -27,6 +30,12 @@ if [[ ${1:-} == --kit ]]; then
     strip --strip-debug -o "$kit/bin/$tool" "$build/bin/$tool" || exit 2
   done
   strip --strip-debug -o "$kit/lib/libaccel_cuda.so" "$build/lib/libaccel_cuda.so" || exit 2
+  # The build machine's shared libraries the binaries need besides glibc's own and the torch
+  # wheel's (which the GPU machine's PyTorch provides): fmt, OpenSSL's crypto, zlib, ncurses'
+  # tinfo, and GCC 12's C++ runtime, which older systems lack (GLIBCXX_3.4.30).
+  ldd "$kit/bin/"* "$kit/lib/libaccel_cuda.so" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+    grep -v -e '/torch/' -e '/nvidia/' -e '/lib\(c\|m\|dl\|pthread\|rt\|util\)\.so' |
+    while read -r library; do cp -L "$library" "$kit/lib/"; done
   du -sh "$kit"
   exit 0
 fi
@@ -45,14 +54,17 @@ rm -rf "$out" && mkdir -p "$out"
 libraries=$("$python" - <<'EOF'
 import glob, os, torch
 site = os.path.dirname(os.path.dirname(torch.__file__))
-print(":".join([os.path.join(os.path.dirname(torch.__file__), "lib")] + sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))))
+wheels = sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))
+print(":".join([os.path.join(os.path.dirname(torch.__file__), "lib")] + wheels))
 EOF
 ) || { echo "gpu-check: $python cannot import torch" >&2; exit 2; }
-export LD_LIBRARY_PATH="$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Then the kit's own copies of the build machine's libraries (--kit), where the system lacks them.
+export LD_LIBRARY_PATH="$libraries:$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 pinned=$(sed -n 's/^torch==//p' "$root/python/requirements.txt")
-found=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')
-if [[ $found != "$pinned" ]]; then
-  echo "gpu-check: this machine has torch $found; the build is for $pinned (python/requirements.txt)" >&2
+found=$("$python" -c 'import torch; print(torch.__version__.split("+")[0], torch.version.cuda)')
+if [[ $found != "$pinned 13."* ]]; then
+  echo "gpu-check: this machine has torch and CUDA $found; the build is for torch $pinned with CUDA 13" \
+    "(python/requirements.txt): the CUDA back end may not load" >&2
 fi
 
 accelc="$build/bin/accelc"
@@ -78,7 +90,8 @@ run() {
   local started=$SECONDS status=0
   echo "gpu-check: $name"
   timeout 120 "$accelc" build "$spec" "${sets[@]}" -o "$out/$name.plan.json" >"$out/$name.log" 2>&1 &&
-    timeout 150 "$accelrun" "$out/$name.plan.json" --output-dir "$out/$name" "${extra[@]}" >>"$out/$name.log" 2>&1 ||
+    timeout 150 "$accelrun" "$out/$name.plan.json" --output-dir "$out/$name" "${extra[@]}" \
+      >>"$out/$name.log" 2>&1 ||
     status=$?
   [[ $status == 0 ]] || tail -5 "$out/$name.log" >&2
   printf '%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - started))" >>"$out/cases.tsv"
