@@ -9,6 +9,7 @@
 #   FUZZ_TARGET=torch_pickle_fuzzer scripts/fuzz.sh   # the torch.save reader of import-state
 #   FUZZ_TARGET=plan_fuzzer scripts/fuzz.sh   # the plan reader every worker starts with
 #   FUZZ_TARGET=manifest_fuzzer scripts/fuzz.sh   # the checkpoint manifest
+#   scripts/fuzz.sh --smoke         # CI: every target, 3,000 inputs each from its seeds, seed 1
 # Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,26 +22,53 @@ if [[ ! -f "$build/build.ninja" ]]; then
     "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
 fi
+targets=(parse_fuzzer config_fuzzer lsp_fuzzer safetensors_fuzzer torch_pickle_fuzzer plan_fuzzer
+  manifest_fuzzer)
+
+# The committed seeds and the dictionary of a target.
+seeds_of() {
+  case "$1" in
+    config_fuzzer) seeds="$root/tests/fuzz/config-corpus" dict="$root/tests/fuzz/config.dict" ;;
+    lsp_fuzzer) seeds="$root/tests/fuzz/lsp-corpus" dict="$root/tests/fuzz/accel.dict" ;;
+    safetensors_fuzzer)
+      seeds="$root/tests/fuzz/safetensors-corpus" dict="$root/tests/fuzz/safetensors.dict" ;;
+    plan_fuzzer) seeds="$root/tests/fuzz/plan-corpus" dict="$root/tests/fuzz/config.dict" ;;
+    manifest_fuzzer) seeds="$root/tests/fuzz/manifest-corpus" dict="$root/tests/fuzz/config.dict" ;;
+    torch_pickle_fuzzer)
+      seeds="$root/tests/fuzz/torch-pickle-corpus" dict="$root/tests/fuzz/torch_pickle.dict" ;;
+    *) seeds="$root/tests/fuzz/corpus" dict="$root/tests/fuzz/accel.dict" ;;
+  esac
+}
+
+mkdir -p "$build/crashes"
+if [[ ${1:-} == --smoke ]]; then
+  # CI's short run: every target from its seeds alone, with a fixed seed, so that a run is the
+  # same inputs every time and a failure reproduces; the grown corpora are left alone.
+  cmake --build "$build" --target "${targets[@]}"
+  for target in "${targets[@]}"; do
+    seeds_of "$target"
+    corpus="$(mktemp -d)"
+    started=$SECONDS
+    if ! "$build/bin/$target" "$corpus" "$seeds" -dict="$dict" -max_len=4096 -timeout=10 \
+      -rss_limit_mb=4096 -seed=1 -runs="${FUZZ_SMOKE_RUNS:-3000}" -artifact_prefix="$build/crashes/" \
+      >"$build/smoke-$target.log" 2>&1; then
+      tail -40 "$build/smoke-$target.log" >&2
+      echo "fuzz smoke: $target failed; the input is in $build/crashes/" >&2
+      rm -rf "$corpus"
+      exit 1
+    fi
+    rm -rf "$corpus"
+    echo "fuzz smoke: $target, ${FUZZ_SMOKE_RUNS:-3000} inputs, no failure ($((SECONDS - started)) s)"
+  done
+  exit 0
+fi
+
 target="${FUZZ_TARGET:-parse_fuzzer}"
 cmake --build "$build" --target "$target"
 args=("$@")
 [[ ${#args[@]} -eq 0 ]] && args=(-runs=1000000)
-if [[ "$target" == config_fuzzer ]]; then
-  seeds="$root/tests/fuzz/config-corpus" dict="$root/tests/fuzz/config.dict"
-elif [[ "$target" == lsp_fuzzer ]]; then
-  seeds="$root/tests/fuzz/lsp-corpus" dict="$root/tests/fuzz/accel.dict"
-elif [[ "$target" == safetensors_fuzzer ]]; then
-  seeds="$root/tests/fuzz/safetensors-corpus" dict="$root/tests/fuzz/safetensors.dict"
-elif [[ "$target" == plan_fuzzer ]]; then
-  seeds="$root/tests/fuzz/plan-corpus" dict="$root/tests/fuzz/config.dict"
-elif [[ "$target" == manifest_fuzzer ]]; then
-  seeds="$root/tests/fuzz/manifest-corpus" dict="$root/tests/fuzz/config.dict"
-elif [[ "$target" == torch_pickle_fuzzer ]]; then
-  seeds="$root/tests/fuzz/torch-pickle-corpus" dict="$root/tests/fuzz/torch_pickle.dict"
-else
-  seeds="$root/tests/fuzz/corpus" dict="$root/tests/fuzz/accel.dict"
-fi
-mkdir -p "$build/corpus-$target" "$build/crashes"
+seeds_of "$target"
+mkdir -p "$build/corpus-$target"
 exec "$build/bin/$target" "$build/corpus-$target" "$seeds" \
   -dict="$dict" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
   -artifact_prefix="$build/crashes/" -print_final_stats=1 "${args[@]}"
