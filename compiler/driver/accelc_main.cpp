@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -41,6 +42,7 @@
 #include "compiler/plan/plan_paths.h"
 #include "compiler/source/named_file.h"
 #include "llvm/Support/BuryPointer.h"
+#include "llvm/Support/xxhash.h"
 
 namespace {
 
@@ -642,12 +644,14 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options
 class ReportedOnce {
  public:
   accel::diag::DiagnosticEngine Unseen(accel::diag::DiagnosticEngine engine) {
-    std::vector<accel::diag::Diagnostic> kept;
-    for (accel::diag::Diagnostic& d : engine.TakeAll()) {
-      if (d.file == nullptr || seen_.insert(KeyOf(d)).second) kept.push_back(std::move(d));
-    }
+    // Filtered in place, and remembered by a 64-bit digest of the key: a file of 65,000 unknown
+    // keys held a second vector of its diagnostics and every key's text (54 MB for 1 MB).
+    std::vector<accel::diag::Diagnostic> all = engine.TakeAll();
+    std::erase_if(all, [this](const accel::diag::Diagnostic& d) {
+      return d.file != nullptr && !seen_.insert(llvm::xxHash64(KeyOf(d))).second;
+    });
     accel::diag::DiagnosticEngine unseen;
-    unseen.AddAll(std::move(kept));
+    unseen.AddAll(std::move(all));
     return unseen;
   }
 
@@ -663,7 +667,7 @@ class ReportedOnce {
   }
 
   std::map<std::string, std::string> files_;  // a file's name as given -> the file it is
-  std::set<std::string> seen_;
+  std::unordered_set<uint64_t> seen_;
 };
 
 // `accelc explain PLAN` and `accelc diff A B`.
