@@ -41,6 +41,7 @@
 #include "compiler/plan/describe.h"
 #include "compiler/plan/plan_paths.h"
 #include "compiler/source/named_file.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/BuryPointer.h"
 #include "llvm/Support/xxhash.h"
 
@@ -645,9 +646,10 @@ class ReportedOnce {
  public:
   accel::diag::DiagnosticEngine Unseen(accel::diag::DiagnosticEngine engine) {
     // Filtered in place, and remembered by a 64-bit digest of the key: a file of 65,000 unknown
-    // keys held a second vector of its diagnostics and every key's text (54 MB for 1 MB).
+    // keys held a second vector of its diagnostics and every key's text (54 MB for 1 MB). Two
+    // distinct diagnostics share a digest with odds near n^2 / 2^65 (1e-10 for 65,000).
     std::vector<accel::diag::Diagnostic> all = engine.TakeAll();
-    std::erase_if(all, [this](const accel::diag::Diagnostic& d) {
+    llvm::erase_if(all, [this](const accel::diag::Diagnostic& d) {
       return d.file != nullptr && !seen_.insert(llvm::xxHash64(KeyOf(d))).second;
     });
     accel::diag::DiagnosticEngine unseen;

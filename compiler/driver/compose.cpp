@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <string_view>
 
@@ -19,35 +20,74 @@ namespace fs = std::filesystem;
 // The most files a chain of imports may pass through: far beyond any real layering of specs.
 constexpr size_t kMaxImportDepth = 64;
 
-// Whether `text` begins as an Accel file does (grammar/Accel.g4, `file`): after a byte-order
-// mark, white space and comments, a keyword that starts an import or a declaration, or nothing.
-bool StartsLikeASpec(std::string_view text) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  while (!text.empty()) {
-    if (std::isspace(static_cast<unsigned char>(text.front()))) {
-      text.remove_prefix(1);
-    } else if (text.substr(0, 2) == "//") {
-      size_t end = text.find('\n');
-      text.remove_prefix(end == std::string_view::npos ? text.size() : end);
-    } else if (text.substr(0, 2) == "/*") {
-      size_t end = text.find("*/", 2);
-      if (end == std::string_view::npos) return false;
-      text.remove_prefix(end + 2);
-    } else {
-      break;
+// The start of a file, read as the lexer reads it (grammar/Accel.g4): white space and comments
+// between tokens.
+class Opening {
+ public:
+  explicit Opening(std::string_view text) : text_(text) {
+    if (text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);
+    SkipBetweenTokens();
+  }
+  bool AtEnd() const { return text_.empty(); }
+  // Consumes `word` when it is the next whole word.
+  bool Word(std::string_view word) {
+    if (text_.substr(0, word.size()) != word || IsWordChar(word.size())) return false;
+    return Take(word.size());
+  }
+  bool AnyWord(std::initializer_list<std::string_view> words) {
+    return std::any_of(words.begin(), words.end(), [this](std::string_view w) { return Word(w); });
+  }
+  bool Identifier() {
+    if (text_.empty() || !(std::isalpha(static_cast<unsigned char>(text_[0])) || text_[0] == '_'))
+      return false;
+    size_t length = 1;
+    while (IsWordChar(length)) ++length;
+    return Take(length);
+  }
+  bool Char(char c) { return !text_.empty() && text_[0] == c && Take(1); }
+
+ private:
+  bool IsWordChar(size_t at) const {
+    return at < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at])) || text_[at] == '_');
+  }
+  bool Take(size_t length) {
+    text_.remove_prefix(length);
+    SkipBetweenTokens();
+    return true;
+  }
+  void SkipBetweenTokens() {
+    while (!text_.empty()) {
+      if (text_[0] == ' ' || text_[0] == '\t' || text_[0] == '\n' || text_[0] == '\r') {
+        text_.remove_prefix(1);
+      } else if (text_.substr(0, 2) == "//") {  // to the end of the line: \n or \r, as the lexer
+        size_t end = text_.find_first_of("\r\n");
+        text_.remove_prefix(end == std::string_view::npos ? text_.size() : end);
+      } else if (text_.substr(0, 2) == "/*") {
+        size_t end = text_.find("*/", 2);
+        text_.remove_prefix(end == std::string_view::npos ? text_.size() : end + 2);
+      } else {
+        return;
+      }
     }
   }
-  if (text.empty()) return true;
-  size_t length = 0;
-  while (length < text.size() && std::isalpha(static_cast<unsigned char>(text[length]))) ++length;
-  static constexpr std::string_view kStarts[] = {"import", "let",  "job",    "enum",   "record", "open",
-                                                 "kwargs", "plugin", "config", "extend", "rule"};
-  const std::string_view word = text.substr(0, length);
-  const bool keyword = std::find(std::begin(kStarts), std::end(kStarts), word) != std::end(kStarts);
-  // A whole word: `jobs:` or `letter` is not one.
-  const bool whole =
-      length == text.size() || (!std::isalnum(static_cast<unsigned char>(text[length])) && text[length] != '_');
-  return keyword && whole;
+
+  std::string_view text_;
+};
+
+// Whether `text` begins as an Accel file does (grammar/Accel.g4, `file`): nothing, or the first
+// tokens of an import or a declaration (`import "`, `job name {`, `let name =`, `record Name {`,
+// ...). A password line, a key or an env file does not, and is refused before its syntax error
+// could quote it.
+bool StartsLikeASpec(std::string_view text) {
+  Opening at(text);
+  if (at.AtEnd()) return true;
+  if (at.Word("import")) return at.Char('"');
+  if (at.Word("let")) return at.Identifier() && (at.Char('=') || at.Char(':'));
+  if (at.Word("job")) return at.Identifier() && (at.Char('{') || at.Word("extends"));
+  if (at.Word("rule")) return at.Identifier();
+  const bool open = at.Word("open");
+  if (at.AnyWord({"kwargs", "plugin", "config", "record", "extend"})) return at.Identifier() && at.Char('{');
+  return !open && at.Word("enum") && at.Identifier() && at.Char('{');
 }
 
 class Composer {

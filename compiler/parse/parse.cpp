@@ -24,10 +24,17 @@ constexpr size_t kDocChannel = 2;
 
 // ANTLR indexes characters by code point; spans are byte offsets. This table maps one to the
 // other (entry i = byte offset of code point i; one extra entry for the end).
+// A UTF-8 byte-order mark, which ANTLR never sees (Utf32Input leaves it out).
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+size_t ByteOrderMarkLength(std::string_view text) {
+  return text.substr(0, kByteOrderMark.size()) == kByteOrderMark ? kByteOrderMark.size() : 0;
+}
+
 std::vector<uint32_t> CodePointOffsets(const std::string& text) {
   std::vector<uint32_t> offsets;
   offsets.reserve(text.size() + 1);
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = ByteOrderMarkLength(text); i < text.size(); ++i) {
     // Continuation bytes (10xxxxxx) do not start a code point.
     if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) offsets.push_back(static_cast<uint32_t>(i));
   }
@@ -38,9 +45,11 @@ std::vector<uint32_t> CodePointOffsets(const std::string& text) {
 // ANTLR's input over text already checked to be UTF-8 (FirstInvalidUtf8), decoded once into a
 // buffer of exactly one char32_t per code point. ANTLR's own decoding (codecvt) grows its buffer
 // by doubling and copies it: its peak was 21 bytes per input byte, 168 MB for an 8 MB spec.
+// A leading byte-order mark is left out, as ANTLR's own loader leaves it out.
 class Utf32Input : public antlr4::ANTLRInputStream {
  public:
   explicit Utf32Input(std::string_view utf8) {
+    utf8.remove_prefix(ByteOrderMarkLength(utf8));
     size_t points = 0;
     for (char c : utf8) points += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
     _data.clear();

@@ -279,7 +279,9 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::FromBytes(std::shared_ptr<const
   uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(bytes[i]);
   if (length > kMaxHeaderBytes) {
-    return fail(fmt::format("header too large: {} bytes, the limit is {} (ST-002)", length, kMaxHeaderBytes));
+    // Not the length itself: in a file that is not safetensors, it is 8 bytes of that file.
+    return fail(
+        fmt::format("header too large: its length is over the limit of {} bytes (ST-002)", kMaxHeaderBytes));
   }
   // `length` is at most 10^8 here, so `8 + length` cannot overflow.
   if (8 + length > bytes.size()) {
