@@ -48,6 +48,7 @@ if [[ ${1:-} == --smoke ]]; then
   for target in "${targets[@]}"; do
     seeds_of "$target"
     corpus="$(mktemp -d)"
+    trap 'rm -rf "$corpus"' EXIT
     started=$SECONDS
     if ! "$build/bin/$target" "$corpus" "$seeds" -dict="$dict" -max_len=4096 -timeout=10 \
       -rss_limit_mb=4096 -seed=1 -runs="${FUZZ_SMOKE_RUNS:-3000}" -artifact_prefix="$build/crashes/" \

@@ -37,6 +37,8 @@ packages=(
   iproute2 strace
   # `accelc init` driven in a real terminal, as a person answers it
   tmux
+  # GNU time: a process's own peak memory, for bench/reader_memory.py
+  time
 )
 
 # `--fuzz` adds clang and its sanitizer and libFuzzer runtimes (scripts/fuzz.sh).
