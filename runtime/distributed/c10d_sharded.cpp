@@ -79,28 +79,26 @@ std::unique_ptr<PendingWork> C10dCollectives::ReduceScatterAsync(const at::Tenso
   const int world = world_size();
   CheckReduceScatterShapes(input, output, world);
   Staging staging(device_);
-  at::Tensor send = staging.In(input.view({-1}), false);
-  at::Tensor target = staging.In(output.view({-1}), true);  // the caller keeps `output` alive until Wait
-  if (sharded_ == ShardedPath::kNative) {
-    c10::intrusive_ptr<c10d::Work> work;
-    Guard("reduce_scatter", [&] {
+  at::Tensor send, target, received;
+  c10::intrusive_ptr<c10d::Work> work;
+  Guard("reduce_scatter", [&] {
+    send = staging.In(input.view({-1}), false);
+    target = staging.In(output.view({-1}), true);  // the caller keeps `output` alive until Wait
+    if (sharded_ == ShardedPath::kNative) {
       c10d::ReduceScatterOptions options;
       options.reduceOp = ToC10d(op);
       work = group_->_reduce_scatter_base(target, send, options);
-    });
-    return std::make_unique<C10dWork>("reduce_scatter", std::vector{work}, scope_,
-                                      [staging]() mutable { staging.CopyBack(); });
-  }
-  at::Tensor received = at::empty_like(send);
-  c10::intrusive_ptr<c10d::Work> work;
-  Guard("reduce_scatter", [&] {
+      return;
+    }
+    received = at::empty_like(send);
     std::vector<int64_t> equal_splits;  // empty: world_size chunks of the same size
     std::vector<int64_t> same_splits;
     work = group_->alltoall_base(received, send, equal_splits, same_splits);
   });
+  // The composed path reduces the chunks it received once they are there.
   return std::make_unique<C10dWork>("reduce_scatter", std::vector{work}, scope_,
                                     [received, target, op, world, staging]() mutable {
-                                      ReduceChunks(received, target, op, world);
+                                      if (received.defined()) ReduceChunks(received, target, op, world);
                                       staging.CopyBack();
                                     });
 }

@@ -194,7 +194,7 @@ class TrainingRun {
                                   "or rehearse on the CPU with `accelrun PLAN --device cpu`",
                                   plan::EnumName(steps_.init.backend)));
         }
-        device_ = collectives_->device().is_cuda()
+        device_ = collectives_->distributed()
                       ? collectives_->device()
                       : distributed::UseCudaDevice(context_.rank, context_.local_rank);
         return llvm::Error::success();
