@@ -33,9 +33,8 @@ import tempfile
 def peak_kib(argv, cwd):
     """Peak RSS (KiB) of the largest process `argv` starts, through GNU time: a small process,
     so the figure is not the high-water mark of a Python that forked it."""
-    out = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", os.path.join(cwd, "peak.txt")] + argv, cwd=cwd,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
-    del out
+    subprocess.run(["/usr/bin/time", "-f", "%M", "-o", os.path.join(cwd, "peak.txt")] + argv, cwd=cwd,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
     with open(os.path.join(cwd, "peak.txt")) as f:
         return int(f.read().split()[-1])
 
