@@ -167,10 +167,10 @@ class Reader {
         return ReadJson(std::move(config));
       }
     }
-    // Accelerate's loader and launcher read `key: null` as the key's absence (a dataclass field
-    // of None is what launch fills in). DeepSpeed does not: `.get` returns the None, so a JSON
-    // null keeps its own checks.
-    drop_nulls_ = config.kind == FileKind::AccelerateConfig;
+    // Accelerate's loader passes `key: null` on as None: the dataclass field, or the launch
+    // argument a section's key sets, is None, which is its absence only where None is also
+    // what the key defaults to. The checker judges that by the key's type (optional or not).
+    list_top_level_nulls_ = config.kind == FileKind::AccelerateConfig;
 
     ast::JobDecl job;
     job.name = {source_.name(), {0, 0}};
@@ -315,15 +315,12 @@ class Reader {
       statement.path.push_back(std::move(name));
       statements.push_back(std::move(statement));
     });
-    // After the duplicate check, so that a later `key: null` still unsets an earlier value.
-    if (drop_nulls_) {
+    // A top-level null is kept for the checker (an optional key reads it as unset, a key the
+    // loader needs refuses it) and listed, for the keys launch takes null for a value.
+    if (list_top_level_nulls_ && depth == 1) {
       for (const ast::Statement& s : statements) {
-        if (depth == 1 && s.value->kind == ast::ExprKind::None) null_keys_.push_back(s.path[0]);
+        if (s.value->kind == ast::ExprKind::None) null_keys_.push_back(s.path[0]);
       }
-      statements.erase(
-          std::remove_if(statements.begin(), statements.end(),
-                         [](const ast::Statement& s) { return s.value->kind == ast::ExprKind::None; }),
-          statements.end());
     }
     return statements;
   }
@@ -563,8 +560,8 @@ class Reader {
   const KeyOwners& owners_;
   bool json_;
   YamlParser parser_;
-  // Accelerate config files read `key: null` as an unset key.
-  bool drop_nulls_ = false;
+  // An Accelerate config file's top-level nulls go to ConfigFile::null_keys.
+  bool list_top_level_nulls_ = false;
   std::vector<ast::Name> null_keys_;
   // Top-level keys only one kind of file has (CountKeyOwners).
   int accelerate_keys_ = 0;

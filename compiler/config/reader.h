@@ -26,8 +26,8 @@ struct ConfigFile {
   // literals (ast::Expr of kind Record with an empty type name), sequences lists, scalars
   // literals typed the way Accelerate's loader types them; every node spans its YAML text.
   ast::File file;
-  // Top-level keys of an Accelerate config set to null, left out of `file` because Accelerate's
-  // loader reads them as unset.
+  // Top-level keys of an Accelerate config set to null (still in `file`, as nulls): some of
+  // them launch reads as a value (ReadNullKeysAsLaunchDoes).
   std::vector<ast::Name> null_keys;
 };
 

@@ -204,13 +204,21 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "An Accelerate config sets a key to null that Accelerate's loader requires only to be present: "
        "`distributed_type: null` loads (a missing `distributed_type` is refused), and `accelerate launch` "
        "then uses no distributed engine and starts one plain process. The key is checked as the value that "
-       "does the same (`NO`).\nFix: write that value, or the engine you mean."},
+       "does the same (`NO`). Other nulls are unset keys, except where launch fails on the None (A3019)."
+       "\nFix: write that value, or the engine you mean."},
       {"A3014",
        "A key of an Accelerate config that `accelerate launch` hands the plugin through `str()` in an "
        "environment variable is a YAML list: `fsdp_transformer_layer_cls_to_wrap: [BertLayer]` arrives as "
        "the text `['BertLayer']`, which the plugin splits at commas, finds no such class and raises in "
        "`Accelerator.prepare` (only where it reads the key: `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`)."
        "\nFix: write the names as one comma-separated string, `BertLayer,T5Block`."},
+      {"A3019",
+       "An Accelerate config sets a key to null where Accelerate reads the None as a value and fails. Most "
+       "nulls are unset keys (launch fills in what None leaves open), but `compute_environment: null` makes "
+       "the loader read the file as a SageMaker config, `num_machines: null` fails in launch's comparison "
+       "with 1, and under `distributed_type: FSDP` launch writes the FSDP keys into the worker's environment "
+       "whatever they are: `fsdp_sharding_strategy: null` becomes `FSDP_SHARDING_STRATEGY=None`, on which "
+       "FullyShardedDataParallelPlugin raises.\nFix: remove the key to keep its default, or write a value."},
       {"A4001",
        "Retired: `compute.distributed_type` named an engine accelrun did not run. Every engine now lowers "
        "(NO, MULTI_CPU, MULTI_GPU, FSDP, DEEPSPEED) or is refused with its own code (MEGATRON_LM A4004, "

@@ -74,7 +74,8 @@ std::string FieldRow(const sema::Schema& schema, const sema::RecordSchema& recor
   std::string notes = Markup(OneLine(field.doc));
   if (field.deprecated) notes += " <strong>Deprecated:</strong> " + Markup(*field.deprecated) + ".";
   if (!field.aliases.empty()) {
-    notes += " Old names:";
+    notes += record.FileTakesOldNames() ? " Old names:"
+                                        : " Old names (in a spec; a config file's loader refuses them):";
     for (size_t i = 0; i < field.aliases.size(); ++i) notes += (i ? ", " : " ") + Code(field.aliases[i]);
     notes += ".";
   }

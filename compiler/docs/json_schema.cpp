@@ -160,9 +160,10 @@ class Writer {
       properties[FileKey(field)] = Field(field);
       // A field that can also be set by an old name is not `required`: the old name would do.
       bool optional = field.type.kind == Kind::Optional || field.default_value != nullptr;
-      if (!optional && field.aliases.empty() && field.synonyms.empty()) required.push_back(FileKey(field));
+      bool old_names = record.FileTakesOldNames() && !field.aliases.empty();
+      if (!optional && !old_names && field.synonyms.empty()) required.push_back(FileKey(field));
       for (const std::string& also : field.synonyms) properties[also] = Field(field);
-      for (const std::string& alias : field.aliases) {
+      for (const std::string& alias : old_names ? field.aliases : std::vector<std::string>{}) {
         json::Object old = Field(field);
         old["description"] = fmt::format("Old name of `{}` (accepted with warning A2010). {}", FileKey(field),
                                          OneLine(field.doc));

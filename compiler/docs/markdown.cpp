@@ -90,11 +90,13 @@ std::string TypeText(const sema::Schema& schema, const sema::Type& type, bool fr
   return out + ")";
 }
 
-std::string FieldNotes(const sema::FieldSchema& field) {
+std::string FieldNotes(const sema::RecordSchema& record, const sema::FieldSchema& field) {
   std::string out = Prose(field.doc);
   if (field.deprecated) out += fmt::format(" **Deprecated:** {}.", Prose(*field.deprecated));
   if (!field.aliases.empty()) {
-    out += " Old names (still accepted, with a warning):";
+    out += record.FileTakesOldNames()
+               ? " Old names (still accepted, with a warning):"
+               : " Old names (accepted in a spec, with a warning; a config file's loader refuses them):";
     for (size_t i = 0; i < field.aliases.size(); ++i) out += (i ? ", " : " ") + Code(field.aliases[i]);
     out += ".";
   }
@@ -124,7 +126,7 @@ std::string FieldsTable(const sema::Schema& schema, const sema::RecordSchema& re
     if (has_keys) out += Cell(key) + " | ";
     out += Cell(TypeText(schema, field.type, true)) + " | " +
            Cell(default_text == "required" ? "*required*" : Code(default_text)) + " | " + Cell(env) + " | " +
-           Cell(constraint) + " | " + Cell(FieldNotes(field)) + " |\n";
+           Cell(constraint) + " | " + Cell(FieldNotes(record, field)) + " |\n";
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "compiler/config/reader.h"
+#include "compiler/driver/launch_reading.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/check.h"
@@ -187,78 +188,6 @@ config::KeyOwners KeyOwnersOf(const sema::Schema& schema) {
   return {owns({"ClusterConfig", "SageMakerConfig"}), owns({"DeepSpeedConfig"})};
 }
 
-// Top-level keys that Accelerate's loader takes as null where it refuses them missing
-// (`ClusterConfig` declares them without a default), what `accelerate launch` then does, and
-// the value that says the same.
-struct NullKey {
-  std::string_view key;
-  std::string_view effect;
-  std::string_view same_as;
-};
-constexpr NullKey kNullKeys[] = {
-    {"distributed_type", "`accelerate launch` then starts one plain process with no distributed engine",
-     "NO"},
-};
-
-// A null key of kNullKeys is checked as the value that does the same, with a warning, instead
-// of being reported missing.
-void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine& diagnostics) {
-  for (const ast::Name& name : config.null_keys) {
-    for (const NullKey& null : kNullKeys) {
-      if (name.text != null.key) continue;
-      diagnostics.Emit(diag::Kind::NullKeyTakenAsUnset, config.file.source, name.span, name.text, null.effect,
-                       null.same_as);
-      ast::Statement statement;
-      statement.path.push_back(name);
-      statement.value = std::make_unique<ast::Expr>();
-      statement.value->kind = ast::ExprKind::String;
-      statement.value->text = std::string(null.same_as);
-      statement.value->span = statement.span = name.span;
-      config.file.jobs.front().body.statements.push_back(std::move(statement));
-    }
-  }
-}
-
-// Keys `accelerate launch` hands its workers through `str()` in an environment variable, which
-// the plugin splits at commas: a YAML list arrives as the text `['A', 'B']` and names no class.
-// `read_when` is the setting under which the plugin reads the key (and raises on the name).
-struct StringifiedKey {
-  std::string_view section;    // the section's field, e.g. `fsdp_config`
-  std::string_view field;      // e.g. `transformer_cls_names_to_wrap`
-  std::string_view read_when;  // an enum field of the section ...
-  std::string_view read_as;    // ... and the member under which the key is read
-  std::string_view raises;     // what the plugin then does
-};
-constexpr StringifiedKey kStringifiedKeys[] = {
-    {"fsdp_config", "transformer_cls_names_to_wrap", "auto_wrap_policy", "TRANSFORMER_BASED_WRAP",
-     "`Accelerator.prepare` raises \"Could not find the transformer layer class\""},
-};
-
-// A YAML list where launch reads a comma-separated string: an error where the plugin reads it.
-void CheckStringifiedLists(Compilation& compilation) {
-  // A file with errors still has its own DeepSpeed JSON checked, and the batch rule runs on
-  // the sizes both files wrote.
-  const std::optional<sema::Spec>& checked = compilation.spec ? compilation.spec : compilation.despite_errors;
-  const sema::Value* launch = checked ? LaunchConfig(checked->root) : nullptr;
-  if (launch == nullptr || !compilation.config_file) return;
-  for (const StringifiedKey& key : kStringifiedKeys) {
-    const sema::Value* section = launch->Field(key.section);
-    const sema::Value* value = section ? section->Field(key.field) : nullptr;
-    const sema::Value* policy = section ? section->Field(key.read_when) : nullptr;
-    if (value == nullptr || value->kind != sema::Value::Kind::List || policy == nullptr ||
-        policy->text != key.read_as || value->provenance.file == nullptr)
-      continue;
-    std::vector<std::string> names, quoted;
-    for (const sema::Value& item : value->items) {
-      names.push_back(item.text);
-      quoted.push_back("'" + item.text + "'");
-    }
-    compilation.diagnostics.Emit(diag::Kind::ListPassedAsText, value->provenance.file, value->provenance.span,
-                                 fmt::format("[{}]", fmt::join(quoted, ", ")), key.raises,
-                                 fmt::format("{}", fmt::join(names, ",")));
-  }
-}
-
 void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Environment& environment,
                const CompileOptions& options) {
   config::ConfigFile config =
@@ -287,11 +216,18 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   }
   check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
   check.yaml_scalars = true;
+  check.null_is_unset = config.kind == config::FileKind::AccelerateConfig;
   compilation.config_file = check.file_keys;
   check.despite_errors = &compilation.despite_errors;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options);
-  CheckStringifiedLists(compilation);
+  if (config.kind == config::FileKind::AccelerateConfig) {
+    CheckNullsLaunchReads(file, compilation.diagnostics);
+    // A file with errors is still read as launch reads it, on the values it did write.
+    const std::optional<sema::Spec>& checked =
+        compilation.spec ? compilation.spec : compilation.despite_errors;
+    if (checked) CheckListsPassedAsText(checked->root, compilation.diagnostics);
+  }
   if (compilation.spec && !compilation.config_file && options.lower) {
     compilation.plan = lower::Lower(*compilation.spec, compilation.source->name(), compilation.diagnostics,
                                     ReferencedDeepSpeed(compilation));

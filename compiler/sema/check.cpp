@@ -223,6 +223,9 @@ class Checker {
         diagnostics_.Emit(diag::Kind::DeprecatedField, entry.file, name.span, prefix + NameOf(*field),
                           *field->deprecated);
       }
+      if (options_.null_is_unset && entry.depth + 1 == entry.statement->path.size() &&
+          entry.statement->value != nullptr && entry.statement->value->kind == ast::ExprKind::None)
+        continue;
       if (const ast::Expr* dropped = DroppedAuto(record, entry)) {
         diagnostics_.Emit(diag::Kind::AutoDroppedByDeepSpeed, entry.file, dropped->span,
                           prefix + NameOf(*field));
@@ -315,12 +318,17 @@ class Checker {
   // A field set by one of its old names: warn, offer the new name, and carry on with it.
   const FieldSchema* Renamed(const RecordSchema& record, const ast::Name& name,
                              const source::SourceFile* file) {
+    if (LoaderRefusesOldNames(record)) return nullptr;
     const FieldSchema* field = record.FindAlias(name.text);
     if (field == nullptr) return nullptr;
     diag::Diagnostic& d =
         diagnostics_.Emit(diag::Kind::DeprecatedAlias, file, name.span, name.text, field->name, field->name);
     d.fixit = diag::ReplaceKeepingQuotes(file, name.span, field->name);
     return field;
+  }
+
+  bool LoaderRefusesOldNames(const RecordSchema& record) const {
+    return options_.file_keys && !record.FileTakesOldNames();
   }
 
   // A key unknown in `record` (at `prefix`) that is a key of the file a ForeignKeys section
@@ -438,6 +446,10 @@ class Checker {
     // prefix means the key that carries it (`megatron_lm_tp_degree`).
     if (guess.empty() && options_.file_keys) {
       if (const FieldSchema* field = record.Find(name.text)) guess = NameOf(*field);
+    }
+    // An old name the loader does not take (`cpu`) means the key that replaced it (`use_cpu`).
+    if (guess.empty() && LoaderRefusesOldNames(record)) {
+      if (const FieldSchema* field = record.FindAlias(name.text)) guess = NameOf(*field);
     }
     if (guess.empty()) {
       std::vector<std::string> suffixed;
@@ -693,7 +705,11 @@ class Checker {
       }
       return std::nullopt;
     }
-    diagnostics_.Emit(diag::Kind::TypeMismatch, file, expr.span, path, type.Describe(), DescribeFound(expr));
+    // A config file's null is passed on as None, which is not the key's absence.
+    std::string found = options_.file_keys && expr.kind == ast::ExprKind::None
+                            ? "`null` (read as None, not as an unset key)"
+                            : DescribeFound(expr);
+    diagnostics_.Emit(diag::Kind::TypeMismatch, file, expr.span, path, type.Describe(), found);
     return std::nullopt;
   }
 

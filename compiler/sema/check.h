@@ -75,6 +75,10 @@ struct CheckOptions {
   // The values come from YAML or JSON, untyped: booleans may be written as 'no'/"true"
   // strings, a duration as an int of seconds, and `60s`-style quantities may stand for text.
   bool yaml_scalars = false;
+  // A known key set to null is unset (Accelerate's config files: the loader passes None on, and
+  // launch fills in what None leaves open); an unknown one is still reported. The few keys
+  // launch reads None as a value of are the driver's (driver/launch_reading.h).
+  bool null_is_unset = false;
   // Null: the file's single job and its own lets, nothing else.
   const Composition* composition = nullptr;
   // Sections of a config file whose keys the launcher reads with a prefix (file_keys only).

@@ -53,6 +53,12 @@ struct RecordSchema {
   const source::SourceFile* file = nullptr;
   source::Span span;
 
+  // Whether a config file may set a field of this record by an old name (`alias`). Not in a
+  // closed `config` record: that is a loader's dataclass (Accelerate's `ClusterConfig`), built
+  // with the file's keys as keyword arguments, so an old name is an unknown key it refuses.
+  // DeepSpeed's own models do read their aliases.
+  bool FileTakesOldNames() const { return kind != "config" || open; }
+
   const FieldSchema* Find(std::string_view field) const;
   // The field that lists `alias` among its old names, or null.
   const FieldSchema* FindAlias(std::string_view alias) const;

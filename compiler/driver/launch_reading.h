@@ -1,0 +1,28 @@
+#ifndef ACCEL_COMPILER_DRIVER_LAUNCH_READING_H_
+#define ACCEL_COMPILER_DRIVER_LAUNCH_READING_H_
+
+#include "compiler/config/reader.h"
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/sema/value.h"
+
+// Where `accelerate launch` reads an Accelerate config's value otherwise than its type says:
+// a null it takes for a value, a null or a list it hands the worker as text. Each is one table
+// in launch_reading.cpp, with the launch code it follows.
+namespace accel::driver {
+
+// A top-level null that launch reads as a value (`distributed_type: null` runs as `NO`) is
+// checked as that value, with a warning (A3013). Before the check: it rewrites `config`.
+void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine& diagnostics);
+
+// A null that launch reads as None where None fails (A3019): a section key it writes into the
+// worker's environment as the text `None`, or a top-level key it compares or dispatches on. On
+// the file as written (the checker takes every other null of a known key as unset).
+void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagnostics);
+
+// After the check, on the checked launch config (`ClusterConfig`): a YAML list launch passes on
+// as its Python text, where the plugin then reads it (A3014).
+void CheckListsPassedAsText(const sema::Value& launch, diag::DiagnosticEngine& diagnostics);
+
+}  // namespace accel::driver
+
+#endif  // ACCEL_COMPILER_DRIVER_LAUNCH_READING_H_
