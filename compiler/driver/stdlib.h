@@ -13,7 +13,7 @@ namespace accel::driver {
 // The sources the stdlib's schemas were modelled from, field by field: what `accelc --version`
 // and the docs name, so a user knows which Accelerate and DeepSpeed a finding speaks for.
 inline constexpr const char* kModelledAccelerate = "Accelerate 1.15.0.dev0 (main at 16cb6eb80dd9)";
-inline constexpr const char* kModelledDeepSpeed = "DeepSpeed 0.16.5 (master at 38327e07f6cd)";
+inline constexpr const char* kModelledDeepSpeed = "DeepSpeed 0.19.8";
 
 // The embedded stdlib, parsed and resolved into a Schema. Owns the source text and the ASTs
 // the Schema points into. Not copyable: the Schema holds pointers into it.

@@ -277,19 +277,11 @@ void RefuseSections(const Value& json, std::vector<Refusal>& refusals) {
     refusals.push_back({diag::Kind::NativeFp8, msamp, "`msamp.enabled = true`",
                         "; fp8 needs MS-AMP, which exists only in Python"});
   }
-  for (const char* section :
-       {"progressive_layer_drop", "data_efficiency", "curriculum_learning", "hybrid_engine"}) {
+  for (const char* section : {"data_efficiency", "hybrid_engine"}) {
     if (const Value* on = At(At(&json, section), "enabled"); Flag(on).value_or(false)) {
       refusals.push_back(
           {diag::Kind::NativeDeepSpeed, on, fmt::format("`{}.enabled = true`", section),
            "; accelrun trains every layer on every sample in the loader's order: drop the section"});
-    }
-  }
-  for (const char* section : {"compression_training", "sparse_attention"}) {
-    if (const Value* set = At(&json, section); IsSet(set)) {
-      refusals.push_back({diag::Kind::NativeDeepSpeed, set,
-                          fmt::format("the DeepSpeed `{}` section", section),
-                          "; it rewrites the model with DeepSpeed kernels: drop the section"});
     }
   }
 }
@@ -504,12 +496,9 @@ plan::Sharding LowerDeepSpeed(const Value* plugin, const Value* json, const Deep
     if (std::optional<double> n = Number(At(plugin, "gradient_clipping"))) loop.max_grad_norm = *n;
     return s;
   }
-  const Value* clip = At(json, "gradient_clipping");
-  if (!Written(clip)) {
-    loop.max_grad_norm = 0;  // DeepSpeed's default: no clipping, whatever the job says
-  } else if (std::optional<double> n = Number(clip)) {
-    loop.max_grad_norm = *n;
-  }
+  // Unset, DeepSpeed's own default holds whatever the job says: the schema's, 1.0 since
+  // DeepSpeed 0.19.3 (no clipping before).
+  if (std::optional<double> n = Number(At(json, "gradient_clipping"))) loop.max_grad_norm = *n;
 
   loop.mixed_precision = JsonPrecision(*json, job.precision);
   loop.loss_scaling.enabled = loop.mixed_precision == plan::MixedPrecision::fp16;
