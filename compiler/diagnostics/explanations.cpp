@@ -219,6 +219,16 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "with 1, and under `distributed_type: FSDP` launch writes the FSDP keys into the worker's environment "
        "whatever they are: `fsdp_sharding_strategy: null` becomes `FSDP_SHARDING_STRATEGY=None`, on which "
        "FullyShardedDataParallelPlugin raises.\nFix: remove the key to keep its default, or write a value."},
+      {"A3020",
+       "A DeepSpeed JSON used through Accelerate or the Trainer has \"auto\" under a key DeepSpeed ignores "
+       "(a misspelt key, or a key moved to another section), or under a key written by another name than "
+       "the one Accelerate fills it by (`bfloat16.enabled` for `bf16.enabled`, `prefetch_bucket_size` for "
+       "`stage3_prefetch_bucket_size`). "
+       "Accelerator._prepare_deepspeed walks every leaf of the file and raises \"`<key>` not found in "
+       "kwargs\" for any \"auto\" it has no value for (DeepSpeedPlugin.deepspeed_config_process); it fills "
+       "only the keys it computes. Checked `--for deepspeed`, nothing walks the file and the key is only "
+       "unknown (A2023).\nFix: write the value, or the key's own name (`bf16`), or remove a key DeepSpeed "
+       "ignores."},
       {"A4001",
        "Retired: `compute.distributed_type` named an engine accelrun did not run. Every engine now lowers "
        "(NO, MULTI_CPU, MULTI_GPU, FSDP, DEEPSPEED) or is refused with its own code (MEGATRON_LM A4004, "

@@ -196,6 +196,13 @@ class Checker {
           options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
       if (field == nullptr) field = record.FindSynonym(name.text);
       if (field == nullptr) field = Renamed(record, name, entry.file);
+      // Set by another name than its key (`bfloat16`, `prefetch_bucket_size`): Accelerate fills
+      // "auto" in by the key's name only.
+      if (field != nullptr && options_.auto_filled_by_key && name.text != NameOf(*field)) {
+        ReportAutoNobodyFills(entry, prefix + name.text,
+                              fmt::format("they fill in `{}{}` by that name only", prefix, NameOf(*field)),
+                              fmt::format("write `{}` for `{}`", NameOf(*field), name.text));
+      }
       // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
       // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.
       bool ignored = options_.file_keys && record.open;
@@ -211,7 +218,12 @@ class Checker {
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
         std::string guess = ReportUnknownField(record, name, entry.file, prefix, set_here, ignored);
-        if (ignored) continue;  // the reader drops it and the meant field keeps its default
+        if (ignored) {  // the reader drops it and the meant field keeps its default
+          ReportAutoNobodyFills(entry, prefix + name.text,
+                                "DeepSpeed does not read the key, and they fill in only the keys they compute",
+                                "write a value, or remove the key");
+          continue;
+        }
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
         }
@@ -685,6 +697,34 @@ class Checker {
     if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return nullptr;
     const ast::Expr* value = entry.statement->value.get();
     return value->kind == ast::ExprKind::String && value->text == "auto" ? value : nullptr;
+  }
+
+  // "auto" that Accelerate and the Trainer leave in place, under a key DeepSpeed ignores (an
+  // unknown key of an `open` record) or one set by another name than its key: they walk every
+  // leaf of the file and refuse an "auto" they have no value for, by its key's name
+  // (DeepSpeedPlugin.deepspeed_config_process, from Accelerator._prepare_deepspeed). Under the
+  // `deepspeed` launcher nothing walks the file.
+  void ReportAutoNobodyFills(const Entry& entry, const std::string& path, const std::string& why,
+                             const std::string& fix) {
+    if (!options_.auto_filled_by_key || options_.target == "deepspeed") return;
+    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return;
+    ReportAutoLeaves(*entry.statement->value, entry.file, path, why, fix);
+  }
+
+  void ReportAutoLeaves(const ast::Expr& value, const source::SourceFile* file, const std::string& path,
+                        const std::string& why, const std::string& fix) {
+    if (value.kind == ast::ExprKind::String && value.text == "auto") {
+      diagnostics_.Emit(diag::Kind::AutoUnfilled, file, value.span, path, why, fix);
+      return;
+    }
+    // Only mappings are walked: a list is one leaf, whatever it holds.
+    if (value.kind != ast::ExprKind::Record || !value.block) return;
+    for (const ast::Statement& statement : value.block->statements) {
+      if (statement.value == nullptr) continue;
+      std::string inner = path;
+      for (const ast::Name& name : statement.path) inner += "." + name.text;
+      ReportAutoLeaves(*statement.value, file, inner, why, fix);
+    }
   }
 
   // True when `type` takes the stdlib's `Auto` (a key Accelerate or the Trainer fills in).

@@ -79,6 +79,9 @@ struct CheckOptions {
   // launch fills in what None leaves open); an unknown one is still reported. The few keys
   // launch reads None as a value of are the driver's (driver/launch_reading.h).
   bool null_is_unset = false;
+  // A DeepSpeed JSON: unless `target` is `deepspeed`, Accelerate and the Trainer walk every leaf
+  // and refuse an "auto" they do not fill, which they name by the key's own name (A3020).
+  bool auto_filled_by_key = false;
   // Null: the file's single job and its own lets, nothing else.
   const Composition* composition = nullptr;
   // Sections of a config file whose keys the launcher reads with a prefix (file_keys only).
