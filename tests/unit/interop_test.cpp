@@ -292,6 +292,7 @@ TEST_F(Interop, JsonKeepsWhatTheFileSetSortedWithShortFloats) {
   const sema::Value& config = Config(
       R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}, "bf16": {},
           "gradient_clipping": 0.1, "steps_per_print": null, "train_batch_size": "auto",
+          "train_micro_batch_size_per_gpu": "auto",
           "optimizer": {"type": "AdamW", "params": {"lr": 3e-5, "betas": [0.9, 0.999]}}})",
       "ds.json");
   EXPECT_EQ(interop::ExportDeepSpeedJson(config, schema()),
@@ -310,6 +311,7 @@ TEST_F(Interop, JsonKeepsWhatTheFileSetSortedWithShortFloats) {
             "  },\n"
             "  \"steps_per_print\": null,\n"
             "  \"train_batch_size\": \"auto\",\n"
+            "  \"train_micro_batch_size_per_gpu\": \"auto\",\n"
             "  \"zero_optimization\": {\n"
             "    \"reduce_bucket_size\": \"auto\",\n"
             "    \"stage\": 2\n"
