@@ -238,6 +238,7 @@ class Checker {
       if (options_.null_is_unset && entry.depth + 1 == entry.statement->path.size() &&
           entry.statement->value != nullptr && entry.statement->value->kind == ast::ExprKind::None)
         continue;
+      ReportOwnAuto(*field, entry, prefix + NameOf(*field));
       if (const ast::Expr* dropped = DroppedAuto(record, entry)) {
         diagnostics_.Emit(diag::Kind::AutoDroppedByDeepSpeed, entry.file, dropped->span,
                           prefix + NameOf(*field));
@@ -724,6 +725,35 @@ class Checker {
       std::string inner = path;
       for (const ast::Name& name : statement.path) inner += "." + name.text;
       ReportAutoLeaves(*statement.value, file, inner, why, fix);
+    }
+  }
+
+  // "auto" as a value of the key's own (DeepSpeed's `"auto"`, a text such as ZenFlow's strategy):
+  // Accelerate and the Trainer refuse it all the same, as one they have no value for.
+  void ReportOwnAuto(const FieldSchema& field, const Entry& entry, const std::string& path) {
+    if (!options_.auto_filled_by_key || options_.target == "deepspeed" || AdmitsAuto(field.type)) return;
+    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return;
+    const ast::Expr& value = *entry.statement->value;
+    if (value.kind != ast::ExprKind::String || value.text != "auto" || !TakesTextAuto(field.type)) return;
+    diagnostics_.Emit(diag::Kind::AutoUnfilled, entry.file, value.span, path,
+                      "they fill in only the keys they compute, and this \"auto\" is DeepSpeed's own value",
+                      "leave the key out for DeepSpeed's default, or write the value");
+  }
+
+  // True when `type` reads the text "auto" as a value (a string, or an enum with an `auto` member).
+  bool TakesTextAuto(const Type& type) const {
+    switch (type.kind) {
+      case Type::Kind::String:
+        return true;
+      case Type::Kind::Enum: {
+        auto e = schema_.enums.find(type.name);
+        return e != schema_.enums.end() && e->second.Find("auto") != nullptr;
+      }
+      case Type::Kind::Union:
+      case Type::Kind::Optional:
+        return std::any_of(type.args.begin(), type.args.end(), [this](const Type& t) { return TakesTextAuto(t); });
+      default:
+        return false;
     }
   }
 
