@@ -1,9 +1,9 @@
 """Judges `accelc check` by Accelerate and DeepSpeed themselves.
 
-Every Accelerate YAML and DeepSpeed JSON of tests/corpus/published and of
-tests/e2e/accelerate_launch_oracle, and a fixed-seed sample of mutants of them, goes to two
-judges: `accelc check --format json` (as a subprocess, with its default `--for`) and the tool
-that reads the file (the oracle, in this process). The property: where the oracle raises, accelc
+Every Accelerate YAML and DeepSpeed JSON of tests/corpus/published, of
+tests/e2e/accelerate_launch_oracle and of check_oracle/probes, and a fixed-seed sample of mutants
+of them, goes to two judges: `accelc check --format json` (as a subprocess, with its default
+`--for`) and the tool that reads the file (the oracle, in this process). The property: where the oracle raises, accelc
 reports at least one error; where the oracle accepts, accelc reports none (warnings and notes
 are fine). A disagreement must be listed in check_oracle/allowed_differences.txt; a listed one
 that no case meets any more is stale. Both fail the test.
@@ -124,7 +124,8 @@ class Case:
 def input_files(repo_root):
     """(source id, path) of every config file the test starts from."""
     roots = [("corpus", os.path.join(repo_root, "tests", "corpus", "published")),
-             ("launch-oracle", os.path.join(repo_root, "tests", "e2e", "accelerate_launch_oracle"))]
+             ("launch-oracle", os.path.join(repo_root, "tests", "e2e", "accelerate_launch_oracle")),
+             ("probe", os.path.join(HERE, "check_oracle", "probes"))]
     found = []
     for prefix, root in roots:
         for folder, _, names in os.walk(root):
@@ -775,11 +776,11 @@ def report(opts, cases, entries, work_dir, started, oracle_done):
     published = [c for c in cases if c.mutation is None]
     refused = sum(c.oracle is not None for c in cases)
     elapsed = time.monotonic() - started
-    print(f"{len(cases)} cases ({len(published)} published files, {len(cases) - len(published)} mutants, "
+    print(f"{len(cases)} cases ({len(published)} files (published and probes), {len(cases) - len(published)} mutants, "
           f"seed {opts.seed}); the tools refuse {refused}; {elapsed:.1f}s "
           f"(oracle done at {oracle_done - started:.1f}s)")
     print(f"agreement: {agree}/{len(cases)} = {100.0 * agree / max(len(cases), 1):.1f}%  "
-          f"(published files: {sum(not classify(c, work_dir) for c in published)}/{len(published)})")
+          f"(files: {sum(not classify(c, work_dir) for c in published)}/{len(published)})")
     print("disagreements by kind (allowed_differences.txt): "
           + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
     for cls, title in (("false-alarm", "false alarms (the tool accepts, accelc errs), by accelc code"),
