@@ -76,6 +76,8 @@ constexpr NullReadAsNone kNullsReadAsNone[] = {
      "`accelerate launch` passes on as `FSDP_SYNC_MODULE_STATES=none`"},
     {"FSDP", "fsdp_config", "fsdp_activation_checkpointing", 0,
      "`accelerate launch` passes on as `FSDP_ACTIVATION_CHECKPOINTING=none`"},
+    {"FSDP", "fsdp_config", "fsdp_activation_checkpointing_offload", 0,
+     "`accelerate launch` passes on as `FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD=none`"},
 };
 
 // Only what the file wrote: a default has no place in the file to point at.
