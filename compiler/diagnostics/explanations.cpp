@@ -104,6 +104,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "starts, and the setting has no effect. Keys starting with `_` (`_comment`) are notes and get no "
        "diagnostic.\nFix: correct the key (a suggestion is shown when one is close), move it to the "
        "section that reads it, or remove it."},
+      {"A2027",
+       "A DeepSpeed JSON gives a key of one of DeepSpeed's pydantic sections (zero_optimization, fp16, bf16, "
+       "compile, tensor_parallel, ...) a value of another JSON type, which pydantic's lax mode converts: the "
+       "text of a number (`\"3\"` for 3), 0 or 1 (and `\"yes\"`, `\"off\"`, ...) for a bool, true for 1. "
+       "DeepSpeed runs with the converted value; the file says it less plainly than it could, and other "
+       "readers (a spec, a linter with strict types) refuse it.\nFix: write the value the warning shows."},
       {"A3001",
        "A value of the wrong type (a string where an int is expected, a block for a union...).\nFix: write "
        "a value of the expected type, shown in the message."},

@@ -218,6 +218,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.yaml_scalars = true;
   check.null_is_unset = config.kind == config::FileKind::AccelerateConfig;
   check.auto_filled_by_key = config.kind == config::FileKind::DeepSpeedConfig;
+  check.lax_models = config.kind == config::FileKind::DeepSpeedConfig;
   compilation.config_file = check.file_keys;
   check.despite_errors = &compilation.despite_errors;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);

@@ -13,6 +13,7 @@
 #include "compiler/scalars/host_names.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_versions.h"
+#include "compiler/sema/lax_values.h"
 #include "compiler/sema/trainer_arguments.h"
 
 namespace accel::sema {
@@ -183,6 +184,13 @@ class Checker {
   std::optional<Value> CheckRecord(const RecordSchema& record, const std::vector<Entry>& entries,
                                    const source::SourceFile* file, source::Span span,
                                    const std::string& prefix, bool recovered = false) {
+    // Its fields' values, not those of the records inside it, follow this record's reader.
+    struct LaxScope {
+      bool& lax;
+      bool saved;
+      ~LaxScope() { lax = saved; }
+    } lax_scope{lax_, lax_};
+    lax_ = options_.lax_models && !record.open;
     bool ok = true;
     std::map<std::string, std::vector<Entry>, std::less<>> by_field;
     std::set<std::string> misspelt;
@@ -775,6 +783,19 @@ class Checker {
       }
       return std::nullopt;
     }
+    // DeepSpeed's models read a number's text, 0/1 for a bool, true for 1: a warning, not an error.
+    if (lax_) {
+      if (std::optional<Value> lax = LaxValue(expr, type)) {
+        std::string meant = lax->kind == Value::Kind::Bool    ? (lax->bool_value ? "true" : "false")
+                            : lax->kind == Value::Kind::Int   ? std::to_string(lax->int_value)
+                                                              : fmt::format("{}", lax->float_value);
+        diag::Diagnostic& d =
+            diagnostics_.Emit(diag::Kind::LaxValue, file, expr.span, path, DescribeFound(expr), meant, meant);
+        d.fixit = diag::FixIt{expr.span, meant};
+        lax->provenance = {Provenance::Kind::Spec, file, expr.span, ""};
+        return lax;
+      }
+    }
     // A config file's null is passed on as None, which is not the key's absence.
     std::string found = options_.file_keys && expr.kind == ast::ExprKind::None
                             ? "`null` (read as None, not as an unset key)"
@@ -1333,6 +1354,8 @@ class Checker {
   std::set<const ast::LetDecl*> active_lets_;         // lets being expanded, to catch cycles
   std::map<const ast::LetDecl*, bool> checked_lets_;  // typed lets already checked, and whether they fit
   std::map<const RecordSchema*, std::vector<std::string>> names_;  // NamesOf
+  // The record being checked is a DeepSpeed pydantic model in lax mode (CheckOptions::lax_models).
+  bool lax_ = false;
 };
 
 }  // namespace

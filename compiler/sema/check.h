@@ -82,6 +82,9 @@ struct CheckOptions {
   // A DeepSpeed JSON: unless `target` is `deepspeed`, Accelerate and the Trainer walk every leaf
   // and refuse an "auto" they do not fill, which they name by the key's own name (A3020).
   bool auto_filled_by_key = false;
+  // A DeepSpeed JSON: its closed records are pydantic models in lax mode, which read `"3"` as
+  // 3 and 1 as true (A2027, a warning), where a spec's types are strict.
+  bool lax_models = false;
   // Null: the file's single job and its own lets, nothing else.
   const Composition* composition = nullptr;
   // Sections of a config file whose keys the launcher reads with a prefix (file_keys only).
