@@ -40,44 +40,39 @@ constexpr StringifiedKey kStringifiedKeys[] = {
      "`Accelerator.prepare` raises \"Could not find the transformer layer class\""},
 };
 
-// Keys whose null launch reads as None where None fails (accelerate/commands/launch.py,
-// accelerate/utils/launch.py), each with what happens. `engine`: the `distributed_type` under
-// which launch reads the key, empty for any. The FSDP keys are variables prepare_multi_gpu_env
-// sets without an `is not None` guard; FullyShardedDataParallelPlugin.__post_init__ then reads
-// `None` as a strategy, a number or a flag and raises, where its `fsdp_version` reads the key.
-struct NullReadAsNone {
-  std::string_view engine;
-  std::string_view section;  // the section's key, empty at the top level
+// Top-level keys whose null Accelerate reads as None where None fails, and what happens.
+struct TopLevelNull {
   std::string_view key;
-  int fsdp_version;  // the only `fsdp_version` under which the plugin reads it; 0: both
   std::string_view effect;
 };
-constexpr std::string_view kPluginRaises = "and FullyShardedDataParallelPlugin raises on that text";
-constexpr NullReadAsNone kNullsReadAsNone[] = {
-    {"", "", "compute_environment", 0,
+constexpr TopLevelNull kTopLevelNulls[] = {
+    {"compute_environment",
      "Accelerate's loader takes as another environment than `LOCAL_MACHINE`, so it reads the file as a "
      "SageMaker config (load_config_from_file)"},
-    {"", "", "num_machines", 0,
-     "`accelerate launch` compares with 1 and raises a TypeError (launch_command)"},
-    {"FSDP", "fsdp_config", "fsdp_version", 0, "`accelerate launch` passes on as `FSDP_VERSION=None`"},
-    {"FSDP", "fsdp_config", "fsdp_sharding_strategy", 1,
-     "`accelerate launch` passes on as `FSDP_SHARDING_STRATEGY=None`"},
-    {"FSDP", "fsdp_config", "fsdp_reshard_after_forward", 2,
-     "`accelerate launch` passes on as `FSDP_RESHARD_AFTER_FORWARD=none`"},
-    {"FSDP", "fsdp_config", "fsdp_offload_params", 0,
-     "`accelerate launch` passes on as `FSDP_OFFLOAD_PARAMS=none`"},
-    {"FSDP", "fsdp_config", "fsdp_forward_prefetch", 1,
-     "`accelerate launch` passes on as `FSDP_FORWARD_PREFETCH=none`"},
-    {"FSDP", "fsdp_config", "fsdp_use_orig_params", 1,
-     "`accelerate launch` passes on as `FSDP_USE_ORIG_PARAMS=none`"},
-    {"FSDP", "fsdp_config", "fsdp_cpu_ram_efficient_loading", 0,
-     "`accelerate launch` passes on as `FSDP_CPU_RAM_EFFICIENT_LOADING=none`"},
-    {"FSDP", "fsdp_config", "fsdp_sync_module_states", 1,
-     "`accelerate launch` passes on as `FSDP_SYNC_MODULE_STATES=none`"},
-    {"FSDP", "fsdp_config", "fsdp_activation_checkpointing", 0,
-     "`accelerate launch` passes on as `FSDP_ACTIVATION_CHECKPOINTING=none`"},
-    {"FSDP", "fsdp_config", "fsdp_activation_checkpointing_offload", 0,
-     "`accelerate launch` passes on as `FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD=none`"},
+    {"num_machines", "`accelerate launch` compares with 1 and raises a TypeError (launch_command)"},
+};
+
+// `fsdp_config` keys that prepare_multi_gpu_env (accelerate/utils/launch.py) writes into the
+// worker's environment under `distributed_type: FSDP` without an `is not None` guard, so a null
+// becomes the text `None` (`none` where launch lower-cases a flag), on which
+// FullyShardedDataParallelPlugin.__post_init__ raises where its `fsdp_version` reads the key.
+struct FsdpVariable {
+  std::string_view key;
+  std::string_view variable;
+  bool flag;         // written lower-cased
+  int fsdp_version;  // the only `fsdp_version` whose plugin reads it; 0: both
+};
+constexpr FsdpVariable kFsdpVariables[] = {
+    {"fsdp_version", "FSDP_VERSION", false, 0},
+    {"fsdp_sharding_strategy", "FSDP_SHARDING_STRATEGY", false, 1},
+    {"fsdp_reshard_after_forward", "FSDP_RESHARD_AFTER_FORWARD", true, 2},
+    {"fsdp_offload_params", "FSDP_OFFLOAD_PARAMS", true, 0},
+    {"fsdp_forward_prefetch", "FSDP_FORWARD_PREFETCH", true, 1},
+    {"fsdp_use_orig_params", "FSDP_USE_ORIG_PARAMS", true, 1},
+    {"fsdp_cpu_ram_efficient_loading", "FSDP_CPU_RAM_EFFICIENT_LOADING", true, 0},
+    {"fsdp_sync_module_states", "FSDP_SYNC_MODULE_STATES", true, 1},
+    {"fsdp_activation_checkpointing", "FSDP_ACTIVATION_CHECKPOINTING", true, 0},
+    {"fsdp_activation_checkpointing_offload", "FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD", true, 0},
 };
 
 // Only what the file wrote: a default has no place in the file to point at.
@@ -117,29 +112,32 @@ void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine
 void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagnostics) {
   if (file.jobs.empty()) return;
   const std::vector<ast::Statement>& top = file.jobs.front().body.statements;
+  auto is_null = [](const ast::Statement* setting) {
+    return setting != nullptr && setting->value->kind == ast::ExprKind::None;
+  };
+  for (const TopLevelNull& null : kTopLevelNulls) {
+    const ast::Statement* setting = Setting(top, null.key);
+    if (is_null(setting))
+      diagnostics.Emit(diag::Kind::NullReadAsNone, file.source, setting->value->span, null.key, null.effect);
+  }
+
   const ast::Statement* engine = Setting(top, "distributed_type");
-  for (const NullReadAsNone& null : kNullsReadAsNone) {
-    if (!null.engine.empty() && (engine == nullptr || engine->value->text != null.engine)) continue;
-    const std::vector<ast::Statement>* statements = &top;
-    if (!null.section.empty()) {
-      const ast::Statement* section = Setting(top, null.section);
-      if (section == nullptr || section->value->kind != ast::ExprKind::Record || !section->value->block)
-        continue;
-      statements = &section->value->block->statements;
-    }
-    std::string_view bare = null.key;
-    if (!null.section.empty() && bare.substr(0, 5) == "fsdp_") bare.remove_prefix(5);
-    const ast::Statement* setting = Setting(*statements, null.key, bare);
-    if (setting == nullptr || setting->value->kind != ast::ExprKind::None) continue;
-    if (null.fsdp_version != 0) {
-      // Unset, the plugin's version is 1.
-      const ast::Statement* version = Setting(*statements, "fsdp_version", "version");
-      bool written = version && version->value->kind == ast::ExprKind::Int;
-      if ((written ? version->value->int_value : 1) != null.fsdp_version) continue;
-    }
-    std::string effect(null.effect);
-    if (null.section == "fsdp_config") effect += fmt::format(", {}", kPluginRaises);
-    diagnostics.Emit(diag::Kind::NullReadAsNone, file.source, setting->value->span, null.key, effect);
+  const ast::Statement* section = Setting(top, "fsdp_config");
+  if (engine == nullptr || engine->value->text != "FSDP" || section == nullptr ||
+      section->value->kind != ast::ExprKind::Record || !section->value->block)
+    return;
+  const std::vector<ast::Statement>& keys = section->value->block->statements;
+  const ast::Statement* version = Setting(keys, "fsdp_version", "version");
+  // Unset, the plugin's version is 1.
+  int64_t read_as = version && version->value->kind == ast::ExprKind::Int ? version->value->int_value : 1;
+  for (const FsdpVariable& fsdp : kFsdpVariables) {
+    if (fsdp.fsdp_version != 0 && fsdp.fsdp_version != read_as) continue;
+    const ast::Statement* setting = Setting(keys, fsdp.key, fsdp.key.substr(5));
+    if (!is_null(setting)) continue;
+    std::string effect = fmt::format(
+        "`accelerate launch` passes on as `{}={}`, and FullyShardedDataParallelPlugin raises on that text",
+        fsdp.variable, fsdp.flag ? "none" : "None");
+    diagnostics.Emit(diag::Kind::NullReadAsNone, file.source, setting->value->span, fsdp.key, effect);
   }
 }
 
