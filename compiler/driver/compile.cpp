@@ -215,6 +215,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
         {"", "ClusterConfig", "DeepSpeed", "the Accelerate config file (`accelerate launch --config_file`)"}};
   }
   check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
+  check.target_guessed = options.tool.empty();
   check.yaml_scalars = true;
   check.null_is_unset = config.kind == config::FileKind::AccelerateConfig;
   check.auto_filled_by_key = config.kind == config::FileKind::DeepSpeedConfig;

@@ -38,10 +38,10 @@ struct Compilation {
   // The checked file's tree and what it pulled in (imports, `--set`): kept with the results
   // that point into them.
   std::unique_ptr<ast::File> tree;
-  // Top-level keys of an Accelerate config set to null. The reader leaves them out of `tree`
-  // (the loader reads null as unset), and a required one is checked as the value that does
-  // the same (`distributed_type: null` as NO); a launcher that reproduces Accelerate's loader
-  // gives them back as None.
+  // Top-level keys of an Accelerate config set to null. They stay in `tree` as nulls (the
+  // checker reads a known one as unset, except where launch fails on None: A3019), and one
+  // launch reads as a value is checked as that value (`distributed_type: null` as NO); a
+  // launcher that reproduces Accelerate's loader gives them back as None.
   std::vector<std::string> null_keys;
   std::unique_ptr<ComposedSpec> composed;
   // Files the checked one names and that were checked with it (a DeepSpeed JSON config);

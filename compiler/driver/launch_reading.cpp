@@ -98,7 +98,7 @@ void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine
   for (const ast::Name& name : config.null_keys) {
     for (const NullKey& null : kNullKeys) {
       if (name.text != null.key) continue;
-      diagnostics.Emit(diag::Kind::NullKeyTakenAsUnset, config.file.source, name.span, name.text, null.effect,
+      diagnostics.Emit(diag::Kind::NullReadAsValue, config.file.source, name.span, name.text, null.effect,
                        null.same_as);
       for (ast::Statement& statement : config.file.jobs.front().body.statements) {
         if (statement.path.size() != 1 || statement.path[0].text != null.key) continue;
@@ -128,8 +128,11 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
     return;
   const std::vector<ast::Statement>& keys = section->value->block->statements;
   const ast::Statement* version = Setting(keys, "fsdp_version", "version");
-  // Unset, the plugin's version is 1.
-  int64_t read_as = version && version->value->kind == ast::ExprKind::Int ? version->value->int_value : 1;
+  // Unset, the plugin's version is 1; launch passes a quoted '2' on as the same text.
+  int64_t read_as = 1;
+  if (version != nullptr && version->value->kind == ast::ExprKind::Int) read_as = version->value->int_value;
+  if (version != nullptr && version->value->kind == ast::ExprKind::String && version->value->text == "2")
+    read_as = 2;
   for (const FsdpVariable& fsdp : kFsdpVariables) {
     if (fsdp.fsdp_version != 0 && fsdp.fsdp_version != read_as) continue;
     const ast::Statement* setting = Setting(keys, fsdp.key, fsdp.key.substr(5));

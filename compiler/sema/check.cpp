@@ -167,6 +167,7 @@ class Checker {
     }
     std::optional<Value> root =
         CheckRecord(root_schema->second, entries, file_.source, job.name.span, "", recovered);
+    ReportUnfilledAutos();
     if (!root) return std::nullopt;
     Spec spec{job.name.text, file_.source, job.name.span, std::move(*root)};
     if (diagnostics_.error_count() > errors_before) {
@@ -210,10 +211,17 @@ class Checker {
         ReportAutoNobodyFills(entry, prefix + name.text,
                               fmt::format("they fill in `{}{}` by that name only", prefix, NameOf(*field)),
                               fmt::format("write `{}` for `{}`", NameOf(*field), name.text));
+      } else if (field != nullptr && IsAuto(entry) && AdmitsAuto(field->type)) {
+        filled_auto_ = true;  // a key Accelerate fills: the file is written for it
       }
       // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
       // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.
       bool ignored = options_.file_keys && record.open;
+      if (field == nullptr && ignored) {
+        ReportAutoNobodyFills(entry, prefix + name.text,
+                              "DeepSpeed does not read the key, and they fill in only the keys they compute",
+                              "write a value, or remove the key");
+      }
       if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
       if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
       // A key other releases read: say which, rather than that no release knows it.
@@ -226,12 +234,7 @@ class Checker {
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
         std::string guess = ReportUnknownField(record, name, entry.file, prefix, set_here, ignored);
-        if (ignored) {  // the reader drops it and the meant field keeps its default
-          ReportAutoNobodyFills(entry, prefix + name.text,
-                                "DeepSpeed does not read the key, and they fill in only the keys they compute",
-                                "write a value, or remove the key");
-          continue;
-        }
+        if (ignored) continue;  // the reader drops it and the meant field keeps its default
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
         }
@@ -723,7 +726,7 @@ class Checker {
   void ReportAutoLeaves(const ast::Expr& value, const source::SourceFile* file, const std::string& path,
                         const std::string& why, const std::string& fix) {
     if (value.kind == ast::ExprKind::String && value.text == "auto") {
-      diagnostics_.Emit(diag::Kind::AutoUnfilled, file, value.span, path, why, fix);
+      unfilled_autos_.push_back({file, value.span, path, why, fix, false});
       return;
     }
     // Only mappings are walked: a list is one leaf, whatever it holds.
@@ -736,16 +739,39 @@ class Checker {
     }
   }
 
-  // "auto" as a value of the key's own (DeepSpeed's `"auto"`, a text such as ZenFlow's strategy):
-  // Accelerate and the Trainer refuse it all the same, as one they have no value for.
+  // The "auto" `entry` assigns itself, if it does.
+  static bool IsAuto(const Entry& entry) {
+    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return false;
+    const ast::Expr& value = *entry.statement->value;
+    return value.kind == ast::ExprKind::String && value.text == "auto";
+  }
+
+  // "auto" as a value of the key's own type (DeepSpeed's `"auto"`, or text): Accelerate and the
+  // Trainer refuse it all the same, as one they have no value for.
   void ReportOwnAuto(const FieldSchema& field, const Entry& entry, const std::string& path) {
     if (!options_.auto_filled_by_key || options_.target == "deepspeed" || AdmitsAuto(field.type)) return;
-    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return;
-    const ast::Expr& value = *entry.statement->value;
-    if (value.kind != ast::ExprKind::String || value.text != "auto" || !TakesTextAuto(field.type)) return;
-    diagnostics_.Emit(diag::Kind::AutoUnfilled, entry.file, value.span, path,
-                      "they fill in only the keys they compute, and this \"auto\" is DeepSpeed's own value",
-                      "leave the key out for DeepSpeed's default, or write the value");
+    if (!IsAuto(entry) || !TakesTextAuto(field.type)) return;
+    bool deepspeeds_own = field.type.kind != Type::Kind::String &&
+                          !(field.type.kind == Type::Kind::Optional &&
+                            field.type.args[0].kind == Type::Kind::String);
+    std::string why = deepspeeds_own ? "this \"auto\" is DeepSpeed's own value" : "not this one";
+    std::string fix = deepspeeds_own ? "leave the key out for DeepSpeed's default, or write the value"
+                                     : "write the value";
+    unfilled_autos_.push_back({entry.file, entry.statement->value->span, path,
+                               "they fill in only the keys they compute, and " + why, fix, true});
+  }
+
+  // The "auto"s Accelerate and the Trainer would leave (A3020). A key's own "auto" (ZenFlow's,
+  // `keep_in_fp32_modules`) is reported only when the file is for them: checked `--for
+  // accelerate` or `--for trainer`, or, where the tool was guessed from the "auto" in the text, when
+  // another "auto" is at a key they fill. A file whose every "auto" is DeepSpeed's own is one for
+  // the `deepspeed` launcher. An "auto" under a misspelt or renamed key was meant for them.
+  void ReportUnfilledAutos() {
+    bool for_them = !options_.target_guessed || filled_auto_;
+    for (const UnfilledAuto& a : unfilled_autos_) {
+      if (a.own && !for_them) continue;
+      diagnostics_.Emit(diag::Kind::AutoUnfilled, a.file, a.span, a.path, a.why, a.fix);
+    }
   }
 
   // True when `type` reads the text "auto" as a value (a string, or an enum with an `auto` member).
@@ -759,7 +785,8 @@ class Checker {
       }
       case Type::Kind::Union:
       case Type::Kind::Optional:
-        return std::any_of(type.args.begin(), type.args.end(), [this](const Type& t) { return TakesTextAuto(t); });
+        return std::any_of(type.args.begin(), type.args.end(),
+                           [this](const Type& t) { return TakesTextAuto(t); });
       default:
         return false;
     }
@@ -1356,6 +1383,15 @@ class Checker {
   std::map<const RecordSchema*, std::vector<std::string>> names_;  // NamesOf
   // The record being checked is a DeepSpeed pydantic model in lax mode (CheckOptions::lax_models).
   bool lax_ = false;
+  // "auto"s no tool fills (ReportUnfilledAutos), and whether the file has one that Accelerate fills.
+  struct UnfilledAuto {
+    const source::SourceFile* file;
+    source::Span span;
+    std::string path, why, fix;
+    bool own;  // the key's own "auto" (ReportOwnAuto)
+  };
+  std::vector<UnfilledAuto> unfilled_autos_;
+  bool filled_auto_ = false;
 };
 
 }  // namespace

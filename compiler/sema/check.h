@@ -97,6 +97,9 @@ struct CheckOptions {
   // and under `deepspeed` a value `auto` is an error (only Accelerate and the Trainer fill it
   // in). Empty: every rule holds.
   std::string target;
+  // `target` was guessed from the file's text (a DeepSpeed JSON that says "auto" is taken as
+  // one for Accelerate), not named with `--for`.
+  bool target_guessed = false;
   // Where to keep the checked values of a file that had errors (Check then returns no Spec), so
   // that a rule across files still runs on the values the file did write (CheckDeepSpeedBatch's
   // `written_only`). Null: not kept.

@@ -1,87 +1,70 @@
 #include "compiler/sema/lax_values.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 
-#include "compiler/scalars/bool_words.h"
-
 namespace accel::sema {
 namespace {
 
-// The text of a number, as pydantic parses it: surrounding spaces allowed, nothing else.
+// The text of a number as Python's int() and float() read it, which pydantic uses: spaces
+// around it, a sign, and `_` between two digits; an exponent only for a float. Hex, `inf` and
+// `nan` are refused (pydantic refuses the first, DeepSpeed's validators the others).
 std::optional<double> NumberText(const std::string& text, bool integer) {
   size_t begin = text.find_first_not_of(" \t\n");
   size_t end = text.find_last_not_of(" \t\n");
   if (begin == std::string::npos) return std::nullopt;
-  std::string trimmed = text.substr(begin, end - begin + 1);
-  char* stop = nullptr;
-  if (integer) {
-    long long n = std::strtoll(trimmed.c_str(), &stop, 10);
-    if (*stop != '\0') return std::nullopt;
-    return static_cast<double>(n);
+  std::string digits;
+  for (size_t i = begin; i <= end; ++i) {
+    char c = text[i];
+    if (c == '_') {
+      bool between = i > begin && i < end && std::isdigit(static_cast<unsigned char>(text[i - 1])) &&
+                     std::isdigit(static_cast<unsigned char>(text[i + 1]));
+      if (!between) return std::nullopt;
+      continue;
+    }
+    bool allowed = std::isdigit(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.' ||
+                   (!integer && (c == 'e' || c == 'E'));
+    if (!allowed) return std::nullopt;
+    digits += c;
   }
-  double x = std::strtod(trimmed.c_str(), &stop);
-  if (*stop != '\0' || !std::isfinite(x)) return std::nullopt;
+  char* stop = nullptr;
+  double x = std::strtod(digits.c_str(), &stop);
+  if (digits.empty() || *stop != '\0' || !std::isfinite(x)) return std::nullopt;
+  // pydantic takes "3.0" for an int (no fraction), not "3.5"; and the int must fit int64.
+  if (integer && (std::trunc(x) != x || std::abs(x) >= 9.2e18)) return std::nullopt;
   return x;
-}
-
-Value Scalar(Value::Kind kind) {
-  Value value;
-  value.kind = kind;
-  return value;
 }
 
 }  // namespace
 
 std::optional<Value> LaxValue(const ast::Expr& expr, const Type& type) {
+  Value value;
   switch (type.kind) {
     case Type::Kind::Optional:
     case Type::Kind::Union:
       for (const Type& alternative : type.args) {
-        if (std::optional<Value> value = LaxValue(expr, alternative)) return value;
+        if (std::optional<Value> lax = LaxValue(expr, alternative)) return lax;
       }
       return std::nullopt;
-    case Type::Kind::Int: {
-      Value value = Scalar(Value::Kind::Int);
-      if (expr.kind == ast::ExprKind::Float && std::trunc(expr.float_value) == expr.float_value &&
-                 std::abs(expr.float_value) < 9.0e18) {
-        value.int_value = static_cast<int64_t>(expr.float_value);
-      } else if (expr.kind == ast::ExprKind::String) {
-        std::optional<double> n = NumberText(expr.text, true);
-        if (!n) return std::nullopt;
-        value.int_value = static_cast<int64_t>(*n);
-      } else {
-        return std::nullopt;
-      }
-      return value;
-    }
+    case Type::Kind::Int:
     case Type::Kind::Float: {
-      Value value = Scalar(Value::Kind::Float);
-      if (expr.kind == ast::ExprKind::String) {
-        std::optional<double> x = NumberText(expr.text, false);
-        if (!x) return std::nullopt;
-        value.float_value = *x;
-      } else {
-        return std::nullopt;
-      }
+      if (expr.kind != ast::ExprKind::String) return std::nullopt;
+      bool integer = type.kind == Type::Kind::Int;
+      std::optional<double> x = NumberText(expr.text, integer);
+      if (!x) return std::nullopt;
+      value.kind = integer ? Value::Kind::Int : Value::Kind::Float;
+      value.int_value = integer ? static_cast<int64_t>(*x) : 0;
+      value.float_value = integer ? 0.0 : *x;
       return value;
     }
-    case Type::Kind::Bool: {
-      Value value = Scalar(Value::Kind::Bool);
-      if (expr.kind == ast::ExprKind::Int && (expr.int_value == 0 || expr.int_value == 1)) {
-        value.bool_value = expr.int_value == 1;
-      } else if (expr.kind == ast::ExprKind::Float && (expr.float_value == 0.0 || expr.float_value == 1.0)) {
-        value.bool_value = expr.float_value == 1.0;
-      } else if (expr.kind == ast::ExprKind::String) {
-        std::optional<bool> b = scalars::StrToBool(expr.text);
-        if (!b) return std::nullopt;
-        value.bool_value = *b;
-      } else {
+    case Type::Kind::Bool:
+      if (expr.kind != ast::ExprKind::Int || (expr.int_value != 0 && expr.int_value != 1))
         return std::nullopt;
-      }
+      value.kind = Value::Kind::Bool;
+      value.bool_value = expr.int_value == 1;
       return value;
-    }
     default:
       return std::nullopt;
   }
