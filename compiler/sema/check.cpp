@@ -250,6 +250,10 @@ class Checker {
           entry.statement->value != nullptr && entry.statement->value->kind == ast::ExprKind::None)
         continue;
       ReportOwnAuto(*field, entry, prefix + NameOf(*field));
+      if (ReportNullSection(record, *field, entry, prefix + NameOf(*field))) {
+        ok = false;
+        continue;
+      }
       if (const ast::Expr* dropped = DroppedAuto(record, entry)) {
         diagnostics_.Emit(diag::Kind::AutoDroppedByDeepSpeed, entry.file, dropped->span,
                           prefix + NameOf(*field));
@@ -738,6 +742,31 @@ class Checker {
       ReportAutoLeaves(*statement.value, file, inner, why, fix);
     }
   }
+
+  // A DeepSpeed JSON section set to null that DeepSpeed builds from the None and fails
+  // (null_sections.def lists, by the key as written, the ones it takes as absent: `bf16`, not its
+  // old name `bfloat16`). Reported as A3019; true if so.
+  bool ReportNullSection(const RecordSchema& record, const FieldSchema& field, const Entry& entry,
+                         const std::string& path) {
+    static const std::set<std::pair<std::string_view, std::string_view>> kTaken = {
+#define ACCEL_NULL_SECTION_TAKEN(record, field) {#record, #field},
+#include "compiler/sema/null_sections.def"
+#undef ACCEL_NULL_SECTION_TAKEN
+    };
+    // Only the top level is read so; inside a model an optional section takes null.
+    if (!options_.lax_models || !IsRoot(record) || entry.depth + 1 != entry.statement->path.size())
+      return false;
+    const ast::Expr* value = entry.statement->value.get();
+    const Type& type = field.type.kind == Type::Kind::Optional ? field.type.args[0] : field.type;
+    if (value == nullptr || value->kind != ast::ExprKind::None || type.kind != Type::Kind::Record ||
+        kTaken.count({record.name, entry.statement->path[entry.depth].text}) > 0)
+      return false;
+    diagnostics_.Emit(diag::Kind::NullReadAsNone, entry.file, value->span, path,
+                      "DeepSpeed builds the section from, and fails (`param_dict.get` returns the None)");
+    return true;
+  }
+
+  bool IsRoot(const RecordSchema& record) const { return record.name == options_.root; }
 
   // The "auto" `entry` assigns itself, if it does.
   static bool IsAuto(const Entry& entry) {
