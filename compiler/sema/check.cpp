@@ -246,9 +246,8 @@ class Checker {
         diagnostics_.Emit(diag::Kind::DeprecatedField, entry.file, name.span, prefix + NameOf(*field),
                           *field->deprecated);
       }
-      if (options_.null_is_unset && entry.depth + 1 == entry.statement->path.size() &&
-          entry.statement->value != nullptr && entry.statement->value->kind == ast::ExprKind::None)
-        continue;
+      const ast::Expr* assigned = AssignedValue(entry);
+      if (options_.null_is_unset && assigned != nullptr && assigned->kind == ast::ExprKind::None) continue;
       ReportOwnAuto(*field, entry, prefix + NameOf(*field));
       if (ReportNullSection(record, *field, entry, prefix + NameOf(*field))) {
         ok = false;
@@ -710,9 +709,7 @@ class Checker {
     };
     if (!options_.file_keys || options_.target != "deepspeed" || kDroppingRecords.count(record.name) == 0)
       return nullptr;
-    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return nullptr;
-    const ast::Expr* value = entry.statement->value.get();
-    return value->kind == ast::ExprKind::String && value->text == "auto" ? value : nullptr;
+    return IsAuto(entry) ? AssignedValue(entry) : nullptr;
   }
 
   // "auto" that Accelerate and the Trainer leave in place, under a key DeepSpeed ignores (an
@@ -723,8 +720,7 @@ class Checker {
   void ReportAutoNobodyFills(const Entry& entry, const std::string& path, const std::string& why,
                              const std::string& fix) {
     if (!options_.auto_filled_by_key || options_.target == "deepspeed") return;
-    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return;
-    ReportAutoLeaves(*entry.statement->value, entry.file, path, why, fix);
+    if (const ast::Expr* value = AssignedValue(entry)) ReportAutoLeaves(*value, entry.file, path, why, fix);
   }
 
   void ReportAutoLeaves(const ast::Expr& value, const source::SourceFile* file, const std::string& path,
@@ -754,9 +750,8 @@ class Checker {
 #undef ACCEL_NULL_SECTION_TAKEN
     };
     // Only the top level is read so; inside a model an optional section takes null.
-    if (!options_.lax_models || !IsRoot(record) || entry.depth + 1 != entry.statement->path.size())
-      return false;
-    const ast::Expr* value = entry.statement->value.get();
+    if (!options_.lax_models || !IsRoot(record)) return false;
+    const ast::Expr* value = AssignedValue(entry);
     const Type& type = field.type.kind == Type::Kind::Optional ? field.type.args[0] : field.type;
     if (value == nullptr || value->kind != ast::ExprKind::None || type.kind != Type::Kind::Record ||
         kTaken.count({record.name, entry.statement->path[entry.depth].text}) > 0)
@@ -768,11 +763,16 @@ class Checker {
 
   bool IsRoot(const RecordSchema& record) const { return record.name == options_.root; }
 
-  // The "auto" `entry` assigns itself, if it does.
+  // The value `entry` assigns to its own key (not to a key below it, `a.b = 1` seen at `a`), or null.
+  static const ast::Expr* AssignedValue(const Entry& entry) {
+    if (entry.depth + 1 != entry.statement->path.size()) return nullptr;
+    return entry.statement->value.get();
+  }
+
+  // True when `entry` assigns "auto" to its own key.
   static bool IsAuto(const Entry& entry) {
-    if (entry.depth + 1 != entry.statement->path.size() || entry.statement->value == nullptr) return false;
-    const ast::Expr& value = *entry.statement->value;
-    return value.kind == ast::ExprKind::String && value.text == "auto";
+    const ast::Expr* value = AssignedValue(entry);
+    return value != nullptr && value->kind == ast::ExprKind::String && value->text == "auto";
   }
 
   // "auto" as a value of the key's own type (DeepSpeed's `"auto"`, or text): Accelerate and the
