@@ -13,6 +13,14 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "A file not named `.json` was read as a DeepSpeed config because more of its top-level keys are "
        "DeepSpeed's than Accelerate's. DeepSpeed, Accelerate and the Trainer load a DeepSpeed config with "
        "json.load whatever its name, so JSON text is typed as JSON.\nFix: nothing, or name it `.json`."},
+      {"A0005",
+       "`accelc check --for TOOL@VERSION`: the release named reads this key, and a later covered release "
+       "refuses or ignores it (compiler/sema/releases.def, generated from the releases' own sources).\n"
+       "Fix: nothing for that release; remove the key before upgrading."},
+      {"A0006",
+       "`accelc check --for TOOL@VERSION`: the file leaves a key unset whose default differs between the "
+       "release named and the newest covered one (DeepSpeed 0.19.3 turned `gradient_clipping` on at 1.0), "
+       "so the same file trains differently after an upgrade.\nFix: set the key to the value you mean."},
       {"A1001",
        "The parser expected something else at this point, e.g. a missing `}` or `=`.\n"
        "Fix: the message says what was expected; compare with docs/language.md.\n"
@@ -141,13 +149,16 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
       {"A2025",
        "A config-file key that other releases of Accelerate read and the modelled release refuses, so "
        "its loader rejects the whole file (`ipex_config`, removed in 1.13; `tp_config`, read by 1.4 to "
-       "1.6). The message names the releases that accept it (compiler/sema/key_versions.def).\nFix: "
-       "follow the message (remove the section, or write its replacement), or pin the Accelerate "
-       "release the file was written for."},
+       "1.6). The message names the releases that accept it (compiler/sema/key_versions.def). With "
+       "`--for TOOL@VERSION` it is also a key that the release named refuses and later ones read "
+       "(`zero_optimization.leaf_module` under DeepSpeed 0.17.6; compiler/sema/releases.def).\nFix: "
+       "follow the message (remove the section, or write its replacement), or pin the release the file "
+       "was written for."},
       {"A2026",
        "A config-file key that other releases of Accelerate read and the modelled release ignores "
        "(`mpirun_config.mpirun_ccl`, read by 0.28 to 1.12): the file loads, and the setting has no "
-       "effect.\nFix: remove the key, or pin the Accelerate release that reads it."},
+       "effect. With `--for TOOL@VERSION`, also a key the release named ignores and later ones read.\n"
+       "Fix: remove the key, or pin the release that reads it."},
       {"A3010",
        "\"auto\" in a file checked `--for deepspeed`, in a section DeepSpeed builds with its pydantic "
        "constructor (`zero_optimization`, `comms_logger`, `tensor_parallel`, `hybrid_engine`): the "

@@ -26,6 +26,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/filter.h"
+#include "compiler/driver/for_option.h"
 #include "compiler/driver/format_files.h"
 #include "compiler/driver/init_command.h"
 #include "compiler/driver/inputs.h"
@@ -122,7 +123,7 @@ struct Options {
   std::vector<std::string> env_assignments;  // KEY=VALUE, from --env and --env-file in order
   std::vector<std::string> overrides;        // --set PATH=VALUE, in order
   std::string target;                        // --target; empty: the command's own default
-  std::string tool;                          // --for; empty: decided per file (CompileOptions::tool)
+  accel::driver::CompileOptions compile;     // --for: its `tool` and `releases`
   bool all = false;                          // explain --all: defaults too
   std::string to;                            // export --to
   std::string slurm_time;                    // export --to sbatch --time
@@ -202,21 +203,19 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              },
              .needs = "`native` or `accelerate`"},
       Option{.names = {"--for"},
-             .value_name = "<tool>",
+             .value_name = "<tool>[@<release>],...",
              .help = "what runs the config files: `accelerate` (accelerate launch),\n"
                      "`trainer` (the Transformers Trainer) or `deepspeed` (the deepspeed\n"
                      "launcher, where nothing fills in \"auto\" and Accelerate's own\n"
                      "requirements do not hold); default: `accelerate` for an Accelerate\n"
                      "config and the JSON it names, and for a DeepSpeed JSON that uses\n"
-                     "\"auto\"; `deepspeed` for any other DeepSpeed JSON",
+                     "\"auto\"; `deepspeed` for any other DeepSpeed JSON. `@` pins a\n"
+                     "release, and further entries pin the others' releases:\n"
+                     "`--for accelerate@1.13,deepspeed@0.19.2` (docs/rules/versions.md)",
              .apply = [&o](std::string_view, std::string_view v) -> std::string {
-               if (v != "accelerate" && v != "trainer" && v != "deepspeed") {
-                 return fmt::format("unknown tool `{}`; expected `accelerate`, `trainer` or `deepspeed`", v);
-               }
-               o.tool = v;
-               return "";
+               return accel::driver::ParseForOption(v, o.compile);
              },
-             .needs = "`accelerate`, `trainer` or `deepspeed`"},
+             .needs = "`accelerate`, `trainer` or `deepspeed`, each with an optional `@release`"},
       Option{.names = {"--read-outside-repo"},
              .help = "with `check`: also read the files a config names outside the checked\n"
                      "file's repository (docs/security.md)",
@@ -612,7 +611,7 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options
     }
   }
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
-  accel::driver::CompileOptions compile_options;
+  accel::driver::CompileOptions compile_options = options.compile;
   compile_options.overrides = options.overrides;
   Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
   // A checked spec that only the native runtime refuses (A4xxx: FSDP, DeepSpeed, GPUs) still
@@ -719,7 +718,7 @@ accel::interop::PlacePath ImportedPathPlacer(const Options& options) {
 int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
   const std::string& path = options.files[0];
   accel::sema::MapEnvironment no_environment;
-  accel::driver::CompileOptions compile_options;
+  accel::driver::CompileOptions compile_options = options.compile;
   compile_options.lower = false;
   Compilation compilation = accel::driver::CompileFile(path, stdlib, no_environment, compile_options);
   fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
@@ -782,7 +781,7 @@ int ExportBatchScript(const Options& options, const accel::driver::Stdlib& stdli
   namespace fs = std::filesystem;
   const std::string& path = options.files[0];
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
-  accel::driver::CompileOptions compile_options;
+  accel::driver::CompileOptions compile_options = options.compile;
   compile_options.overrides = options.overrides;
   Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
   fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
@@ -963,13 +962,12 @@ int main(int argc, char** argv) {
     files = std::move(inputs.files);
   }
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
-  accel::driver::CompileOptions compile_options;
+  accel::driver::CompileOptions compile_options = options.compile;
   // `check` validates for any engine unless asked for the native runtime; building a plan
   // is always for the native runtime.
   compile_options.lower = options.command == "compile" || options.target == "native";
   compile_options.note_native = options.command == "check" && !compile_options.lower && !options.verify;
   compile_options.overrides = options.overrides;
-  compile_options.tool = options.tool;
   compile_options.confine_references = options.command == "check" && !options.read_outside_repo;
   unsigned jobs = options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   auto results = std::make_unique<std::vector<Compilation>>(

@@ -62,6 +62,12 @@ struct CompileOptions {
   // it names are for `accelerate`; a DeepSpeed JSON on its own is for `accelerate` when a value
   // is "auto" (only Accelerate and the Trainer fill those in), else for `deepspeed`.
   std::string tool;
+  // `accelc check --for deepspeed@0.19.2`: the releases the config files are checked for (null:
+  // the newest covered, which the schemas model; sema::CheckOptions::release).
+  struct Releases {
+    const sema::Release* accelerate = nullptr;
+    const sema::Release* deepspeed = nullptr;
+  } releases;
   // `accelc check` and the editor: read a file a config names (a DeepSpeed JSON) only inside
   // the checked file's repository (source::RepositoryOf), since the config is untrusted; off
   // with `--read-outside-repo`, and for `build`, which the user runs on their own files.

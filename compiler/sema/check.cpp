@@ -14,6 +14,7 @@
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_versions.h"
 #include "compiler/sema/lax_values.h"
+#include "compiler/sema/release_judge.h"
 #include "compiler/sema/trainer_arguments.h"
 
 namespace accel::sema {
@@ -120,7 +121,8 @@ class Checker {
         schema_(schema),
         environment_(environment),
         diagnostics_(diagnostics),
-        options_(options) {}
+        options_(options),
+        release_(options.release, options.section_prefixes) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -224,6 +226,7 @@ class Checker {
       }
       if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
       if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
+      if (JudgedByRelease(record, field, name, entry.file, prefix, set_here, ok)) continue;
       // A key other releases read: say which, rather than that no release knows it.
       if (const KeyVersion* versions = field == nullptr ? FindKeyVersion(record.name, name.text) : nullptr) {
         diagnostics_.Emit(versions->refused ? diag::Kind::KeyOfOtherReleases : diag::Kind::KeyIgnoredSince,
@@ -277,6 +280,9 @@ class Checker {
         field_value = FromEntries(field, it->second, path);
       } else if (misspelt.count(field.name) == 0) {
         field_value = DefaultFor(field, record, file, span, path, recovered);
+        if (std::optional<std::string> change = release_.DefaultChange(prefix, NameOf(field))) {
+          diagnostics_.Emit(diag::Kind::DefaultDiffersByRelease, file, span, path, *change);
+        }
       } else {
         // Meant but misspelt: its value is unknown. The default stands in so that the record
         // is whole; rules here and above that read the field are not run.
@@ -1236,6 +1242,55 @@ class Checker {
     return false;
   }
 
+  // Under a pinned release (CheckOptions::release), a key it reads otherwise than the newest,
+  // which the schema models: reported as that release reads it. Returns whether it was (and so
+  // is not also checked against the schema).
+  bool JudgedByRelease(const RecordSchema& record, const FieldSchema* field, const ast::Name& name,
+                       const source::SourceFile* file, const std::string& prefix,
+                       const std::set<std::string, std::less<>>& set_here, bool& ok) {
+    ReleaseJudge::KeyJudgement judged = release_.JudgeKey(prefix, name.text);
+    switch (judged.verdict) {
+      case ReleaseJudge::Verdict::kAsModelled:
+        return false;
+      case ReleaseJudge::Verdict::kReadOnlyHere:
+        if (field != nullptr) return false;  // the schema knows it too
+        diagnostics_.Emit(diag::Kind::KeyDroppedLater, file, name.span, name.text, judged.reading, judged.newest);
+        return true;
+      case ReleaseJudge::Verdict::kRefusedHere:
+        diagnostics_.Emit(diag::Kind::KeyOfOtherReleases, file, name.span, name.text, judged.reading,
+                          fmt::format("{} refuses a file that has it; remove it, or run a release that reads it",
+                                      judged.pinned));
+        ok = false;
+        return true;
+      case ReleaseJudge::Verdict::kIgnoredHere:
+        if (field == nullptr) {
+          ReportUnknownField(record, name, file, prefix, set_here, /*ignored=*/true);
+        } else {
+          diagnostics_.Emit(diag::Kind::KeyIgnoredSince, file, name.span, name.text, judged.reading,
+                            fmt::format("{} ignores it, so it has no effect there", judged.pinned));
+        }
+        return true;
+    }
+    return false;
+  }
+
+  // Under a pinned release, a field whose bounds or validating check differ from the newest's
+  // (which its `where` models) is judged by that release instead. Returns whether it was.
+  bool CheckedByRelease(const FieldSchema& field, const Value& value, const source::SourceFile* file,
+                        source::Span span, const std::string& prefix) {
+    std::optional<std::string> bounds = release_.BoundsChange(prefix, NameOf(field));
+    if (!bounds) return false;
+    bool number = value.kind == Value::Kind::Int || value.kind == Value::Kind::Float;
+    double x = value.kind == Value::Kind::Int ? static_cast<double>(value.int_value) : value.float_value;
+    if (number && !WithinBounds(x, *bounds)) {
+      bool from_spec = value.provenance.kind == Provenance::Kind::Spec && value.provenance.file == file;
+      diagnostics_.Emit(diag::Kind::ConstraintViolated, file, from_spec ? value.provenance.span : span,
+                        prefix + NameOf(field), value.Describe(),
+                        fmt::format("{} ({})", BoundsText(NameOf(field), *bounds), release_.PinnedName()));
+    }
+    return true;
+  }
+
   void CheckConstraints(const RecordSchema& record, const Value& value, std::set<std::string> failed,
                         const source::SourceFile* file, source::Span span, const std::string& prefix) {
     auto reads_failed = [&](const ast::Expr& expr) {
@@ -1245,8 +1300,9 @@ class Checker {
       const FieldSchema& field = record.fields[i];
       const Value& field_value = value.items[i];
       // Constraints speak about present values; `none` for an optional passes.
-      if (field.constraint == nullptr || field_value.kind == Value::Kind::None) continue;
-      if (failed.count(field.name) || reads_failed(*field.constraint)) continue;
+      if (field_value.kind == Value::Kind::None || failed.count(field.name)) continue;
+      if (CheckedByRelease(field, field_value, file, span, prefix)) continue;
+      if (field.constraint == nullptr || reads_failed(*field.constraint)) continue;
       std::string error;
       std::optional<Value> result = Evaluate(*field.constraint, value, &error);
       if (!result || result->kind != Value::Kind::Bool) {
@@ -1271,6 +1327,10 @@ class Checker {
                             field_value.Describe(), ExprText(*field.constraint));
       if (field_value.provenance.kind == Provenance::Kind::Environment) {
         d.message += fmt::format(" (value from environment variable `{}`)", field_value.provenance.env_var);
+      }
+      if (std::optional<std::string> not_run = release_.CheckNotRun(prefix, NameOf(field))) {
+        d.severity = diag::Severity::Warning;  // the pinned release lets the file through
+        d.message += fmt::format(" ({})", *not_run);
       }
     }
     for (const RuleSchema& rule : record.rules) {
@@ -1298,6 +1358,10 @@ class Checker {
           d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code,
                                    options_.target, fmt::join(rule.targets, "` or `--for "));
           d.notes.clear();
+        } else if (std::optional<std::string> not_run = release_.CheckNotRun(prefix, rule.code)) {
+          // The pinned release lets the file through: what the rule warns of may still happen.
+          d.severity = diag::Severity::Warning;
+          d.message += fmt::format(" ({})", *not_run);
         }
         diagnostics_.Add(std::move(d));
       }
@@ -1402,6 +1466,7 @@ class Checker {
   const Environment& environment_;
   diag::DiagnosticEngine& diagnostics_;
   const CheckOptions& options_;
+  ReleaseJudge release_;
   source::Span job_span_;  // where problems in values the spec did not write are reported
   // Paths (as the file names them) of fields whose key was misspelt: their value is unknown.
   std::set<std::string> unknown_values_;

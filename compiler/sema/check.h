@@ -8,6 +8,7 @@
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/sema/environment.h"
+#include "compiler/sema/releases.h"
 #include "compiler/sema/schema.h"
 #include "compiler/sema/value.h"
 
@@ -100,6 +101,10 @@ struct CheckOptions {
   // `target` was guessed from the file's text (a DeepSpeed JSON that says "auto" is taken as
   // one for Accelerate), not named with `--for`.
   bool target_guessed = false;
+  // The release of the tool that reads the file (`accelc check --for deepspeed@0.19.2`). Where it
+  // differs from the newest covered one, which the schemas model, its keys, defaults, bounds and
+  // validators (releases.def) judge the file. Null: the newest.
+  const Release* release = nullptr;
   // Where to keep the checked values of a file that had errors (Check then returns no Spec), so
   // that a rule across files still runs on the values the file did write (CheckDeepSpeedBatch's
   // `written_only`). Null: not kept.

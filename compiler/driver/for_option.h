@@ -1,0 +1,20 @@
+#ifndef ACCEL_COMPILER_DRIVER_FOR_OPTION_H_
+#define ACCEL_COMPILER_DRIVER_FOR_OPTION_H_
+
+#include <string>
+#include <string_view>
+
+#include "compiler/driver/compile.h"
+
+namespace accel::driver {
+
+// Reads `accelc check --for`: a comma-separated list whose first entry names the tool that runs
+// the config files (`accelerate`, `trainer` or `deepspeed`), and whose entries may pin a release
+// with `@`: `deepspeed@0.19.2`, `accelerate@1.13,deepspeed@0.18`. A release is one
+// compiler/sema/releases.def covers, or `major.minor` for its newest covered patch. Sets
+// `options.tool` and `options.releases`; returns what is wrong with `value`, or "".
+std::string ParseForOption(std::string_view value, CompileOptions& options);
+
+}  // namespace accel::driver
+
+#endif  // ACCEL_COMPILER_DRIVER_FOR_OPTION_H_
