@@ -175,7 +175,8 @@ for section, actions in sorted(by_section.items()):
     for action in actions:
         default = action.default
         keys.append({"key": action.dest, "bounds": "",
-                     "default": json.dumps(default) if isinstance(default, (bool, int, float, str)) else None})
+                     "default": json.dumps(default) if isinstance(default, (bool, int, float, str))
+                     else None})
     sections.append({"section": section, "closed": False, "checks": [], "keys": keys})
 print(json.dumps({"version": accelerate.__version__, "sections": sections, "top": [], "refused": []}))
 """
@@ -222,48 +223,54 @@ def runs(versions, value_of):
     return out
 
 
-def c_string(text):
-    return json.dumps(text)  # a JSON string is a valid C++ string literal for this text
+def row(macro, tool, *fields):
+    """One line of releases.def; strings become C++ string literals (JSON's escapes are C++'s)."""
+    cells = [json.dumps(f) if isinstance(f, str) else ("true" if f else "false") for f in fields]
+    return f"{macro}({tool}, {', '.join(cells)})"
 
 
 def rows_for(tool, facts):
     versions = RELEASES[tool]
-    lines = [f"ACCEL_RELEASE({tool}, {c_string(v)})" for v in versions]
-    sections = sorted({s["section"] for f in facts.values() for s in f["sections"]})
-    for section in sections:
-        def section_of(version):
-            return next((s for s in facts[version]["sections"] if s["section"] == section), None)
-        for first, last, closed in runs(versions, lambda v: (lambda s: s and ("closed" if s["closed"] else "open"))(
-                section_of(v))):
-            lines.append(f"ACCEL_RELEASE_SECTION({tool}, {c_string(section)}, {c_string(first)}, {c_string(last)}, "
-                         f"{'true' if closed == 'closed' else 'false'})")
-        keys = sorted({k["key"] for v in versions if section_of(v) for k in section_of(v)["keys"]})
-        for key in keys:
+    lines = [row("ACCEL_RELEASE", tool, v) for v in versions]
+
+    def section_of(version, section):
+        return next((s for s in facts[version]["sections"] if s["section"] == section), None)
+
+    for section in sorted({s["section"] for f in facts.values() for s in f["sections"]}):
+        def closed(version):
+            s = section_of(version, section)
+            return s and ("closed" if s["closed"] else "open")
+
+        for first, last, kind in runs(versions, closed):
+            lines.append(row("ACCEL_RELEASE_SECTION", tool, section, first, last, kind == "closed"))
+        in_section = [section_of(v, section) for v in versions if section_of(v, section)]
+        for key in sorted({k["key"] for s in in_section for k in s["keys"]}):
             def key_of(version):
-                s = section_of(version)
+                s = section_of(version, section)
                 k = s and next((k for k in s["keys"] if k["key"] == key), None)
                 return k and (k["default"] or "", k["bounds"])
-            for first, last, (default, bound) in runs(versions, key_of):
-                lines.append(f"ACCEL_RELEASE_KEY({tool}, {c_string(section)}, {c_string(key)}, {c_string(first)}, "
-                             f"{c_string(last)}, {c_string(default)}, {c_string(bound)})")
-        checks = sorted({c for v in versions if section_of(v) for c in section_of(v)["checks"]})
-        for check in checks:
-            for first, last, _ in runs(versions, lambda v: section_of(v) and check in section_of(v)["checks"] or None):
-                lines.append(f"ACCEL_RELEASE_CHECK({tool}, {c_string(section)}, {c_string(check)}, {c_string(first)}, "
-                             f"{c_string(last)})")
-    top = sorted({k["key"] for f in facts.values() for k in f["top"]})
-    for key in top:
+
+            for first, last, (default, bounds) in runs(versions, key_of):
+                lines.append(row("ACCEL_RELEASE_KEY", tool, section, key, first, last, default, bounds))
+        for check in sorted({c for s in in_section for c in s["checks"]}):
+            def runs_check(version):
+                s = section_of(version, section)
+                return (s and check in s["checks"]) or None
+
+            for first, last, _ in runs(versions, runs_check):
+                lines.append(row("ACCEL_RELEASE_CHECK", tool, section, check, first, last))
+    for key in sorted({k["key"] for f in facts.values() for k in f["top"]}):
         def top_of(version):
             return next((k["default"] for k in facts[version]["top"] if k["key"] == key), None)
+
         for first, last, default in runs(versions, top_of):
-            lines.append(f"ACCEL_RELEASE_KEY({tool}, \"\", {c_string(key)}, {c_string(first)}, {c_string(last)}, "
-                         f"{c_string(default)}, \"\")")
-    refused = sorted({(r["section"], r["key"]) for f in facts.values() for r in f["refused"]})
-    for section, key in refused:
-        for first, last, _ in runs(versions, lambda v: any(
-                (r["section"], r["key"]) == (section, key) for r in facts[v]["refused"]) or None):
-            lines.append(f"ACCEL_RELEASE_REFUSED({tool}, {c_string(section)}, {c_string(key)}, {c_string(first)}, "
-                         f"{c_string(last)})")
+            lines.append(row("ACCEL_RELEASE_KEY", tool, "", key, first, last, default, ""))
+    for section, key in sorted({(r["section"], r["key"]) for f in facts.values() for r in f["refused"]}):
+        def refused(version):
+            return any((r["section"], r["key"]) == (section, key) for r in facts[version]["refused"]) or None
+
+        for first, last, _ in runs(versions, refused):
+            lines.append(row("ACCEL_RELEASE_REFUSED", tool, section, key, first, last))
     return lines
 
 
@@ -295,7 +302,8 @@ def main():
     parser.add_argument("-o", "--output", type=Path, default=ROOT / "compiler/sema/releases.def")
     args = parser.parse_args()
     args.sources.mkdir(parents=True, exist_ok=True)
-    pins = dict(line.strip().split("==") for line in (ROOT / "python/requirements.txt").read_text().splitlines()
+    requirements = (ROOT / "python/requirements.txt").read_text().splitlines()
+    pins = dict(line.strip().split("==") for line in requirements
                 if "==" in line and not line.startswith("#"))
     lines = [HEADER.rstrip("\n")]
     for tool, versions in RELEASES.items():

@@ -9,7 +9,9 @@ namespace {
 
 std::string CoveredList(sema::Tool tool) {
   std::string out;
-  for (const sema::Release& r : sema::ReleasesOf(tool)) out += (out.empty() ? "" : ", ") + std::string(r.version);
+  for (const sema::Release& r : sema::ReleasesOf(tool)) {
+    out += (out.empty() ? "" : ", ") + std::string(r.version);
+  }
   return out;
 }
 

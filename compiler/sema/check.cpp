@@ -1254,11 +1254,13 @@ class Checker {
         return false;
       case ReleaseJudge::Verdict::kReadOnlyHere:
         if (field != nullptr) return false;  // the schema knows it too
-        diagnostics_.Emit(diag::Kind::KeyDroppedLater, file, name.span, name.text, judged.reading, judged.newest);
+        diagnostics_.Emit(diag::Kind::KeyDroppedLater, file, name.span, name.text, judged.reading,
+                          judged.newest);
         return true;
       case ReleaseJudge::Verdict::kRefusedHere:
         diagnostics_.Emit(diag::Kind::KeyOfOtherReleases, file, name.span, name.text, judged.reading,
-                          fmt::format("{} refuses a file that has it; remove it, or run a release that reads it",
+                          fmt::format("{} refuses a file that has it; remove it, or run a release that "
+                                      "reads it",
                                       judged.pinned));
         ok = false;
         return true;

@@ -51,7 +51,9 @@ std::string ReleaseJudge::SectionOf(std::string_view prefix) const {
 // `fsdp_config` is `fsdp_version`.
 std::string ReleaseJudge::KeyOf(std::string_view section, std::string_view key) const {
   for (const SectionKeyPrefix& p : prefixes_) {
-    if (p.section == section && key.substr(0, p.unless.size()) != p.unless) return p.prefix + std::string(key);
+    if (p.section == section && key.substr(0, p.unless.size()) != p.unless) {
+      return p.prefix + std::string(key);
+    }
   }
   return std::string(key);
 }
@@ -75,7 +77,8 @@ ReleaseJudge::KeyJudgement ReleaseJudge::JudgeKey(std::string_view prefix, std::
   if (here == KeyFate::kNotCovered || here == there) return out;
   out.pinned = PinnedName();
   out.reading = ReleasesReading(pinned_->tool, section, key);
-  std::string_view since = FirstLikeNewest([&](const Release& r) { return LookUpKey(r, section, key).fate == there; });
+  std::string_view since =
+      FirstLikeNewest([&](const Release& r) { return LookUpKey(r, section, key).fate == there; });
   out.newest = there == KeyFate::kRefused ? fmt::format("{} and later refuse a file that has it", since)
                : there == KeyFate::kRead  ? fmt::format("{} and later read it", since)
                                           : fmt::format("{} and later ignore it", since);
@@ -95,7 +98,8 @@ ReleaseJudge::KeyJudgement ReleaseJudge::JudgeKey(std::string_view prefix, std::
   return out;
 }
 
-std::optional<std::string> ReleaseJudge::DefaultChange(std::string_view prefix, std::string_view written) const {
+std::optional<std::string> ReleaseJudge::DefaultChange(std::string_view prefix,
+                                                       std::string_view written) const {
   if (pinned_ == nullptr) return std::nullopt;
   std::string section = SectionOf(prefix);
   std::string key = KeyOf(section, written);
@@ -109,29 +113,35 @@ std::optional<std::string> ReleaseJudge::DefaultChange(std::string_view prefix, 
     KeyInRelease k = LookUpKey(r, section, key);
     return k.fate == KeyFate::kRead && SameDefault(k.default_json, there.default_json);
   });
-  return fmt::format("{} in {} and {} from {} on", here.default_json, PinnedName(), there.default_json, since);
+  return fmt::format("{} in {} and {} from {} on", here.default_json, PinnedName(), there.default_json,
+                     since);
 }
 
-std::optional<std::string> ReleaseJudge::BoundsChange(std::string_view prefix, std::string_view written) const {
+std::optional<std::string> ReleaseJudge::BoundsChange(std::string_view prefix,
+                                                      std::string_view written) const {
   if (pinned_ == nullptr) return std::nullopt;
   std::string section = SectionOf(prefix);
   std::string key = KeyOf(section, written);
   KeyInRelease here = LookUpKey(*pinned_, section, key);
   KeyInRelease there = LookUpKey(NewestRelease(pinned_->tool), section, key);
-  if (here.fate != KeyFate::kRead || there.fate != KeyFate::kRead || here.bounds == there.bounds) return std::nullopt;
+  if (here.fate != KeyFate::kRead || there.fate != KeyFate::kRead || here.bounds == there.bounds) {
+    return std::nullopt;
+  }
   return std::string(here.bounds);
 }
 
-std::optional<std::string> ReleaseJudge::CheckNotRun(std::string_view prefix, std::string_view rule_or_key) const {
+std::optional<std::string> ReleaseJudge::CheckNotRun(std::string_view prefix,
+                                                     std::string_view rule_or_key) const {
   if (pinned_ == nullptr) return std::nullopt;
   std::string section = SectionOf(prefix);
   for (const ValidatorCheck& check : kValidatorChecks) {
     if (check.section != section || check.rule_or_key != rule_or_key) continue;
     if (RunsCheck(*pinned_, section, check.validator) != false) return std::nullopt;
-    std::string_view since = FirstLikeNewest(
-        [&](const Release& r) { return RunsCheck(r, section, check.validator) == std::optional<bool>(true); });
-    return fmt::format("{} does not check it: `{}` runs `{}` from {} on", PinnedName(), section, check.validator,
-                       since);
+    std::string_view since = FirstLikeNewest([&](const Release& r) {
+      return RunsCheck(r, section, check.validator) == std::optional<bool>(true);
+    });
+    return fmt::format("{} does not check it: `{}` runs `{}` from {} on", PinnedName(), section,
+                       check.validator, since);
   }
   return std::nullopt;
 }

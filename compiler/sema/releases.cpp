@@ -139,7 +139,9 @@ std::vector<ModelledSection> SectionsOf(const Release& release) {
 std::vector<KeyRead> KeysOf(const Release& release, std::string_view section) {
   std::vector<KeyRead> out;
   for (const KeyRow& row : TheTable().keys) {
-    if (row.span.section == section && Covers(row.span, release)) out.push_back({row.key, row.default_json, row.bounds});
+    if (row.span.section == section && Covers(row.span, release)) {
+      out.push_back({row.key, row.default_json, row.bounds});
+    }
   }
   return out;
 }
@@ -196,7 +198,7 @@ std::string BoundsText(std::string_view key, std::string_view bounds) {
     bounds = end == std::string_view::npos ? "" : bounds.substr(end + 1);
     size_t op_length = bound.size() > 1 && bound[1] == '=' ? 2 : 1;
     if (!out.empty()) out += " and ";
-    out += std::string(key) + " " + std::string(bound.substr(0, op_length)) + " " + std::string(bound.substr(op_length));
+    out += fmt::format("{} {} {}", key, bound.substr(0, op_length), bound.substr(op_length));
   }
   return out;
 }

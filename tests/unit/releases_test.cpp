@@ -143,21 +143,19 @@ TEST_F(ReleasesTest, KeysFollowTheReleaseThatReadsThem) {
   EXPECT_EQ(LookUpKey(newest, "", "nebula").fate, KeyFate::kRefused);
   // An open top level says nothing about keys it has no row for.
   EXPECT_EQ(LookUpKey(newest, "", "no_such_key").fate, KeyFate::kNotCovered);
-  EXPECT_EQ(ReleasesReading(Tool::kDeepSpeed, "zero_optimization", "leaf_module"), "DeepSpeed 0.18.9 to 0.19.8");
+  EXPECT_EQ(ReleasesReading(Tool::kDeepSpeed, "zero_optimization", "leaf_module"),
+            "DeepSpeed 0.18.9 to 0.19.8");
   EXPECT_EQ(ReleasesReading(Tool::kDeepSpeed, "", "nebula"), "DeepSpeed up to 0.19.6");
 }
 
 TEST_F(ReleasesTest, DefaultsAndBoundsChangeWhereTheReleasesChangedThem) {
   EXPECT_EQ(LookUpKey(*FindRelease(Tool::kDeepSpeed, "0.19.2"), "", "gradient_clipping").default_json, "0.0");
   EXPECT_EQ(LookUpKey(*FindRelease(Tool::kDeepSpeed, "0.19.3"), "", "gradient_clipping").default_json, "1.0");
-  EXPECT_EQ(LookUpKey(*FindRelease(Tool::kDeepSpeed, "0.19.5"), "zero_optimization", "reduce_bucket_size").bounds,
-            ">=0");
-  EXPECT_EQ(LookUpKey(*FindRelease(Tool::kDeepSpeed, "0.19.6"), "zero_optimization", "reduce_bucket_size").bounds,
-            ">0");
-  EXPECT_EQ(RunsCheck(*FindRelease(Tool::kDeepSpeed, "0.19.2"), "fp16", "_validate_dynamic_loss_scale_params"),
-            std::optional<bool>(false));
-  EXPECT_EQ(RunsCheck(*FindRelease(Tool::kDeepSpeed, "0.19.3"), "fp16", "_validate_dynamic_loss_scale_params"),
-            std::optional<bool>(true));
+  auto ds = [](std::string_view version) { return *FindRelease(Tool::kDeepSpeed, version); };
+  EXPECT_EQ(LookUpKey(ds("0.19.5"), "zero_optimization", "reduce_bucket_size").bounds, ">=0");
+  EXPECT_EQ(LookUpKey(ds("0.19.6"), "zero_optimization", "reduce_bucket_size").bounds, ">0");
+  EXPECT_EQ(RunsCheck(ds("0.19.2"), "fp16", "_validate_dynamic_loss_scale_params"), false);
+  EXPECT_EQ(RunsCheck(ds("0.19.3"), "fp16", "_validate_dynamic_loss_scale_params"), true);
   EXPECT_EQ(RunsCheck(NewestRelease(Tool::kDeepSpeed), "optimizer", "anything"), std::nullopt);
 }
 
@@ -185,7 +183,8 @@ TEST_F(ReleasesTest, DeepSpeedSchemasAgreeWithTheNewestReleaseKeyForKey) {
     std::set<std::string> read;
     for (const KeyRead& key : KeysOf(newest, section.section)) {
       read.insert(std::string(key.key));
-      EXPECT_TRUE(Knows(*record, key.key) || KnownDifferent(section.section, key.key)) << record->name << " lacks `" << key.key << "`";
+      EXPECT_TRUE(Knows(*record, key.key) || KnownDifferent(section.section, key.key))
+          << record->name << " lacks `" << key.key << "`";
       const FieldSchema* field = record->FindFileKey(key.key);
       if (field == nullptr) field = record->FindSynonym(key.key);
       std::string modelled = field == nullptr ? "" : DefaultJson(*field);
@@ -197,8 +196,8 @@ TEST_F(ReleasesTest, DeepSpeedSchemasAgreeWithTheNewestReleaseKeyForKey) {
     }
     for (const FieldSchema& field : record->fields) {
       std::string key = field.file_key ? *field.file_key : field.name;
-      EXPECT_TRUE(read.count(key) || KnownDifferent(section.section, key)) << record->name << " has `" << key << "`, which " << section.section
-                                   << " does not read";
+      EXPECT_TRUE(read.count(key) || KnownDifferent(section.section, key))
+          << record->name << " has `" << key << "`, which " << section.section << " does not read";
     }
   }
 }
@@ -209,7 +208,8 @@ TEST_F(ReleasesTest, DeepSpeedTopLevelDefaultsAgreeWithTheNewestRelease) {
     const FieldSchema* field = top.FindFileKey(key.key);
     if (field == nullptr || DefaultJson(*field).empty() || key.default_json == "null") continue;
     EXPECT_TRUE(SameNumberOrWord(DefaultJson(*field), key.default_json))
-        << key.key << ": the schema's default " << DefaultJson(*field) << ", the release's " << key.default_json;
+        << key.key << ": the schema's default " << DefaultJson(*field) << ", the release's "
+        << key.default_json;
   }
 }
 
@@ -224,7 +224,8 @@ TEST_F(ReleasesTest, AccelerateConfigKeysAreTheNewestReleasesClusterConfig) {
   }
   for (const FieldSchema& field : config.fields) {
     std::string key = field.file_key ? *field.file_key : field.name;
-    EXPECT_TRUE(read.count(key) || KnownDifferent("accelerate:", key)) << "ClusterConfig has `" << key << "`, which Accelerate's loader refuses";
+    EXPECT_TRUE(read.count(key) || KnownDifferent("accelerate:", key))
+        << "ClusterConfig has `" << key << "`, which Accelerate's loader refuses";
   }
 }
 
