@@ -10,9 +10,9 @@ in a fresh interpreter of the pinned virtual environment (.venv, whose torch and
 tools run on) and introspects what its config readers declare:
 
 - DeepSpeed: each pydantic model a config section is read into (fields, aliases, defaults,
-  bounds, whether it refuses unknown keys, its validators), the top-level defaults as
-  `DeepSpeedConfig` resolves them for a minimal file, and the keys it refuses whatever their value
-  (`_REMOVED_*_CONFIG_KEYS`).
+  bounds, whether it refuses unknown keys, its validators), the top-level keys `DeepSpeedConfig`
+  asks a minimal file for, with the defaults it resolves for them, and the keys it refuses
+  whatever their value (`_REMOVED_*_CONFIG_KEYS`).
 - Accelerate: the config file's own keys (`ClusterConfig`'s fields, which its loader checks) with
   their defaults, and for each section the launch options its keys become.
 
@@ -128,19 +128,60 @@ for path, module, name in json.loads(sys.argv[1]):
     walk(path, cls)
 
 from deepspeed.runtime import config as ds_config, constants
-config = ds_config.DeepSpeedConfig({"train_micro_batch_size_per_gpu": 1})
-top = []
+
+# The keys DeepSpeedConfig asks a minimal file for: a dict that notes each key asked (`.get`,
+# `[]`, `in`) with its own path, in a set its copies share. Then each top-level section it reads
+# with `.get`, given empty, for the keys asked inside it.
+asked = set()
+class Noting(dict):
+    def __init__(self, items, path=""):
+        super().__init__(items)
+        self.path = path
+    def note(self, key):
+        asked.add((self.path, key))
+    def get(self, key, *default):
+        self.note(key)
+        return super().get(key, *default)
+    def __getitem__(self, key):
+        self.note(key)
+        return super().__getitem__(key)
+    def __contains__(self, key):
+        self.note(key)
+        return super().__contains__(key)
+    def setdefault(self, key, *default):
+        self.note(key)
+        return super().setdefault(key, *default)
+    def pop(self, key, *default):
+        self.note(key)
+        return super().pop(key, *default)
+
+def ask(extra):
+    try:
+        return ds_config.DeepSpeedConfig(Noting(dict({"train_micro_batch_size_per_gpu": 1}, **extra)))
+    except Exception:
+        return None
+
+config = ask({})
+modelled = {path.split(".")[0] for path, _, _ in json.loads(sys.argv[1])}
+for path, key in sorted(asked):
+    if path == "" and isinstance(key, str) and key not in modelled:
+        ask({key: Noting({}, key)})
+defaults = {}
 for name in dir(constants):
     key = getattr(constants, name)
-    if not (isinstance(key, str) and key.isidentifier() and hasattr(constants, name + "_DEFAULT")):
-        continue
-    value = plain(getattr(config, key, PydanticUndefined))
-    if value is not PydanticUndefined and value == plain(getattr(constants, name + "_DEFAULT")):
-        top.append({"key": key, "default": json.dumps(value), "bounds": ""})
+    if isinstance(key, str) and ("", key) in asked and hasattr(constants, name + "_DEFAULT"):
+        value = plain(getattr(config, key, PydanticUndefined))
+        if value is not PydanticUndefined and value == plain(getattr(constants, name + "_DEFAULT")):
+            defaults[key] = json.dumps(value)
+for section in sorted({path for path, _ in asked}):
+    keys = sorted(key for path, key in asked if path == section and isinstance(key, str))
+    sections.append({"section": section, "closed": False, "checks": [],
+                     "keys": [{"key": k, "default": defaults.get(k) if not section else None, "bounds": ""}
+                              for k in keys]})
 refused = [{"section": "", "key": k} for k in getattr(ds_config, "_REMOVED_TOP_LEVEL_CONFIG_KEYS", {})]
 refused += [{"section": "zero_optimization", "key": k}
             for k in getattr(ds_config, "_REMOVED_ZERO_CONFIG_KEYS", {})]
-print(json.dumps({"version": deepspeed.__version__, "sections": sections, "top": top, "refused": refused}))
+print(json.dumps({"version": deepspeed.__version__, "sections": sections, "refused": refused}))
 """
 
 PROBE_ACCELERATE = r"""
@@ -178,7 +219,7 @@ for section, actions in sorted(by_section.items()):
                      "default": json.dumps(default) if isinstance(default, (bool, int, float, str))
                      else None})
     sections.append({"section": section, "closed": False, "checks": [], "keys": keys})
-print(json.dumps({"version": accelerate.__version__, "sections": sections, "top": [], "refused": []}))
+print(json.dumps({"version": accelerate.__version__, "sections": sections, "refused": []}))
 """
 
 
@@ -259,12 +300,6 @@ def rows_for(tool, facts):
 
             for first, last, _ in runs(versions, runs_check):
                 lines.append(row("ACCEL_RELEASE_CHECK", tool, section, check, first, last))
-    for key in sorted({k["key"] for f in facts.values() for k in f["top"]}):
-        def top_of(version):
-            return next((k["default"] for k in facts[version]["top"] if k["key"] == key), None)
-
-        for first, last, default in runs(versions, top_of):
-            lines.append(row("ACCEL_RELEASE_KEY", tool, "", key, first, last, default, ""))
     for section, key in sorted({(r["section"], r["key"]) for f in facts.values() for r in f["refused"]}):
         def refused(version):
             return any((r["section"], r["key"]) == (section, key) for r in facts[version]["refused"]) or None
