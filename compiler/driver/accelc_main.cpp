@@ -27,6 +27,7 @@
 #include "compiler/driver/explain.h"
 #include "compiler/driver/filter.h"
 #include "compiler/driver/for_option.h"
+#include "compiler/driver/release_diff.h"
 #include "compiler/driver/format_files.h"
 #include "compiler/driver/init_command.h"
 #include "compiler/driver/inputs.h"
@@ -76,10 +77,12 @@ constexpr Command kCommands[] = {
      "the plan for humans: its steps, then every value with where it came\n"
      "from (spec line, default, environment variable, --set); for a config\n"
      "file, or a spec accelrun cannot run, the values alone"},
-    {"diff", "diff <a> <b>",
+    {"diff", "diff <a> <b> | diff --for <tool>@<old>..<new> <config>",
      "what differs between two specs, plans or config files (Accelerate\n"
      "YAML, DeepSpeed JSON), each change labelled with what it affects\n"
-     "(numerics, topology, checkpoint); exit 1 if any"},
+     "(numerics, topology, checkpoint); or what upgrading from one release\n"
+     "to another changes for a config file: defaults it relies on, findings\n"
+     "that appear or go (docs/rules/versions.md); exit 1 if any"},
     {"init", "init [-o out] [--format accel|accelerate-yaml] [--defaults] [--force]",
      "ask the questions of `accelerate config` (machines, processes, engine,\n"
      "precision, ...), checking each answer, and write a job spec that\n"
@@ -415,7 +418,14 @@ std::string ParseArguments(int argc, char** argv, Options& options) {
   if (options.files.empty()) return options.command == "explain-code" ? "missing code" : "missing input file";
   if (options.command == "explain" && options.files.size() != 1)
     return "`explain` takes exactly one spec or plan";
-  if (options.command == "diff" && options.files.size() != 2) return "`diff` takes two specs or plans";
+  bool release_range =
+      options.compile.upgrade_to.accelerate != nullptr || options.compile.upgrade_to.deepspeed != nullptr;
+  if (release_range && !(options.command == "diff" && options.files.size() == 1)) {
+    return "a range of releases (`--for deepspeed@0.19.2..0.19.8`) goes with `diff` and one config file";
+  }
+  if (options.command == "diff" && options.files.size() != 2 && !release_range) {
+    return "`diff` takes two specs or plans, or one config file with `--for TOOL@OLD..NEW`";
+  }
   if ((options.command == "import" || options.command == "export") && options.files.size() != 1) {
     return fmt::format("`{}` takes exactly one file", options.command);
   }
@@ -689,6 +699,27 @@ int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
   return diff.changes.empty() ? kExitClean : kExitDiagnostics;  // as diff(1): 1 when they differ
 }
 
+// `accelc diff --for TOOL@OLD..NEW CONFIG`: what the upgrade changes for the file; exit 1 when
+// anything does, as diff(1).
+int DiffAcrossReleases(const Options& options, const accel::driver::Stdlib& stdlib) {
+  accel::sema::MapEnvironment environment = MakeEnvironment(options);
+  accel::driver::CompileOptions compile_options = options.compile;
+  compile_options.lower = false;
+  bool unreadable = false;
+  std::string changes =
+      accel::driver::DiffReleases(options.files[0], stdlib, environment, compile_options, unreadable);
+  if (unreadable) {
+    fmt::print(stderr, "accelc: error: cannot read `{}`\n", options.files[0]);
+    return kExitUsage;
+  }
+  if (changes.empty()) {
+    fmt::print("{}: the upgrade changes nothing that accelc checks\n", options.files[0]);
+    return kExitClean;
+  }
+  fmt::print("{}", changes);
+  return kExitDiagnostics;
+}
+
 // A relative path in a config names a file beside the config, else in the working directory
 // (as `check` finds it); the imported spec, which may be written elsewhere, names the same file
 // relative to its own directory (a spec's paths are relative to the spec).
@@ -938,6 +969,7 @@ int main(int argc, char** argv) {
     accel::lsp::FdSink out(STDOUT_FILENO);
     return accel::lsp::Serve(in, out, *stdlib, server);
   }
+  if (options.command == "diff" && options.files.size() == 1) return DiffAcrossReleases(options, *stdlib);
   if (options.command == "explain" || options.command == "diff") return DescribePlans(options, *stdlib);
   if (options.command == "export" && options.to == "sbatch") return ExportBatchScript(options, *stdlib);
   if (options.command == "import" || options.command == "export") return Convert(options, *stdlib);

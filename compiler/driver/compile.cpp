@@ -108,6 +108,7 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   // The JSON an Accelerate config names is read by Accelerate's DeepSpeedPlugin.
   options.tool = referrer.tool.empty() ? "accelerate" : referrer.tool;
   options.releases = referrer.releases;
+  options.upgrade_to = referrer.upgrade_to;
   // Read once: checked for its kind, then compiled from the same bytes. A file too large or
   // unreadable goes to CompileFile, which says so in its own diagnostics.
   llvm::Expected<source::SourceFile> text = source::SourceFile::Read(found->string(), kMaxSourceBytes);
@@ -217,8 +218,14 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   }
   check.target = ToolFor(config.kind, compilation.source->text(), options.tool);
   check.target_guessed = options.tool.empty();
-  if (config.kind == config::FileKind::AccelerateConfig) check.release = options.releases.accelerate;
-  if (config.kind == config::FileKind::DeepSpeedConfig) check.release = options.releases.deepspeed;
+  if (config.kind == config::FileKind::AccelerateConfig) {
+    check.release = options.releases.accelerate;
+    check.defaults_against = options.upgrade_to.accelerate;
+  }
+  if (config.kind == config::FileKind::DeepSpeedConfig) {
+    check.release = options.releases.deepspeed;
+    check.defaults_against = options.upgrade_to.deepspeed;
+  }
   check.yaml_scalars = true;
   check.null_is_unset = config.kind == config::FileKind::AccelerateConfig;
   check.auto_filled_by_key = config.kind == config::FileKind::DeepSpeedConfig;

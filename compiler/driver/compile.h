@@ -68,6 +68,9 @@ struct CompileOptions {
     const sema::Release* accelerate = nullptr;
     const sema::Release* deepspeed = nullptr;
   } releases;
+  // `accelc diff --for deepspeed@0.19.2..0.19.8`: the newer releases of the range, whose
+  // defaults the file's unset keys are compared with (sema::CheckOptions::defaults_against).
+  Releases upgrade_to;
   // `accelc check` and the editor: read a file a config names (a DeepSpeed JSON) only inside
   // the checked file's repository (source::RepositoryOf), since the config is untrusted; off
   // with `--read-outside-repo`, and for `build`, which the user runs on their own files.

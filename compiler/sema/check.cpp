@@ -122,7 +122,7 @@ class Checker {
         environment_(environment),
         diagnostics_(diagnostics),
         options_(options),
-        release_(options.release, options.section_prefixes) {}
+        release_(options.release, options.section_prefixes, options.defaults_against) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {

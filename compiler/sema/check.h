@@ -105,6 +105,9 @@ struct CheckOptions {
   // differs from the newest covered one, which the schemas model, its keys, defaults, bounds and
   // validators (releases.def) judge the file. Null: the newest.
   const Release* release = nullptr;
+  // With `release`: the release whose defaults its own are compared with (A0006); null: the
+  // newest. `accelc diff --for TOOL@OLD..NEW` sets NEW.
+  const Release* defaults_against = nullptr;
   // Where to keep the checked values of a file that had errors (Check then returns no Spec), so
   // that a rule across files still runs on the values the file did write (CheckDeepSpeedBatch's
   // `written_only`). Null: not kept.

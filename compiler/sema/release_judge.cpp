@@ -35,8 +35,12 @@ bool SameDefault(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-ReleaseJudge::ReleaseJudge(const Release* pinned, const std::vector<SectionKeyPrefix>& prefixes)
+ReleaseJudge::ReleaseJudge(const Release* pinned, const std::vector<SectionKeyPrefix>& prefixes,
+                           const Release* defaults_against)
     : pinned_(pinned != nullptr && pinned->index != NewestRelease(pinned->tool).index ? pinned : nullptr),
+      defaults_against_(pinned_ == nullptr                  ? nullptr
+                        : defaults_against != nullptr ? defaults_against
+                                                      : &NewestRelease(pinned_->tool)),
       prefixes_(prefixes) {}
 
 std::string ReleaseJudge::PinnedName() const {
@@ -59,9 +63,9 @@ std::string ReleaseJudge::KeyOf(std::string_view section, std::string_view key) 
 }
 
 template <typename Same>
-std::string_view ReleaseJudge::FirstLikeNewest(Same same) const {
+std::string_view ReleaseJudge::FirstLike(const Release& last, Same same) const {
   const std::vector<Release>& releases = ReleasesOf(pinned_->tool);
-  size_t first = releases.size() - 1;
+  size_t first = last.index;
   while (first > static_cast<size_t>(pinned_->index) + 1 && same(releases[first - 1])) --first;
   return releases[first].version;
 }
@@ -78,7 +82,7 @@ ReleaseJudge::KeyJudgement ReleaseJudge::JudgeKey(std::string_view prefix, std::
   out.pinned = PinnedName();
   out.reading = ReleasesReading(pinned_->tool, section, key);
   std::string_view since =
-      FirstLikeNewest([&](const Release& r) { return LookUpKey(r, section, key).fate == there; });
+      FirstLike(newest, [&](const Release& r) { return LookUpKey(r, section, key).fate == there; });
   out.newest = there == KeyFate::kRefused ? fmt::format("{} and later refuse a file that has it", since)
                : there == KeyFate::kRead  ? fmt::format("{} and later read it", since)
                                           : fmt::format("{} and later ignore it", since);
@@ -104,12 +108,12 @@ std::optional<std::string> ReleaseJudge::DefaultChange(std::string_view prefix,
   std::string section = SectionOf(prefix);
   std::string key = KeyOf(section, written);
   KeyInRelease here = LookUpKey(*pinned_, section, key);
-  KeyInRelease there = LookUpKey(NewestRelease(pinned_->tool), section, key);
+  KeyInRelease there = LookUpKey(*defaults_against_, section, key);
   if (here.fate != KeyFate::kRead || there.fate != KeyFate::kRead || here.default_json.empty() ||
       there.default_json.empty() || SameDefault(here.default_json, there.default_json)) {
     return std::nullopt;
   }
-  std::string_view since = FirstLikeNewest([&](const Release& r) {
+  std::string_view since = FirstLike(*defaults_against_, [&](const Release& r) {
     KeyInRelease k = LookUpKey(r, section, key);
     return k.fate == KeyFate::kRead && SameDefault(k.default_json, there.default_json);
   });
@@ -137,7 +141,7 @@ std::optional<std::string> ReleaseJudge::CheckNotRun(std::string_view prefix,
   for (const ValidatorCheck& check : kValidatorChecks) {
     if (check.section != section || check.rule_or_key != rule_or_key) continue;
     if (RunsCheck(*pinned_, section, check.validator) != false) return std::nullopt;
-    std::string_view since = FirstLikeNewest([&](const Release& r) {
+    std::string_view since = FirstLike(NewestRelease(pinned_->tool), [&](const Release& r) {
       return RunsCheck(r, section, check.validator) == std::optional<bool>(true);
     });
     return fmt::format("{} does not check it: `{}` runs `{}` from {} on", PinnedName(), section,

@@ -20,8 +20,11 @@ struct SectionKeyPrefix;
 // (releases.def) says nothing, the answer is "as modelled", and the schema judges alone.
 class ReleaseJudge {
  public:
-  // `pinned` null or the newest release: every answer is "as modelled".
-  ReleaseJudge(const Release* pinned, const std::vector<SectionKeyPrefix>& prefixes);
+  // `pinned` null or the newest release: every answer is "as modelled". `defaults_against`: the
+  // release whose defaults DefaultChange compares the pinned one's with (`accelc diff --for`'s
+  // newer release); null: the newest.
+  ReleaseJudge(const Release* pinned, const std::vector<SectionKeyPrefix>& prefixes,
+               const Release* defaults_against = nullptr);
 
   enum class Verdict {
     kAsModelled,
@@ -37,8 +40,8 @@ class ReleaseJudge {
   };
   KeyJudgement JudgeKey(std::string_view prefix, std::string_view key) const;
 
-  // For a key the file leaves unset whose default the pinned release and the newest disagree on:
-  // "0.0 in DeepSpeed 0.19.2 and 1.0 from 0.19.3 on".
+  // For a key the file leaves unset whose default the pinned release and the newest (or
+  // `defaults_against`) disagree on: "0.0 in DeepSpeed 0.19.2 and 1.0 from 0.19.3 on".
   std::optional<std::string> DefaultChange(std::string_view prefix, std::string_view key) const;
 
   // The pinned release's bounds on a key (">=0", or "" for none) where they differ from the
@@ -56,11 +59,12 @@ class ReleaseJudge {
  private:
   std::string SectionOf(std::string_view prefix) const;
   std::string KeyOf(std::string_view section, std::string_view key) const;
-  // The first release after the pinned one whose answer to `same` is the newest's.
+  // The first release after the pinned one, up to `last`, from which on `same` holds.
   template <typename Same>
-  std::string_view FirstLikeNewest(Same same) const;
+  std::string_view FirstLike(const Release& last, Same same) const;
 
   const Release* pinned_ = nullptr;  // null: as modelled
+  const Release* defaults_against_ = nullptr;
   const std::vector<SectionKeyPrefix>& prefixes_;
 };
 

@@ -218,7 +218,8 @@ TEST_F(ReleasesTest, DeepSpeedTopLevelDefaultsAgreeWithTheNewestRelease) {
   const RecordSchema& top = Record("DeepSpeedConfig");
   for (const KeyRead& key : KeysOf(NewestRelease(Tool::kDeepSpeed), "")) {
     const FieldSchema* field = top.FindFileKey(key.key);
-    if (field == nullptr || DefaultJson(*field).empty() || key.default_json.empty() || key.default_json == "null") {
+    if (field == nullptr || DefaultJson(*field).empty() || key.default_json.empty() ||
+        key.default_json == "null") {
       continue;
     }
     EXPECT_TRUE(SameNumberOrWord(DefaultJson(*field), key.default_json))
