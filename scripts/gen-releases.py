@@ -231,8 +231,24 @@ def fetch(tool, version, sources):
     subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "pip", "download", "-q", "--no-deps",
                     "--no-binary", ":all:", f"{tool}=={version}", "-d", str(sources)], check=True)
     with tarfile.open(sources / f"{tool}-{version}.tar.gz") as archive:
-        archive.extractall(sources, filter="data")
+        extract_safely(archive, sources)
     return unpacked
+
+
+def extract_safely(archive, destination):
+    """Unpacks only plain files and folders that stay inside `destination`. Python's own "data"
+    filter does this from 3.11.4 on; Debian 12 ships 3.11.2, which lacks it."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(destination, filter="data")
+        return
+    root = Path(destination).resolve()
+    members = []
+    for member in archive.getmembers():
+        target = (root / member.name).resolve()
+        if not (member.isfile() or member.isdir()) or root not in (target, *target.parents):
+            sys.exit(f"gen-releases: refusing archive member {member.name!r}")
+        members.append(member)
+    archive.extractall(destination, members=members)
 
 
 def probe(tool, version, sources):
