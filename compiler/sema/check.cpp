@@ -904,7 +904,20 @@ class Checker {
         }
         // Accelerate's own files write booleans as 'no' or "true"; its loader keeps the string.
         if (options_.yaml_scalars && expr.kind == ast::ExprKind::String) {
-          if (std::optional<bool> b = scalars::StrToBool(expr.text)) {
+          std::optional<bool> b = scalars::StrToBool(expr.text);
+          // DeepSpeed keeps the text of a key it reads with `.get` (outside its pydantic models),
+          // and any text is true to it: "false" turns the setting on, or fails where it is
+          // combined with a bool (`wall_clock_breakdown | flops_profiler.enabled`).
+          if (b && options_.lax_models && !lax_) {
+            diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::TypeMismatch, file, expr.span, path,
+                                                    type.Describe(), DescribeFound(expr));
+            d.message += fmt::format("; DeepSpeed reads this key with `.get` and keeps the text, which is "
+                                     "true in any condition: write {}",
+                                     *b ? "true" : "false");
+            d.fixit = diag::FixIt{expr.span, *b ? "true" : "false"};
+            return std::nullopt;
+          }
+          if (b) {
             value.bool_value = *b;
             return value;
           }
@@ -1220,8 +1233,12 @@ class Checker {
       Checker trial(file_, schema_, environment_, scratch, options_);
       trial.lets_ = lets_;
       trial.active_lets_ = active_lets_;
+      trial.lax_ = lax_;  // the alternative is read by the same reader
       if (std::optional<Value> value = trial.Convert(expr, alternative, file, path)) {
-        if (!scratch.has_errors()) return value;
+        if (scratch.has_errors()) continue;
+        // The accepted alternative's warnings (a lax reading) stand; the others' errors do not.
+        for (const diag::Diagnostic& d : scratch.diagnostics()) diagnostics_.Add(d);
+        return value;
       }
     }
     return Mismatch(expr, type, file, path);
