@@ -339,6 +339,10 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
   return progress;
 }
 
+// The most optimizer steps a checkpoint's counters may hold: 2^53, the largest count PyTorch's
+// floating-point `step` keeps exactly, and far enough from int64's end that no run's steps wrap it.
+constexpr int64_t kMaxOptimizerStep = int64_t{1} << 53;
+
 // optimizer.json: the type, the hyper-parameters, every parameter by name with its counters;
 // no tensors yet. `params` lists names; in a checkpoint `accelrun import-state` wrote from
 // PyTorch's state_dict() it lists positions in the model's parameter order instead: those are
@@ -374,6 +378,11 @@ llvm::Expected<OptimizerState> ReadOptimizerLayout(const checkpoint::VerifiedChe
         if (!integer)
           return Fail(
               fmt::format("{}: state `{}.{}` is not an integer", optimizer_json, parameter.name, key.str()));
+        // The one counter is Adam's step, which its bias correction raises beta to: a negative
+        // one, or one that wraps when the run adds its steps, makes every update NaN.
+        if (*integer < 0 || *integer > kMaxOptimizerStep)
+          return Fail(fmt::format("{}: state `{}.{}` is {}, outside 0 to {}: the file was edited or damaged",
+                                  optimizer_json, parameter.name, key.str(), *integer, kMaxOptimizerStep));
         parameter.counters.emplace_back(key.str(), *integer);
       }
     }

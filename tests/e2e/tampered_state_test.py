@@ -8,7 +8,9 @@ trainer_state.json and rehashes it into the manifest, so that the checkpoint ver
    now refused, naming the step and the plan's, and every checkpoint is still there, byte for byte.
 2. `"world_size": 2^32` was cut to 32 bits and used as a divisor: the rank died of SIGFPE. It is
    now refused by value, and the job exits 1, naming it.
-3. Rotation never removes the checkpoint a run resumed from: a lengthened run resumed from the
+3. Adam's `step` in optimizer.json, 2^63 - 1 or negative, made every update of a lengthened run
+   NaN, and its saves rotated the good checkpoints away. It is now refused by range.
+4. Rotation never removes the checkpoint a run resumed from: a lengthened run resumed from the
    newest of three keeps it while its own saves rotate the others away.
 
 Usage: tampered_state_test.py ACCELRUN WORKDIR
@@ -76,6 +78,18 @@ def tamper(checkpoint, key, value):
     rewrite_manifest_entry(checkpoint, "trainer_state.json")
 
 
+def tamper_optimizer_step(checkpoint, value):
+    path = os.path.join(checkpoint, "optimizer.json")
+    with open(path) as f:
+        optimizer = json.load(f)
+    assert optimizer["state"], "the checkpoint's optimizer has no state to tamper with"
+    for counters in optimizer["state"].values():
+        counters["step"] = value
+    with open(path, "w") as f:
+        json.dump(optimizer, f, indent=2)
+    rewrite_manifest_entry(checkpoint, "optimizer.json")
+
+
 def snapshot(root):
     base = os.path.join(root, "project", "checkpoints")
     copy = os.path.join(root, "snapshot")
@@ -118,6 +132,22 @@ def main():
         assert "signal" not in output.lower(), f"{key}: {output}"
         assert_untouched(root, copy, key)
         print(f"{key} = {value}: refused ({expected}); checkpoints 3, 4, 5 byte-identical")
+
+    # Adam's step in optimizer.json, which a lengthened run resumes and adds to: 2^63 - 1 wrapped
+    # and -3 went in as is, both made every update NaN, and the run went on, saving NaN
+    # checkpoints that rotated the good ones away.
+    for value in [2**63 - 1, -3]:
+        root = os.path.join(workdir, f"adam_step_{value}")
+        shutil.copytree(first, root)
+        spec = write_spec(root, 100)
+        tamper_optimizer_step(os.path.join(root, "project", "checkpoints", "checkpoint_5"), value)
+        copy = snapshot(root)
+        done = accelrun(binary, spec, "--resume", "auto")
+        output = done.stdout + done.stderr
+        assert done.returncode == 1, f"Adam step {value}: exit {done.returncode}\n{output}"
+        assert re.search(rf"optimizer.json: state `[^`]+\.step` is {value}, outside 0 to", output), output
+        assert_untouched(root, copy, f"Adam step {value}")
+        print(f"Adam step = {value}: refused; checkpoints 3, 4, 5 byte-identical")
 
     # Lengthened to 100 steps, resumed from checkpoint_5 (step 60): saves 6..9 rotate 3, 4, 6 and
     # 7 away, never 5, which counts toward total_limit = 3. Without the guard: 7, 8, 9.
