@@ -351,6 +351,21 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "for their devices, which accelrun rehearses on the CPU (`accelrun plan.json --device cpu`).\nFix: "
        "rehearse it on the CPU with `compute.use_cpu = true` (the same world size over Gloo), use MULTI_GPU "
        "on CUDA devices, or run the job under Accelerate."},
+      {"A4025",
+       "A plan whose `train.sharding.stage` is above 3: the engines shard the optimizer state (1), the "
+       "gradients (2) and the parameters (3), and there is no fourth thing to shard. accelc never writes "
+       "one; a plan edited by hand can hold it.\nFix: use a stage from 0 to 3, or rebuild the plan from "
+       "its spec."},
+      {"A4026",
+       "Sharded checkpoints (`state_dict_type` SHARDED_STATE_DICT) with tensor parallelism (`tp_size` above "
+       "1): the sharded layout records each rank's slice of the data-parallel shards, and has no "
+       "coordinates for the tensor-parallel slices inside them.\nFix: use FULL_STATE_DICT (rank 0 writes "
+       "whole tensors, which resume on any mesh), or tp_size 1."},
+      {"A4027",
+       "Sharded checkpoints with `project_config.save_on_each_node` on more than one machine: every rank "
+       "writes its slice into one folder that rank 0 finishes, so each machine's own copy would hold only "
+       "its own ranks' slices and resume nowhere.\nFix: unset `save_on_each_node` and put `project_dir` on "
+       "a shared file system, or use FULL_STATE_DICT."},
       {"A4030",
        "A built-in model (`MLP`, `Transformer`) on a dataset of named columns (`SafetensorsColumns`, "
        "`NpyColumns`, `TokenStream`): the built-in models read one float matrix of features.\nFix: bring a "

@@ -374,7 +374,7 @@ plan::Sharding LowerFsdp(const Value* plugin) {
 }
 
 void LowerParallelism(const Value& config, const std::string& distributed_type, const Value& model,
-                      const Value* clipping, plan::Sharding& s, std::vector<Refusal>& refusals) {
+                      plan::Sharding& s, std::vector<Refusal>& refusals) {
   const std::string& model_type = model.type_name;
   const Value* replicate = At(&config, "dp_replicate_size");
   const Value* shard = At(&config, "dp_shard_size");
@@ -395,43 +395,26 @@ void LowerParallelism(const Value& config, const std::string& distributed_type, 
   s.tensor_parallel = t;
   s.dp_shard_size = d;
   s.hybrid = r > 1;
-  if (t == 1) return;
-  if (model_type == "TorchScript") {
+  if (t == 1 || model_type == plan::TorchScript::kTag) return;  // TorchScript: a runtime limit
+  // The widths the split divides: the MLP's column-parallel outputs (every other hidden width),
+  // the Transformer's feed-forward width.
+  std::vector<int64_t> widths;
+  if (model_type == plan::Transformer::kTag) {
+    widths.push_back(Count(At(&model, "feedforward")).value_or(0));
+  } else if (const Value* hidden = At(&model, "hidden"); hidden != nullptr && hidden->kind == Value::Kind::List) {
+    for (size_t i = 0; i + 1 <= hidden->items.size(); i += 2) widths.push_back(hidden->items[i].int_value);
+  }
+  for (int64_t width : widths) {
+    if (width % t == 0) continue;
     refusals.push_back(
         {diag::Kind::NativeParallelism, tp,
-         fmt::format("`parallelism_config.tp_size = {}` with a TorchScript model", t),
-         "; tensor parallelism needs the model's tensor-parallel plan (Accelerate requires a model "
-         "prepared with a `tp_plan`), and a TorchScript file carries none: use tp_size 1, or the "
-         "built-in MLP"});
-  } else {
-    // The widths the split divides: the MLP's column-parallel outputs (every other hidden
-    // width), the Transformer's feed-forward width.
-    std::vector<int64_t> widths;
-    if (model_type == "Transformer") {
-      widths.push_back(Count(At(&model, "feedforward")).value_or(0));
-    } else if (const Value* hidden = At(&model, "hidden");
-               hidden != nullptr && hidden->kind == Value::Kind::List) {
-      for (size_t i = 0; i + 1 <= hidden->items.size(); i += 2) widths.push_back(hidden->items[i].int_value);
-    }
-    for (int64_t width : widths) {
-      if (width % t == 0) continue;
-      refusals.push_back(
-          {diag::Kind::NativeParallelism, tp,
-           fmt::format("`parallelism_config.tp_size = {}` with a split width of {}", t, width),
-           model_type == "Transformer"
-               ? "; the feed-forward width is divided over the tensor-parallel ranks: make "
-                 "`feedforward` a multiple of tp_size"
-               : "; each Linear pair's inner width (hidden[0], hidden[2], ...) is divided over the "
-                 "tensor-parallel ranks: make it a multiple of tp_size"});
-      break;
-    }
-  }
-  if (IsSet(clipping)) {
-    refusals.push_back(
-        {diag::Kind::NativeParallelism, clipping,
-         fmt::format("`train.max_grad_norm` with `parallelism_config.tp_size = {}`", t),
-         "; the global norm over tensor-parallel slices is not computed yet: drop `max_grad_norm` "
-         "or use tp_size 1"});
+         fmt::format("`parallelism_config.tp_size = {}` with a split width of {}", t, width),
+         model_type == plan::Transformer::kTag
+             ? "; the feed-forward width is divided over the tensor-parallel ranks: make "
+               "`feedforward` a multiple of tp_size"
+             : "; each Linear pair's inner width (hidden[0], hidden[2], ...) is divided over the "
+               "tensor-parallel ranks: make it a multiple of tp_size"});
+    break;
   }
 }
 

@@ -31,13 +31,12 @@ plan::Sharding LowerFsdp(const sema::Value* plugin);
 // ParallelismConfig (`compute.parallelism_config`; `config` never null) over the sharding FSDP's
 // plugin lowered: tp_size becomes `tensor_parallel`, dp_shard_size the shard groups and
 // dp_replicate_size > 1 hybrid sharding across them. The mesh runs under FSDP version 2 only
-// (LCH-003 already requires it for a mesh of more than one process), and tensor parallelism
-// only for a model with a tensor-parallel plan (the built-in MLP and Transformer, whose split
-// widths tp_size must divide) and without clipping. `model` is the job's model record.
-// Appends to `refusals` what accelrun cannot run.
+// (LCH-003 already requires it for a mesh of more than one process), and the built-in models'
+// split widths tp_size must divide. `model` is the job's model record. Appends to `refusals`
+// what accelrun cannot run; the limits the plan itself shows (a TorchScript model, clipping)
+// are plan::RuntimeLimitsBroken's.
 void LowerParallelism(const sema::Value& config, const std::string& distributed_type,
-                      const sema::Value& model, const sema::Value* clipping, plan::Sharding& s,
-                      std::vector<Refusal>& refusals);
+                      const sema::Value& model, plan::Sharding& s, std::vector<Refusal>& refusals);
 
 // What the job itself says, for the DeepSpeed values written "auto" (as transformers'
 // HfTrainerDeepSpeedConfig and Accelerate's deepspeed_config_process fill them in).

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "compiler/lower/engines.h"
+#include "compiler/plan/runtime_limits.h"
 #include "compiler/lower/native_support.h"
 #include "compiler/plan/builtin_modules.h"
 
@@ -196,6 +197,8 @@ class Lowerer {
     plan.steps.push_back(
         plan::SaveModel{output.Text("dir"), output.Text("model_file"), output.Int("max_shard_size")});
 
+    for (const plan::RuntimeLimit& limit : plan::RuntimeLimitsBroken(plan))
+      Unsupported(limit.kind, SpecValueOf(limit.setting), limit.what, limit.fix + kExport);
     if (failed_) return std::nullopt;
     plan.hash = plan::ComputeHash(plan);
     return plan;
@@ -321,9 +324,7 @@ class Lowerer {
     const Value& mesh = compute["parallelism_config"];
     if (mesh.kind == Value::Kind::Record) {
       const Value* model = spec_.root.Field("model");
-      const Value* clipping =
-          spec_.root.Field("train") != nullptr ? spec_.root.Field("train")->Field("max_grad_norm") : nullptr;
-      if (model != nullptr) LowerParallelism(mesh, name, *model, clipping, loop.sharding, refusals);
+      if (model != nullptr) LowerParallelism(mesh, name, *model, loop.sharding, refusals);
     }
     for (const Refusal& refusal : refusals)
       Unsupported(refusal.kind, *refusal.value, refusal.what, refusal.hint + kExport);
@@ -771,6 +772,36 @@ class Lowerer {
       if (found.provenance.kind == sema::Provenance::Kind::Spec) return found;
     }
     return value;
+  }
+
+  // Where the spec set what a runtime limit is about: the first of the fields that decide it
+  // that the spec holds, else the section (or the job) that holds them.
+  const Value& SpecValueOf(plan::LimitedSetting setting) const {
+    std::vector<std::vector<const char*>> paths;
+    switch (setting) {
+      case plan::LimitedSetting::kShardingStage:
+        paths = {{"compute", "deepspeed_config", "zero_stage"}, {"compute", "distributed_type"}};
+        break;
+      case plan::LimitedSetting::kTensorParallel:
+        paths = {{"compute", "parallelism_config", "tp_size"}};
+        break;
+      case plan::LimitedSetting::kMaxGradNorm:
+        paths = {{"train", "max_grad_norm"}};
+        break;
+      case plan::LimitedSetting::kStateDictType:
+        paths = {{"compute", "fsdp_config", "state_dict_type"}, {"compute", "fsdp_config", "fsdp_version"},
+                 {"compute", "fsdp_config"}};
+        break;
+      case plan::LimitedSetting::kSaveOnEachNode:
+        paths = {{"accelerator", "project_config", "save_on_each_node"}};
+        break;
+    }
+    for (const std::vector<const char*>& path : paths) {
+      const Value* value = &spec_.root;
+      for (const char* key : path) value = value != nullptr ? value->Field(key) : nullptr;
+      if (value != nullptr && value->provenance.kind == sema::Provenance::Kind::Spec) return *value;
+    }
+    return spec_.root;
   }
 
   void Unsupported(diag::Kind kind, const Value& value, const std::string& what, const std::string& hint) {

@@ -16,6 +16,7 @@
 
 #include "compiler/cli/shell_word.h"
 #include "compiler/plan/plan_paths.h"
+#include "compiler/plan/runtime_limits.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Program.h"
 #include "runtime/checkpoint/atomic_file.h"
@@ -330,6 +331,13 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
   std::vector<std::string> rehearsal_changes;
   if (int refused = ChooseDevice(*plan, options, argv0, rehearsal_changes); refused != 0) return refused;
+  // A plan file may break a limit that `accelc build` refuses (written by hand, or by another
+  // version): every one is named here, before any process starts.
+  if (std::vector<plan::RuntimeLimit> broken = plan::RuntimeLimitsBroken(*plan); !broken.empty()) {
+    for (const plan::RuntimeLimit& limit : broken)
+      fmt::print(stderr, "accelrun: error: `{}`: {}\n", options.input, plan::Describe(limit));
+    return kExitUsage;
+  }
   launch::Environment env = launch::CurrentEnvironment();
   // The plan's input files are relative to the plan file's directory (a spec compiles them
   // relative to the working directory); the workers read the copy in the output directory, so

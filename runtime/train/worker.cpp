@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/plan/runtime_limits.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
@@ -231,7 +232,7 @@ class TrainingRun {
   // set_seed, the model and optimizer (from rank 0's weights, as DDP starts), the data loaders
   // (after find_executable_batch_size), the reducer, accumulation and the wrapped scheduler.
   llvm::Error Build() {
-    if (llvm::Error error = CheckSharding()) return error;
+    if (llvm::Error error = CheckRuntimeLimits()) return error;
     if (llvm::Error error = FormMesh()) return error;
     if (steps_.seed != nullptr) distributed::SetSeed(static_cast<uint64_t>(steps_.seed->seed));
     TensorParallelism tp;
@@ -362,38 +363,14 @@ class TrainingRun {
   }
 
   // What the runtime cannot run yet is refused before anything is built.
-  llvm::Error CheckSharding() const {
-    const plan::Sharding& sharding = loop_.sharding;
-    if (sharding.stage > 3)
-      return Fail(fmt::format("`train.sharding.stage` is {}: stages are 0 (DDP) to 3 (parameters sharded)",
-                              sharding.stage));
-    // Every rank writes its slices into one folder, which rank 0 finishes: each machine's own
-    // copy (save_on_each_node) would hold only its ranks' slices.
-    if (ShardedCheckpoints() && steps_.checkpoint->save_on_each_node && steps_.init.num_machines > 1) {
-      return llvm::make_error<ArgumentMismatch>(
-          "`state_dict_type = sharded` checkpoints need one folder that every machine's ranks write into, "
-          "so `project_config.save_on_each_node` cannot be set with more than one machine; unset it and put "
-          "`project_dir` on a shared file system, or use `state_dict_type = full`");
-    }
-    // The engine's slices under tensor parallelism are of this rank's tensor-parallel slices,
-    // which the sharded layout has no coordinates for.
-    if (ShardedCheckpoints() && sharding.tensor_parallel > 1) {
-      return llvm::make_error<ArgumentMismatch>(
-          "`state_dict_type = sharded` checkpoints with tensor parallelism are not written by this runtime "
-          "yet; use `state_dict_type = full` (rank 0 writes whole tensors, which resume on any mesh)");
-    }
-    if (sharding.tensor_parallel > 1 && loop_.max_grad_norm > 0) {
-      return llvm::make_error<ArgumentMismatch>(
-          "`max_grad_norm` with tensor parallelism: the global norm over tensor-parallel slices is not "
-          "computed "
-          "yet; drop the clipping, or run with tp_size 1");
-    }
-    return llvm::Error::success();
+  // accelrun refuses a plan that breaks a runtime limit before any process starts; a worker
+  // started on one by hand refuses it as the plan's fault, which a restart would not mend.
+  llvm::Error CheckRuntimeLimits() const {
+    std::vector<plan::RuntimeLimit> broken = plan::RuntimeLimitsBroken(plan_);
+    if (broken.empty()) return llvm::Error::success();
+    return llvm::make_error<ArgumentMismatch>(plan::Describe(broken.front()));
   }
 
-  // Whether checkpoints are written sharded: every rank its own slices (only the sharded
-  // engine has slices; a DDP run's state is whole on rank 0 either way). Only checkpoints: the
-  // final weights are whole, as save_model writes them.
   bool ShardedCheckpoints() const {
     return steps_.checkpoint != nullptr && loop_.sharding.stage > 0 &&
            loop_.sharding.state_dict_type == plan::StateDictType::sharded;

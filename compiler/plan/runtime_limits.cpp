@@ -1,0 +1,69 @@
+#include "compiler/plan/runtime_limits.h"
+
+#include <fmt/format.h>
+
+namespace accel::plan {
+
+std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan) {
+  std::vector<RuntimeLimit> broken;
+  const TrainLoop* loop = plan.Find<TrainLoop>();
+  if (loop == nullptr) return broken;  // the plan reader refuses a plan without one
+  const Sharding& sharding = loop->sharding;
+  const Checkpoint* checkpoint = plan.Find<Checkpoint>();
+  const InitProcessGroup* init = plan.Find<InitProcessGroup>();
+  const BuildModel* model = plan.Find<BuildModel>();
+  const bool sharded_checkpoints =
+      checkpoint != nullptr && sharding.stage > 0 && sharding.state_dict_type == StateDictType::sharded;
+
+  if (sharding.stage > 3) {
+    broken.push_back({diag::Kind::NativeShardingStage, LimitedSetting::kShardingStage,
+                      fmt::format("sharding stage {}", sharding.stage),
+                      "; stages are 0 (DDP) to 3 (parameters sharded): rebuild the plan from its spec"});
+  }
+  if (sharding.tensor_parallel > 1) {
+    // Tensor parallelism splits the model by its tensor-parallel plan, which a TorchScript file
+    // does not carry (Accelerate requires a model prepared with a `tp_plan`).
+    if (model != nullptr && std::holds_alternative<TorchScript>(model->model)) {
+      broken.push_back(
+          {diag::Kind::NativeParallelism, LimitedSetting::kTensorParallel,
+           fmt::format("`parallelism_config.tp_size = {}` with a TorchScript model", sharding.tensor_parallel),
+           "; tensor parallelism needs the model's tensor-parallel plan (Accelerate requires a model "
+           "prepared with a `tp_plan`), and a TorchScript file carries none: use tp_size 1, or the "
+           "built-in MLP"});
+    }
+    if (loop->max_grad_norm > 0) {
+      broken.push_back(
+          {diag::Kind::NativeParallelism, LimitedSetting::kMaxGradNorm,
+           fmt::format("`train.max_grad_norm` with `parallelism_config.tp_size = {}`", sharding.tensor_parallel),
+           "; the global norm over tensor-parallel slices is not computed yet: drop `max_grad_norm` "
+           "or use tp_size 1"});
+    }
+    // The sharded layout has coordinates for a rank's data-parallel shard only, not for the
+    // tensor-parallel slice inside it.
+    if (sharded_checkpoints) {
+      broken.push_back(
+          {diag::Kind::NativeShardedTensorParallel, LimitedSetting::kStateDictType,
+           fmt::format("sharded checkpoints with `parallelism_config.tp_size = {}`", sharding.tensor_parallel),
+           "; the sharded layout has no coordinates for tensor-parallel slices: set the FSDP state dict type "
+           "to FULL_STATE_DICT (rank 0 writes whole tensors, which resume on any mesh)"});
+    }
+  }
+  // Every rank writes its slices into one folder, which rank 0 finishes: each machine's own copy
+  // would hold only its own ranks' slices.
+  if (sharded_checkpoints && checkpoint->save_on_each_node && init != nullptr && init->num_machines > 1) {
+    broken.push_back(
+        {diag::Kind::NativeShardedPerNode, LimitedSetting::kSaveOnEachNode,
+         fmt::format("sharded checkpoints saved on each of {} machines (`project_config.save_on_each_node`)",
+                     init->num_machines),
+         "; every machine's ranks write into one folder: unset `save_on_each_node` and put `project_dir` "
+         "on a shared file system, or set the FSDP state dict type to FULL_STATE_DICT"});
+  }
+  return broken;
+}
+
+std::string Describe(const RuntimeLimit& limit) {
+  return fmt::format("{} cannot be executed by the native runtime{} [{}]", limit.what, limit.fix,
+                     diag::Info(limit.kind).code);
+}
+
+}  // namespace accel::plan

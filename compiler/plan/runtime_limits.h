@@ -1,0 +1,36 @@
+#ifndef ACCEL_COMPILER_PLAN_RUNTIME_LIMITS_H_
+#define ACCEL_COMPILER_PLAN_RUNTIME_LIMITS_H_
+
+#include <string>
+#include <vector>
+
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/plan/plan.h"
+
+// What accelrun cannot execute, read off a plan: one list, written once. `accelc build` reports
+// each limit at the spec field it names, and accelrun refuses a plan that breaks one before any
+// process starts (also a plan written by hand, or rewritten by `--device cpu`). The workers assert
+// the same list, as a check of this one.
+namespace accel::plan {
+
+// The setting a limit is about, so that the compiler points at where the spec wrote it. A new
+// member is a compile error in lowering's switch (lower.cpp), which maps each to a spec field.
+enum class LimitedSetting { kShardingStage, kTensorParallel, kMaxGradNorm, kStateDictType, kSaveOnEachNode };
+
+struct RuntimeLimit {
+  diag::Kind kind;  // its A4xxx code; the message is "<what> cannot be executed by the native runtime<fix>"
+  LimitedSetting setting;
+  std::string what;
+  std::string fix;  // starts with "; "
+};
+
+// Every reason the runtime cannot execute `plan`, in a fixed order; empty when it can.
+std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan);
+
+// "<what> cannot be executed by the native runtime<fix> [A4026]", for a program without a source
+// span to point at (accelrun on a plan file, the worker's assertion).
+std::string Describe(const RuntimeLimit& limit);
+
+}  // namespace accel::plan
+
+#endif  // ACCEL_COMPILER_PLAN_RUNTIME_LIMITS_H_
