@@ -236,8 +236,10 @@ def fetch(tool, version, sources):
 
 
 def extract_safely(archive, destination):
-    """Unpacks only plain files and folders that stay inside `destination`. Python's own "data"
-    filter does this from 3.11.4 on; Debian 12 ships 3.11.2, which lacks it."""
+    """Unpacks what Python's own "data" filter (3.11.4 on) lets through, with that filter where
+    it exists; Debian 12 ships 3.11.2, which lacks it. Without it: only plain files and folders
+    that stay inside `destination`, owned by whoever runs this, with no setuid, setgid or
+    group- and other-write bits (as root, tarfile would keep the archive's)."""
     if hasattr(tarfile, "data_filter"):
         archive.extractall(destination, filter="data")
         return
@@ -247,6 +249,8 @@ def extract_safely(archive, destination):
         target = (root / member.name).resolve()
         if not (member.isfile() or member.isdir()) or root not in (target, *target.parents):
             sys.exit(f"gen-releases: refusing archive member {member.name!r}")
+        member.mode &= 0o755
+        member.uid, member.gid, member.uname, member.gname = os.getuid(), os.getgid(), "", ""
         members.append(member)
     archive.extractall(destination, members=members)
 
