@@ -6,9 +6,30 @@
 
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace accel::rt::train {
 namespace {
+
+// The optimizers checkpoints support, each with its name in optimizer.json. Every dispatch below
+// is a switch over Kind with no default, so a new optimizer is a compile error at each of them.
+enum class Kind { kSgd, kAdam, kAdamW };
+constexpr std::pair<Kind, const char*> kKindNames[] = {
+    {Kind::kSgd, "sgd"}, {Kind::kAdam, "adam"}, {Kind::kAdamW, "adamw"}};
+
+Kind KindOf(const std::string& type) {
+  for (const auto& [kind, name] : kKindNames) {
+    if (type == name) return kind;
+  }
+  throw std::invalid_argument("checkpoints support the optimizers sgd, adam and adamw, not `" + type + "`");
+}
+
+const char* NameOf(Kind kind) {
+  for (const auto& [member, name] : kKindNames) {
+    if (member == kind) return name;
+  }
+  return "?";
+}
 
 // LibTorch keys optimizer state by the parameter's TensorImpl address.
 void* StateKey(const torch::Tensor& parameter) { return parameter.unsafeGetTensorImpl(); }
@@ -82,9 +103,9 @@ std::unique_ptr<State> ImportAdamState(const std::string& name, std::map<std::st
 }  // namespace
 
 std::string OptimizerType(const torch::optim::Optimizer& optimizer) {
-  if (dynamic_cast<const torch::optim::SGD*>(&optimizer)) return "sgd";
-  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) return "adamw";
-  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) return "adam";
+  if (dynamic_cast<const torch::optim::SGD*>(&optimizer)) return NameOf(Kind::kSgd);
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) return NameOf(Kind::kAdamW);
+  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) return NameOf(Kind::kAdam);
   throw std::invalid_argument("checkpoints support torch::optim::SGD, Adam and AdamW, not this optimizer");
 }
 
@@ -92,31 +113,42 @@ OptimizerState ExportOptimizerState(const torch::optim::Optimizer& optimizer, co
                                     const std::vector<std::pair<std::string, torch::Tensor>>& named) {
   OptimizerState out;
   out.type = type;
+  const Kind kind = KindOf(type);
   const torch::optim::OptimizerOptions& options = optimizer.param_groups().at(0).options();
-  if (type == "sgd") {
-    const auto& o = static_cast<const torch::optim::SGDOptions&>(options);
-    out.hyperparameters = llvm::json::Object{{"lr", o.lr()},
-                                             {"momentum", o.momentum()},
-                                             {"dampening", o.dampening()},
-                                             {"weight_decay", o.weight_decay()},
-                                             {"nesterov", o.nesterov()}};
-  } else if (type == "adam") {
-    out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamOptions&>(options));
-  } else {
-    out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamWOptions&>(options));
+  switch (kind) {
+    case Kind::kSgd: {
+      const auto& o = static_cast<const torch::optim::SGDOptions&>(options);
+      out.hyperparameters = llvm::json::Object{{"lr", o.lr()},
+                                               {"momentum", o.momentum()},
+                                               {"dampening", o.dampening()},
+                                               {"weight_decay", o.weight_decay()},
+                                               {"nesterov", o.nesterov()}};
+      break;
+    }
+    case Kind::kAdam:
+      out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamOptions&>(options));
+      break;
+    case Kind::kAdamW:
+      out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamWOptions&>(options));
+      break;
   }
   for (const auto& [name, tensor] : named) {
     OptimizerState::Parameter parameter{name, {}, {}};
     auto found = optimizer.state().find(StateKey(tensor));
     if (found != optimizer.state().end()) {
-      if (type == "sgd") {
-        const auto& state = static_cast<const torch::optim::SGDParamState&>(*found->second);
-        if (state.momentum_buffer().defined())
-          parameter.tensors.emplace_back("momentum_buffer", state.momentum_buffer());
-      } else if (type == "adam") {
-        ExportAdamState(static_cast<const torch::optim::AdamParamState&>(*found->second), parameter);
-      } else {
-        ExportAdamState(static_cast<const torch::optim::AdamWParamState&>(*found->second), parameter);
+      switch (kind) {
+        case Kind::kSgd: {
+          const auto& state = static_cast<const torch::optim::SGDParamState&>(*found->second);
+          if (state.momentum_buffer().defined())
+            parameter.tensors.emplace_back("momentum_buffer", state.momentum_buffer());
+          break;
+        }
+        case Kind::kAdam:
+          ExportAdamState(static_cast<const torch::optim::AdamParamState&>(*found->second), parameter);
+          break;
+        case Kind::kAdamW:
+          ExportAdamState(static_cast<const torch::optim::AdamWParamState&>(*found->second), parameter);
+          break;
       }
     }
     out.parameters.push_back(std::move(parameter));
@@ -136,6 +168,7 @@ void ImportOptimizerState(const OptimizerState& in, const std::string& type,
                                 std::to_string(in.parameters.size()) + " parameters, the model has " +
                                 std::to_string(named.size()));
   }
+  const Kind kind = KindOf(type);
   // Build every new state first, so that a mismatch changes nothing.
   std::vector<std::pair<void*, std::unique_ptr<torch::optim::OptimizerParamState>>> states;
   for (size_t i = 0; i < named.size(); ++i) {
@@ -158,16 +191,21 @@ void ImportOptimizerState(const OptimizerState& in, const std::string& type,
       tensors.erase(found);
       return copy;
     };
-    if (type == "sgd") {
-      auto state = std::make_unique<torch::optim::SGDParamState>();
-      state->momentum_buffer(take("momentum_buffer"));
-      states.emplace_back(StateKey(parameter), std::move(state));
-    } else if (type == "adam") {
-      states.emplace_back(StateKey(parameter),
-                          ImportAdamState<torch::optim::AdamParamState>(p.name, tensors, counters, take));
-    } else {
-      states.emplace_back(StateKey(parameter),
-                          ImportAdamState<torch::optim::AdamWParamState>(p.name, tensors, counters, take));
+    switch (kind) {
+      case Kind::kSgd: {
+        auto state = std::make_unique<torch::optim::SGDParamState>();
+        state->momentum_buffer(take("momentum_buffer"));
+        states.emplace_back(StateKey(parameter), std::move(state));
+        break;
+      }
+      case Kind::kAdam:
+        states.emplace_back(StateKey(parameter),
+                            ImportAdamState<torch::optim::AdamParamState>(p.name, tensors, counters, take));
+        break;
+      case Kind::kAdamW:
+        states.emplace_back(StateKey(parameter),
+                            ImportAdamState<torch::optim::AdamWParamState>(p.name, tensors, counters, take));
+        break;
     }
     if (!tensors.empty()) {
       throw std::invalid_argument("the checkpoint's optimizer state for `" + p.name +
@@ -177,17 +215,22 @@ void ImportOptimizerState(const OptimizerState& in, const std::string& type,
   // Hyper-parameters: the checkpoint wins, as with PyTorch's load_state_dict.
   const llvm::json::Object& h = in.hyperparameters;
   torch::optim::OptimizerOptions& options = optimizer.param_groups().at(0).options();
-  if (type == "sgd") {
-    auto& o = static_cast<torch::optim::SGDOptions&>(options);
-    o.lr(Number(h, "lr", o.lr()));
-    o.momentum(Number(h, "momentum", o.momentum()));
-    o.dampening(Number(h, "dampening", o.dampening()));
-    o.weight_decay(Number(h, "weight_decay", o.weight_decay()));
-    o.nesterov(h.getBoolean("nesterov").getValueOr(o.nesterov()));
-  } else if (type == "adam") {
-    SetAdamHyperparameters(h, static_cast<torch::optim::AdamOptions&>(options));
-  } else {
-    SetAdamHyperparameters(h, static_cast<torch::optim::AdamWOptions&>(options));
+  switch (kind) {
+    case Kind::kSgd: {
+      auto& o = static_cast<torch::optim::SGDOptions&>(options);
+      o.lr(Number(h, "lr", o.lr()));
+      o.momentum(Number(h, "momentum", o.momentum()));
+      o.dampening(Number(h, "dampening", o.dampening()));
+      o.weight_decay(Number(h, "weight_decay", o.weight_decay()));
+      o.nesterov(h.getBoolean("nesterov").getValueOr(o.nesterov()));
+      break;
+    }
+    case Kind::kAdam:
+      SetAdamHyperparameters(h, static_cast<torch::optim::AdamOptions&>(options));
+      break;
+    case Kind::kAdamW:
+      SetAdamHyperparameters(h, static_cast<torch::optim::AdamWOptions&>(options));
+      break;
   }
   optimizer.state().clear();
   for (auto& [key, state] : states) optimizer.state()[key] = std::move(state);
