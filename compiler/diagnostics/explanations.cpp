@@ -366,6 +366,11 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "writes its slice into one folder that rank 0 finishes, so each machine's own copy would hold only "
        "its own ranks' slices and resume nowhere.\nFix: unset `save_on_each_node` and put `project_dir` on "
        "a shared file system, or use FULL_STATE_DICT."},
+      {"A4028",
+       "Fewer processes than machines: `num_processes` counts every machine's processes, and each "
+       "machine runs num_processes / num_machines of them, rounded down, which is 0 here. (For the "
+       "torchrun types the checker says so as CMP-007.)\nFix: make `num_processes` at least "
+       "`num_machines`, a multiple of it."},
       {"A4030",
        "A built-in model (`MLP`, `Transformer`) on a dataset of named columns (`SafetensorsColumns`, "
        "`NpyColumns`, `TokenStream`): the built-in models read one float matrix of features.\nFix: bring a "

@@ -401,7 +401,8 @@ void LowerParallelism(const Value& config, const std::string& distributed_type, 
   std::vector<int64_t> widths;
   if (model_type == plan::Transformer::kTag) {
     widths.push_back(Count(At(&model, "feedforward")).value_or(0));
-  } else if (const Value* hidden = At(&model, "hidden"); hidden != nullptr && hidden->kind == Value::Kind::List) {
+  } else if (const Value* hidden = At(&model, "hidden");
+             hidden != nullptr && hidden->kind == Value::Kind::List) {
     for (size_t i = 0; i + 1 <= hidden->items.size(); i += 2) widths.push_back(hidden->items[i].int_value);
   }
   for (int64_t width : widths) {

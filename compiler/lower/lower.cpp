@@ -774,11 +774,15 @@ class Lowerer {
     return value;
   }
 
-  // Where the spec set what a runtime limit is about: the first of the fields that decide it
-  // that the spec holds, else the section (or the job) that holds them.
+  // Where the job set what a runtime limit is about: the first of the fields that decide it
+  // that the spec or the environment set (Unsupported names the variable), else the job. Only
+  // a hand-edited plan has a stage above 3; lowering writes 0 to 3.
   const Value& SpecValueOf(plan::LimitedSetting setting) const {
     std::vector<std::vector<const char*>> paths;
     switch (setting) {
+      case plan::LimitedSetting::kProcesses:
+        paths = {{"compute", "num_processes"}, {"compute", "num_machines"}};
+        break;
       case plan::LimitedSetting::kShardingStage:
         paths = {{"compute", "deepspeed_config", "zero_stage"}, {"compute", "distributed_type"}};
         break;
@@ -799,7 +803,7 @@ class Lowerer {
     for (const std::vector<const char*>& path : paths) {
       const Value* value = &spec_.root;
       for (const char* key : path) value = value != nullptr ? value->Field(key) : nullptr;
-      if (value != nullptr && value->provenance.kind == sema::Provenance::Kind::Spec) return *value;
+      if (value != nullptr && value->provenance.kind != sema::Provenance::Kind::SchemaDefault) return *value;
     }
     return spec_.root;
   }

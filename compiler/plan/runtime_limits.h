@@ -15,7 +15,14 @@ namespace accel::plan {
 
 // The setting a limit is about, so that the compiler points at where the spec wrote it. A new
 // member is a compile error in lowering's switch (lower.cpp), which maps each to a spec field.
-enum class LimitedSetting { kShardingStage, kTensorParallel, kMaxGradNorm, kStateDictType, kSaveOnEachNode };
+enum class LimitedSetting {
+  kProcesses,
+  kShardingStage,
+  kTensorParallel,
+  kMaxGradNorm,
+  kStateDictType,
+  kSaveOnEachNode,
+};
 
 struct RuntimeLimit {
   diag::Kind kind;  // its A4xxx code; the message is "<what> cannot be executed by the native runtime<fix>"
@@ -23,6 +30,10 @@ struct RuntimeLimit {
   std::string what;
   std::string fix;  // starts with "; "
 };
+
+// Whether `plan` checkpoints in the sharded layout: every rank writes its own slices, and an
+// index, into one folder that rank 0 finishes.
+bool WritesShardedCheckpoints(const Plan& plan);
 
 // Every reason the runtime cannot execute `plan`, in a fixed order; empty when it can.
 std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan);

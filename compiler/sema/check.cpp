@@ -1236,7 +1236,8 @@ class Checker {
       trial.lax_ = lax_;  // the alternative is read by the same reader
       if (std::optional<Value> value = trial.Convert(expr, alternative, file, path)) {
         if (scratch.has_errors()) continue;
-        // The accepted alternative's warnings (a lax reading) stand; the others' errors do not.
+        // What the accepted alternative reported stands (a lax reading's warning, a note); the
+        // rejected alternatives' errors do not.
         for (const diag::Diagnostic& d : scratch.diagnostics()) diagnostics_.Add(d);
         return value;
       }

@@ -371,10 +371,7 @@ class TrainingRun {
     return llvm::make_error<ArgumentMismatch>(plan::Describe(broken.front()));
   }
 
-  bool ShardedCheckpoints() const {
-    return steps_.checkpoint != nullptr && loop_.sharding.stage > 0 &&
-           loop_.sharding.state_dict_type == plan::StateDictType::sharded;
-  }
+  bool ShardedCheckpoints() const { return plan::WritesShardedCheckpoints(plan_); }
 
   // Stages 1-3: the sharded engine takes the model over once its weights and optimizer state
   // are final (rank 0's, or the checkpoint's), and replaces the reducer. From a sharded

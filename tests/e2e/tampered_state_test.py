@@ -136,7 +136,7 @@ def main():
     # Adam's step in optimizer.json, which a lengthened run resumes and adds to: 2^63 - 1 wrapped
     # and -3 went in as is, both made every update NaN, and the run went on, saving NaN
     # checkpoints that rotated the good ones away.
-    for value in [2**63 - 1, -3]:
+    for value in [2**63 - 1, 2**53 + 1, -3]:
         root = os.path.join(workdir, f"adam_step_{value}")
         shutil.copytree(first, root)
         spec = write_spec(root, 100)
