@@ -10,9 +10,9 @@
 #include <fmt/ranges.h>
 
 #include "compiler/lower/engines.h"
-#include "compiler/plan/runtime_limits.h"
 #include "compiler/lower/native_support.h"
 #include "compiler/plan/builtin_modules.h"
+#include "compiler/plan/runtime_limits.h"
 
 namespace accel::lower {
 namespace {

@@ -75,8 +75,8 @@ std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan) {
 }
 
 std::string Describe(const RuntimeLimit& limit) {
-  return fmt::format("{} cannot be executed by the native runtime{} [{}]", limit.what, limit.fix,
-                     diag::Info(limit.kind).code);
+  const diag::KindInfo& info = diag::Info(limit.kind);
+  return fmt::format("{} [{}]", diag::DiagnosticEngine::Format(info, limit.what, limit.fix), info.code);
 }
 
 }  // namespace accel::plan

@@ -25,7 +25,7 @@ enum class LimitedSetting {
 };
 
 struct RuntimeLimit {
-  diag::Kind kind;  // its A4xxx code; the message is "<what> cannot be executed by the native runtime<fix>"
+  diag::Kind kind;  // its A4xxx code, whose kinds.def message takes `what` and `fix`
   LimitedSetting setting;
   std::string what;
   std::string fix;  // starts with "; "
@@ -38,8 +38,8 @@ bool WritesShardedCheckpoints(const Plan& plan);
 // Every reason the runtime cannot execute `plan`, in a fixed order; empty when it can.
 std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan);
 
-// "<what> cannot be executed by the native runtime<fix> [A4026]", for a program without a source
-// span to point at (accelrun on a plan file, the worker's assertion).
+// The limit's kinds.def message with its code, "... [A4026]", for a program without a source span
+// to point at (accelrun on a plan file, the worker's assertion).
 std::string Describe(const RuntimeLimit& limit);
 
 }  // namespace accel::plan
