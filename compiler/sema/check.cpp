@@ -194,6 +194,11 @@ class Checker {
       ~LaxScope() { lax = saved; }
     } lax_scope{lax_, lax_};
     lax_ = options_.lax_models && !record.open;
+    struct FieldScope {
+      bool& bool_as_number;
+      bool saved;
+      ~FieldScope() { bool_as_number = saved; }
+    } field_scope{lax_bool_as_number_, lax_bool_as_number_};
     bool ok = true;
     std::map<std::string, std::vector<Entry>, std::less<>> by_field;
     std::set<std::string> misspelt;
@@ -277,6 +282,7 @@ class Checker {
       auto it = by_field.find(field.name);
       std::optional<Value> field_value;
       if (it != by_field.end()) {
+        lax_bool_as_number_ = lax_ && !RefusesBoolForNumber(record.name, field.name);
         field_value = FromEntries(field, it->second, path);
       } else if (misspelt.count(field.name) == 0) {
         field_value = DefaultFor(field, record, file, span, path, recovered);
@@ -847,7 +853,7 @@ class Checker {
     }
     // DeepSpeed's models read a number's text, 0/1 for a bool, true for 1: a warning, not an error.
     if (lax_) {
-      if (std::optional<Value> lax = LaxValue(expr, type)) {
+      if (std::optional<Value> lax = LaxValue(expr, type, lax_bool_as_number_)) {
         std::string meant = lax->kind == Value::Kind::Bool    ? (lax->bool_value ? "true" : "false")
                             : lax->kind == Value::Kind::Int   ? std::to_string(lax->int_value)
                                                               : fmt::format("{}", lax->float_value);
@@ -1497,6 +1503,8 @@ class Checker {
   std::map<const RecordSchema*, std::vector<std::string>> names_;  // NamesOf
   // The record being checked is a DeepSpeed pydantic model in lax mode (CheckOptions::lax_models).
   bool lax_ = false;
+  // The field being read there takes true and false as 1 and 0 where it wants a number.
+  bool lax_bool_as_number_ = false;
   // "auto"s no tool fills (ReportUnfilledAutos), and whether the file has one that Accelerate fills.
   struct UnfilledAuto {
     const source::SourceFile* file;

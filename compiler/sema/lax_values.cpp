@@ -39,19 +39,25 @@ std::optional<double> NumberText(const std::string& text, bool integer) {
 
 }  // namespace
 
-std::optional<Value> LaxValue(const ast::Expr& expr, const Type& type) {
+std::optional<Value> LaxValue(const ast::Expr& expr, const Type& type, bool bool_as_number) {
   Value value;
   switch (type.kind) {
     case Type::Kind::Optional:
     case Type::Kind::Union:
       for (const Type& alternative : type.args) {
-        if (std::optional<Value> lax = LaxValue(expr, alternative)) return lax;
+        if (std::optional<Value> lax = LaxValue(expr, alternative, bool_as_number)) return lax;
       }
       return std::nullopt;
     case Type::Kind::Int:
     case Type::Kind::Float: {
-      if (expr.kind != ast::ExprKind::String) return std::nullopt;
       bool integer = type.kind == Type::Kind::Int;
+      if (expr.kind == ast::ExprKind::Bool && bool_as_number) {
+        value.kind = integer ? Value::Kind::Int : Value::Kind::Float;
+        value.int_value = integer && expr.bool_value ? 1 : 0;
+        value.float_value = !integer && expr.bool_value ? 1.0 : 0.0;
+        return value;
+      }
+      if (expr.kind != ast::ExprKind::String) return std::nullopt;
       std::optional<double> x = NumberText(expr.text, integer);
       if (!x) return std::nullopt;
       value.kind = integer ? Value::Kind::Int : Value::Kind::Float;
@@ -68,6 +74,11 @@ std::optional<Value> LaxValue(const ast::Expr& expr, const Type& type) {
     default:
       return std::nullopt;
   }
+}
+
+bool RefusesBoolForNumber(std::string_view record, std::string_view field) {
+  return record == "DeepSpeedFp16Config" &&
+         (field == "loss_scale" || field == "loss_scale_window" || field == "min_loss_scale");
 }
 
 }  // namespace accel::sema

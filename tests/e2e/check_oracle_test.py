@@ -801,7 +801,11 @@ def report(opts, cases, entries, work_dir, started, oracle_done):
              and (not e.nightly or opts.cases >= NIGHTLY_CASES)]
     if unlisted:
         print(f"\nFAIL: {sum(len(v) for v in unlisted.values())} disagreements in {len(unlisted)} classes "
-              f"are not in {os.path.relpath(opts.allow)} (marked ! above)")
+              f"are not in {os.path.relpath(opts.allow)} (marked ! above):")
+        for (cls, code), members in unlisted.items():
+            for case in members[:opts.show]:
+                detail = case.oracle if cls == "miss" else "; ".join(m for c, m in case.errors if c == code)
+                print(f"  {cls} {code} {case.id}\n      {detail[:300]}")
     for e in stale:
         print(f"FAIL: stale entry {opts.allow}:{e.line_number}: {e.cls} {e.pattern} {e.glob} matches no case")
     with open(os.path.join(work_dir, "cases.json"), "w") as f:
