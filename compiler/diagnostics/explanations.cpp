@@ -230,12 +230,16 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "`Accelerator.prepare` (only where it reads the key: `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP`)."
        "\nFix: write the names as one comma-separated string, `BertLayer,T5Block`."},
       {"A3019",
-       "An Accelerate config sets a key to null where Accelerate reads the None as a value and fails. Most "
+       "A config sets a key to null where Accelerate or DeepSpeed reads the None as a value and fails. Most "
        "nulls are unset keys (launch fills in what None leaves open), but `compute_environment: null` makes "
        "the loader read the file as a SageMaker config, `num_machines: null` fails in launch's comparison "
        "with 1, and under `distributed_type: FSDP` launch writes the FSDP keys into the worker's environment "
        "whatever they are: `fsdp_sharding_strategy: null` becomes `FSDP_SHARDING_STRATEGY=None`, on which "
-       "FullyShardedDataParallelPlugin raises.\nFix: remove the key to keep its default, or write a value."},
+       "FullyShardedDataParallelPlugin raises. The same holds for the `parallelism_config` keys under "
+       "torchrun or DeepSpeed, the dynamo flags and the Megatron-LM sizes; `machine_rank: null` fails in "
+       "int() on several machines, and `use_cpu: null` in the simple launcher (NO, MULTI_CPU). In a "
+       "DeepSpeed JSON, a null section is built from the None, and `torch_autocast.dtype: null` goes to "
+       "DtypeEnum; both fail.\nFix: remove the key to keep its default, or write a value."},
       {"A3020",
        "A DeepSpeed JSON used through Accelerate or the Trainer has \"auto\" under a key DeepSpeed ignores "
        "(a misspelt key, or a key moved to another section), or under a key written by another name than "

@@ -40,16 +40,125 @@ constexpr StringifiedKey kStringifiedKeys[] = {
      "`Accelerator.prepare` raises \"Could not find the transformer layer class\""},
 };
 
+// The launcher `accelerate launch` picks by the file's `distributed_type` (launch_command,
+// accelerate/commands/launch.py; only the `--cpu` flag, not the file's `use_cpu`, overrides it).
+enum class Launcher {
+  kSimple,     // the script itself, or mpirun (NO, MULTI_CPU)
+  kTorchrun,   // multi_gpu_launcher: prepare_multi_gpu_env, then torchrun
+  kDeepSpeed,  // deepspeed_launcher: prepare_deepspeed_cmd_env
+  kTpu,        // XLA
+};
+
+Launcher LauncherFor(const ast::Statement* engine) {
+  if (engine == nullptr || engine->value->kind != ast::ExprKind::String) return Launcher::kSimple;
+  const std::string& type = engine->value->text;
+  if (type == "DEEPSPEED") return Launcher::kDeepSpeed;
+  if (type == "XLA") return Launcher::kTpu;
+  constexpr std::string_view kTorchrunTypes[] = {"MULTI_GPU",  "MULTI_NPU", "MULTI_MLU",    "MULTI_SDAA",
+                                                 "MULTI_MUSA", "MULTI_XPU", "MULTI_HPU",    "MULTI_NEURON",
+                                                 "FSDP",       "MEGATRON_LM"};
+  for (std::string_view torchrun : kTorchrunTypes) {
+    if (type == torchrun) return Launcher::kTorchrun;
+  }
+  return Launcher::kSimple;
+}
+
+// When a top-level null reaches code that fails on None.
+enum class NullFailsWhen {
+  kAlways,
+  kSeveralMachinesThroughTorchrunOrDeepSpeed,
+  kSimpleLauncher,
+};
+
 // Top-level keys whose null Accelerate reads as None where None fails, and what happens.
 struct TopLevelNull {
   std::string_view key;
+  NullFailsWhen when;
   std::string_view effect;
 };
 constexpr TopLevelNull kTopLevelNulls[] = {
-    {"compute_environment",
+    {"compute_environment", NullFailsWhen::kAlways,
      "Accelerate's loader takes as another environment than `LOCAL_MACHINE`, so it reads the file as a "
      "SageMaker config (load_config_from_file)"},
-    {"num_machines", "`accelerate launch` compares with 1 and raises a TypeError (launch_command)"},
+    {"num_machines", NullFailsWhen::kAlways,
+     "`accelerate launch` compares with 1 and raises a TypeError (launch_command)"},
+    // prepare_multi_gpu_env and prepare_deepspeed_cmd_env (accelerate/utils/launch.py) take
+    // `int(args.machine_rank)` on several machines; the simple launcher does not read it.
+    {"machine_rank", NullFailsWhen::kSeveralMachinesThroughTorchrunOrDeepSpeed,
+     "`accelerate launch` passes to int() on several machines and raises a TypeError, unless "
+     "`--machine_rank` is given"},
+    // prepare_simple_launcher_cmd_env writes `str(args.cpu or args.use_cpu)`, "None", and reads it
+    // back with str_to_bool; the other launchers write the flag only when it is true.
+    {"use_cpu", NullFailsWhen::kSimpleLauncher,
+     "`accelerate launch` writes as `ACCELERATE_USE_CPU=None` for this engine and then refuses with "
+     "\"invalid truth value none\" (prepare_simple_launcher_cmd_env)"},
+};
+
+// Section keys that launch (accelerate/utils/launch.py) writes into the worker's environment with
+// `str()` and no `is not None` guard, where the launcher that runs them does so: a null becomes
+// the text `None`, on which the plugin that reads the variable raises (int() of a size, float()
+// of a clipping norm, str_to_bool of a flag, the backends' and strategies' own checks).
+// (The FSDP keys, which depend on `fsdp_version`, are kFsdpVariables below.)
+enum LauncherMask : unsigned {
+  kBySimple = 1u << static_cast<unsigned>(Launcher::kSimple),
+  kByTorchrun = 1u << static_cast<unsigned>(Launcher::kTorchrun),
+  kByDeepSpeed = 1u << static_cast<unsigned>(Launcher::kDeepSpeed),
+};
+struct SectionKey {
+  std::string_view section;
+  std::string_view key;
+  std::string_view variable;
+  std::string_view reader;  // what raises on the text
+  unsigned launchers;       // LauncherMask: the launchers that write it
+  std::string_view engine;  // the `distributed_type` it is written under; empty: any
+  // The size that must be above 1 for the key to be written, or empty.
+  std::string_view read_above_one;
+  // None itself goes into the environment (no `str()`), and the worker's start fails on it.
+  bool none_itself = false;
+};
+constexpr std::string_view kParallelism = "ParallelismConfig";
+constexpr std::string_view kDynamo = "TorchDynamoPlugin";
+constexpr std::string_view kMegatron = "MegatronLMPlugin";
+constexpr SectionKey kSectionKeys[] = {
+    // prepare_extend_env_parallelism_config, whenever the section is not empty.
+    {"parallelism_config", "parallelism_config_dp_replicate_size", "PARALLELISM_CONFIG_DP_REPLICATE_SIZE",
+     kParallelism, kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_dp_shard_size", "PARALLELISM_CONFIG_DP_SHARD_SIZE", kParallelism,
+     kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_tp_size", "PARALLELISM_CONFIG_TP_SIZE", kParallelism,
+     kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_cp_size", "PARALLELISM_CONFIG_CP_SIZE", kParallelism,
+     kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_cp_backend", "PARALLELISM_CONFIG_CP_BACKEND", kParallelism,
+     kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_sp_size", "PARALLELISM_CONFIG_SP_SIZE", kParallelism,
+     kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_sp_backend", "PARALLELISM_CONFIG_SP_BACKEND", kParallelism,
+     kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_cp_comm_strategy", "PARALLELISM_CONFIG_CP_COMM_STRATEGY",
+     kParallelism, kByTorchrun | kByDeepSpeed, "", "parallelism_config_cp_size"},
+    {"parallelism_config", "parallelism_config_sp_attn_implementation",
+     "PARALLELISM_CONFIG_SP_ATTN_IMPLEMENTATION", kParallelism, kByTorchrun | kByDeepSpeed, "",
+     "parallelism_config_sp_size"},
+    // prepare_simple_launcher_cmd_env and prepare_multi_gpu_env; the DeepSpeed launcher writes none.
+    {"dynamo_config", "dynamo_use_fullgraph", "ACCELERATE_DYNAMO_USE_FULLGRAPH", kDynamo,
+     kBySimple | kByTorchrun, "", ""},
+    {"dynamo_config", "dynamo_use_dynamic", "ACCELERATE_DYNAMO_USE_DYNAMIC", kDynamo, kBySimple | kByTorchrun,
+     "", ""},
+    {"dynamo_config", "dynamo_use_regional_compilation", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION", kDynamo,
+     kBySimple | kByTorchrun, "", ""},
+    // The mode goes in as it is: the simple launcher's Popen refuses None; torchrun's
+    // patch_environment makes it the text "None", which only torch.compile reads.
+    {"dynamo_config", "dynamo_mode", "ACCELERATE_DYNAMO_MODE", kDynamo, kBySimple, "", "", true},
+    // prepare_multi_gpu_env under MEGATRON_LM; its other keys are written only when not None.
+    {"megatron_lm_config", "megatron_lm_tp_degree", "MEGATRON_LM_TP_DEGREE", kMegatron, kByTorchrun,
+     "MEGATRON_LM", ""},
+    {"megatron_lm_config", "megatron_lm_pp_degree", "MEGATRON_LM_PP_DEGREE", kMegatron, kByTorchrun,
+     "MEGATRON_LM", ""},
+    {"megatron_lm_config", "megatron_lm_use_custom_fsdp", "MEGATRON_LM_USE_CUSTOM_FSDP", kMegatron, kByTorchrun,
+     "MEGATRON_LM", ""},
+    {"megatron_lm_config", "megatron_lm_gradient_clipping", "MEGATRON_LM_GRADIENT_CLIPPING", kMegatron,
+     kByTorchrun, "MEGATRON_LM", ""},
 };
 
 // `fsdp_config` keys that prepare_multi_gpu_env (accelerate/utils/launch.py) writes into the
@@ -115,13 +224,54 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
   auto is_null = [](const ast::Statement* setting) {
     return setting != nullptr && setting->value->kind == ast::ExprKind::None;
   };
+  const ast::Statement* engine = Setting(top, "distributed_type");
+  Launcher launcher = LauncherFor(engine);
+  const ast::Statement* machines = Setting(top, "num_machines");
+  bool several_machines = machines != nullptr && machines->value->kind == ast::ExprKind::Int &&
+                          machines->value->int_value > 1;
   for (const TopLevelNull& null : kTopLevelNulls) {
     const ast::Statement* setting = Setting(top, null.key);
-    if (is_null(setting))
+    if (!is_null(setting)) continue;
+    bool fails = false;
+    switch (null.when) {
+      case NullFailsWhen::kAlways:
+        fails = true;
+        break;
+      case NullFailsWhen::kSeveralMachinesThroughTorchrunOrDeepSpeed:
+        fails = several_machines && (launcher == Launcher::kTorchrun || launcher == Launcher::kDeepSpeed);
+        break;
+      case NullFailsWhen::kSimpleLauncher:
+        fails = launcher == Launcher::kSimple;
+        break;
+    }
+    if (fails)
       diagnostics.Emit(diag::Kind::NullReadAsNone, file.source, setting->value->span, null.key, null.effect);
   }
 
-  const ast::Statement* engine = Setting(top, "distributed_type");
+  for (const SectionKey& key : kSectionKeys) {
+    if ((key.launchers & (1u << static_cast<unsigned>(launcher))) == 0) continue;
+    if (!key.engine.empty() && (engine == nullptr || engine->value->text != key.engine)) continue;
+    const ast::Statement* section = Setting(top, key.section);
+    if (section == nullptr || section->value->kind != ast::ExprKind::Record || !section->value->block) continue;
+    const std::vector<ast::Statement>& keys = section->value->block->statements;
+    // Launch adds the `dynamo_` prefix to a key written without it, as for `fsdp_config`.
+    std::string_view bare = key.section == "dynamo_config" ? key.key.substr(7) : std::string_view{};
+    const ast::Statement* setting = Setting(keys, key.key, bare);
+    if (!is_null(setting)) continue;
+    if (!key.read_above_one.empty()) {
+      const ast::Statement* size = Setting(keys, key.read_above_one);
+      if (size == nullptr || size->value->kind != ast::ExprKind::Int || size->value->int_value <= 1) continue;
+    }
+    std::string effect =
+        key.none_itself
+            ? fmt::format("`accelerate launch` puts into the worker's environment as `{}` without making it text, "
+                          "and starting the worker raises a TypeError",
+                          key.variable)
+            : fmt::format("`accelerate launch` passes on as `{}=None`, and {} raises on that text", key.variable,
+                          key.reader);
+    diagnostics.Emit(diag::Kind::NullReadAsNone, file.source, setting->value->span, key.key, effect);
+  }
+
   const ast::Statement* section = Setting(top, "fsdp_config");
   if (engine == nullptr || engine->value->text != "FSDP" || section == nullptr ||
       section->value->kind != ast::ExprKind::Record || !section->value->block)

@@ -257,7 +257,7 @@ class Checker {
       const ast::Expr* assigned = AssignedValue(entry);
       if (options_.null_is_unset && assigned != nullptr && assigned->kind == ast::ExprKind::None) continue;
       ReportOwnAuto(*field, entry, prefix + NameOf(*field));
-      if (ReportNullSection(record, *field, entry, prefix + NameOf(*field))) {
+      if (ReportNullDeepSpeedRefuses(record, *field, entry, prefix + NameOf(*field))) {
         ok = false;
         continue;
       }
@@ -751,22 +751,37 @@ class Checker {
     }
   }
 
-  // A DeepSpeed JSON section set to null that DeepSpeed builds from the None and fails
-  // (null_sections.def lists, by the key as written, the ones it takes as absent: `bf16`, not its
-  // old name `bfloat16`). Reported as A3019; true if so.
-  bool ReportNullSection(const RecordSchema& record, const FieldSchema& field, const Entry& entry,
-                         const std::string& path) {
-    static const std::set<std::pair<std::string_view, std::string_view>> kTaken = {
+  // A null in a DeepSpeed JSON that DeepSpeed does not take as an absent key (deepspeed_nulls.def):
+  // a top-level section it builds from the None (all but the ones it takes as absent, by the key
+  // as written: `bf16`, not its old name `bfloat16`), or a key whose None it passes on. Reported
+  // as A3019; true if so.
+  bool ReportNullDeepSpeedRefuses(const RecordSchema& record, const FieldSchema& field, const Entry& entry,
+                                  const std::string& path) {
+    static const std::set<std::pair<std::string_view, std::string_view>> kSectionsTaken = {
 #define ACCEL_NULL_SECTION_TAKEN(record, field) {#record, #field},
-#include "compiler/sema/null_sections.def"
+#define ACCEL_NULL_VALUE_REFUSED(record, field, what)
+#include "compiler/sema/deepspeed_nulls.def"
+#undef ACCEL_NULL_VALUE_REFUSED
 #undef ACCEL_NULL_SECTION_TAKEN
     };
-    // Only the top level is read so; inside a model an optional section takes null.
-    if (!options_.lax_models || !IsRoot(record)) return false;
+    static const std::map<std::pair<std::string_view, std::string_view>, std::string_view> kValuesRefused = {
+#define ACCEL_NULL_SECTION_TAKEN(record, field)
+#define ACCEL_NULL_VALUE_REFUSED(record, field, what) {{#record, #field}, what},
+#include "compiler/sema/deepspeed_nulls.def"
+#undef ACCEL_NULL_VALUE_REFUSED
+#undef ACCEL_NULL_SECTION_TAKEN
+    };
     const ast::Expr* value = AssignedValue(entry);
+    if (!options_.lax_models || value == nullptr || value->kind != ast::ExprKind::None) return false;
+    auto refused = kValuesRefused.find({record.name, field.name});
+    if (refused != kValuesRefused.end()) {
+      diagnostics_.Emit(diag::Kind::NullReadAsNone, entry.file, value->span, path, refused->second);
+      return true;
+    }
+    // Only the top level is read so; inside a model an optional section takes null.
     const Type& type = field.type.kind == Type::Kind::Optional ? field.type.args[0] : field.type;
-    if (value == nullptr || value->kind != ast::ExprKind::None || type.kind != Type::Kind::Record ||
-        kTaken.count({record.name, entry.statement->path[entry.depth].text}) > 0)
+    if (!IsRoot(record) || type.kind != Type::Kind::Record ||
+        kSectionsTaken.count({record.name, entry.statement->path[entry.depth].text}) > 0)
       return false;
     diagnostics_.Emit(diag::Kind::NullReadAsNone, entry.file, value->span, path,
                       "DeepSpeed builds the section from, and fails (`param_dict.get` returns the None)");

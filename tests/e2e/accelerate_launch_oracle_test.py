@@ -17,7 +17,8 @@ running accelrun. Exit 0 pass, 1 fail, 77 when Accelerate cannot be imported.
 """
 # What the oracle patches. Each one is a host probe or a process start, so that the cases are
 # the same on every machine and nothing is launched; expected_differences.txt repeats this list.
-#   accelerate.commands.launch.subprocess.Popen: records (cmd, env) and "exits" 0. Used by the
+#   accelerate.commands.launch.subprocess.Popen: records (cmd, env) and "exits" 0, after refusing
+#       an environment value that is not text with the real Popen's TypeError. Used by the
 #       simple launcher, mpirun, and the `deepspeed` runner for several machines.
 #   torch.distributed.run.run: records os.environ at the call (Accelerate's patch_environment has
 #       applied its variables) and runs torch's own config_from_args on the filtered namespace.
@@ -273,6 +274,9 @@ class Oracle:
 
         class FakePopen:
             def __init__(self, cmd, env=None, **_):
+                for value in (env or {}).values():
+                    if not isinstance(value, (str, bytes, os.PathLike)):
+                        raise TypeError(f"expected str, bytes or os.PathLike object, not {type(value).__name__}")
                 oracle.captured.append(("popen", list(cmd), dict(os.environ if env is None else env)))
                 self.returncode = 0
 
