@@ -42,9 +42,11 @@ const sema::Value* LaunchConfig(const sema::Value& root) {
 // the JSON against its schema, and the batch arithmetic DeepSpeed asserts at start-up
 // (sema::CheckDeepSpeedBatch), which needs both files (world size from one, batch sizes from
 // the other). Finding and reading the second file is the driver's part: sema sees no file
-// system, and the JSON is a compilation of its own, kept in `referenced`.
+// system, and the JSON is a compilation of its own, kept in `referenced`. `named_by_spec`: the
+// referrer is a job spec, whose JSON accelrun reads (CompileOptions::params_from_job).
 void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
-                              const sema::Environment& environment, const CompileOptions& referrer) {
+                              const sema::Environment& environment, const CompileOptions& referrer,
+                              bool named_by_spec) {
   // A file with errors still has its own DeepSpeed JSON checked, and the batch rule runs on
   // the sizes both files wrote.
   const std::optional<sema::Spec>& checked = compilation.spec ? compilation.spec : compilation.despite_errors;
@@ -107,6 +109,7 @@ void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
   options.lower = false;
   // The JSON an Accelerate config names is read by Accelerate's DeepSpeedPlugin.
   options.tool = referrer.tool.empty() ? "accelerate" : referrer.tool;
+  options.params_from_job = named_by_spec;
   options.releases = referrer.releases;
   options.upgrade_to = referrer.upgrade_to;
   // Read once: checked for its kind, then compiled from the same bytes. A file too large or
@@ -229,11 +232,12 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.yaml_scalars = true;
   check.null_is_unset = config.kind == config::FileKind::AccelerateConfig;
   check.auto_filled_by_key = config.kind == config::FileKind::DeepSpeedConfig;
+  check.params_from_job = options.params_from_job;
   check.lax_models = config.kind == config::FileKind::DeepSpeedConfig;
   compilation.config_file = check.file_keys;
   check.despite_errors = &compilation.despite_errors;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment, options);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options, false);
   if (config.kind == config::FileKind::AccelerateConfig) {
     CheckNullsLaunchReads(file, compilation.diagnostics);
     // A file with errors is still read as launch reads it, on the values it did write.
@@ -293,7 +297,7 @@ void RunPhases(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   sema::CheckOptions check = Composed(compilation, file, options);
   check.despite_errors = &compilation.despite_errors;
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
-  CheckReferencedDeepSpeed(compilation, stdlib, environment, options);
+  CheckReferencedDeepSpeed(compilation, stdlib, environment, options, true);
   CheckReferencedModel(compilation);
   if (!compilation.spec) return;
   if (!options.lower) {

@@ -75,6 +75,10 @@ struct CompileOptions {
   // the checked file's repository (source::RepositoryOf), since the config is untrusted; off
   // with `--read-outside-repo`, and for `build`, which the user runs on their own files.
   bool confine_references = false;
+  // A DeepSpeed JSON a job spec names: accelrun's lowering, not Accelerate, reads it, and takes
+  // every "auto" of its optimizer's and schedule's params from the job or leaves the key unread
+  // (lower/engines.cpp), so none of those is left unfilled (sema::CheckOptions::params_from_job).
+  bool params_from_job = false;
 };
 
 // The checked DeepSpeed JSON that the launch config of `compilation` names and that was read

@@ -13,6 +13,7 @@
 #include "compiler/scalars/host_names.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_versions.h"
+#include "compiler/sema/filled_params.h"
 #include "compiler/sema/lax_values.h"
 #include "compiler/sema/release_judge.h"
 #include "compiler/sema/trainer_arguments.h"
@@ -257,6 +258,7 @@ class Checker {
       const ast::Expr* assigned = AssignedValue(entry);
       if (options_.null_is_unset && assigned != nullptr && assigned->kind == ast::ExprKind::None) continue;
       ReportOwnAuto(*field, entry, prefix + NameOf(*field));
+      ReportUnfilledParams(record, *field, entry, prefix + NameOf(*field));
       if (ReportNullDeepSpeedRefuses(record, *field, entry, prefix + NameOf(*field))) {
         ok = false;
         continue;
@@ -800,6 +802,36 @@ class Checker {
   static bool IsAuto(const Entry& entry) {
     const ast::Expr* value = AssignedValue(entry);
     return value != nullptr && value->kind == ast::ExprKind::String && value->text == "auto";
+  }
+
+  // "auto" in an optimizer's or schedule's params map beyond the keys Accelerate or the Trainer
+  // fill in (filled_params.def): the map takes any key, but they refuse an "auto" they have no
+  // value for. Where the tool was guessed, either one's keys may be meant.
+  void ReportUnfilledParams(const RecordSchema& record, const FieldSchema& field, const Entry& entry,
+                            const std::string& path) {
+    if (!options_.auto_filled_by_key || options_.params_from_job || options_.target == "deepspeed" ||
+        !HasFilledParams(record.name, field.name))
+      return;
+    const ast::Expr* value = AssignedValue(entry);
+    if (value == nullptr || value->kind != ast::ExprKind::Record || !value->block) return;
+    std::vector<std::string_view> filled =
+        FilledParams(record.name, field.name, options_.target_guessed ? "" : options_.target);
+    std::vector<std::string> named;
+    for (std::string_view key : filled) named.push_back(fmt::format("`{}`", key));
+    std::string who = options_.target_guessed           ? "they fill"
+                      : options_.target == "accelerate" ? "Accelerate fills"
+                      : options_.target == "trainer"    ? "the Trainer fills"
+                                                        : "they fill";
+    std::string why = fmt::format("{} in only {} of `{}`", who, fmt::join(named, ", "), path);
+    for (const ast::Statement& statement : value->block->statements) {
+      if (statement.path.size() != 1 || statement.value == nullptr) continue;
+      const std::string& key = statement.path[0].text;
+      if (std::find(filled.begin(), filled.end(), key) == filled.end()) {
+        ReportAutoLeaves(*statement.value, entry.file, path + "." + key, why, "write the value");
+      } else if (statement.value->kind == ast::ExprKind::String && statement.value->text == "auto") {
+        filled_auto_ = true;  // a key they fill: the file is written for them
+      }
+    }
   }
 
   // "auto" as a value of the key's own type (DeepSpeed's `"auto"`, or text): Accelerate and the

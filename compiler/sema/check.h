@@ -83,6 +83,9 @@ struct CheckOptions {
   // A DeepSpeed JSON: unless `target` is `deepspeed`, Accelerate and the Trainer walk every leaf
   // and refuse an "auto" they do not fill, which they name by the key's own name (A3020).
   bool auto_filled_by_key = false;
+  // With `auto_filled_by_key`: the file is one a job spec names, whose optimizer's and schedule's
+  // params accelrun fills from the job (driver::CompileOptions::params_from_job).
+  bool params_from_job = false;
   // A DeepSpeed JSON: its closed records are pydantic models in lax mode, which read `"3"` as
   // 3 and 1 as true (A2027, a warning), where a spec's types are strict.
   bool lax_models = false;
