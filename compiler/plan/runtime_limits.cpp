@@ -10,9 +10,10 @@ bool WritesShardedCheckpoints(const Plan& plan) {
          loop->sharding.state_dict_type == StateDictType::sharded;
 }
 
-std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan) {
+std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan, std::optional<int64_t> machines) {
   std::vector<RuntimeLimit> broken;
   const InitProcessGroup* init = plan.Find<InitProcessGroup>();
+  const int64_t runs_on = machines.value_or(init != nullptr ? init->num_machines : 1);
   // Each machine runs num_processes / num_machines, rounded down (the plan reader refuses 0 in a
   // plan file; lowering divides).
   if (init != nullptr && init->processes_per_machine < 1) {
@@ -63,11 +64,11 @@ std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan) {
   }
   // Every rank writes its slices into one folder, which rank 0 finishes: each machine's own copy
   // would hold only its own ranks' slices.
-  if (sharded_checkpoints && checkpoint->save_on_each_node && init != nullptr && init->num_machines > 1) {
+  if (sharded_checkpoints && checkpoint->save_on_each_node && runs_on > 1) {
     broken.push_back(
         {diag::Kind::NativeShardedPerNode, LimitedSetting::kSaveOnEachNode,
          fmt::format("sharded checkpoints saved on each of {} machines (`project_config.save_on_each_node`)",
-                     init->num_machines),
+                     runs_on),
          "; every machine's ranks write into one folder: unset `save_on_each_node` and put `project_dir` "
          "on a shared file system, or set the FSDP state dict type to FULL_STATE_DICT"});
   }

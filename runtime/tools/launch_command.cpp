@@ -371,6 +371,17 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     return kExitUsage;
   }
   const launch::Topology& topology = placement->topology;
+  // `--nnodes`, or a scheduler's placement, may spread the plan over more machines than it was
+  // built for (a rehearsal too): the limits are asked again for the machines it runs on.
+  if (topology.nnodes > init->num_machines) {
+    if (std::vector<plan::RuntimeLimit> broken = plan::RuntimeLimitsBroken(*plan, topology.nnodes);
+        !broken.empty()) {
+      for (const plan::RuntimeLimit& limit : broken)
+        fmt::print(stderr, "accelrun: error: `{}` on {} machines: {}\n", options.input, topology.nnodes,
+                   plan::Describe(limit));
+      return kExitUsage;
+    }
+  }
   if (topology.launched_by.empty() && env.count("SLURM_JOB_ID") && !env.count("SLURM_STEP_ID")) {
     placement->notes.push_back(
         "inside a Slurm allocation but not an srun step: starting the workers here; run `srun accelrun ...` "
