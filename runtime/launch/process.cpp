@@ -123,10 +123,22 @@ std::optional<ExitStatus> PosixSpawner::WaitAny(std::chrono::milliseconds timeou
   }
 }
 
-void PosixSpawner::ReadAvailable(Pipe& pipe, std::vector<OutputChunk>& out) {
+namespace {
+
+// What one round of the supervision loop reads from one pipe: a few reads' worth, so that every
+// pipe, and the watchdog, gets its turn while a child floods its output.
+constexpr size_t kReadPerRound = 256 * 1024;
+// What is read from an ended child's pipes at once: more than a pipe holds (64 KiB by default, 1 MiB
+// at most without privileges), so its last lines come before the verdict on it; a process it left
+// behind that keeps writing is read on later rounds instead of holding the launcher here.
+constexpr size_t kDrainAtExit = 4 << 20;
+
+}  // namespace
+
+void PosixSpawner::ReadAvailable(Pipe& pipe, std::vector<OutputChunk>& out, size_t max_bytes) {
   OutputChunk chunk{pipe.pid, pipe.stream, "", false};
   char buffer[16384];
-  while (true) {
+  while (chunk.bytes.size() < max_bytes) {
     ssize_t n = ::read(pipe.fd, buffer, sizeof(buffer));
     if (n > 0) {
       chunk.bytes.append(buffer, static_cast<size_t>(n));
@@ -157,7 +169,7 @@ std::vector<OutputChunk> PosixSpawner::ReadOutput(std::chrono::milliseconds time
   int ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
   if (ready <= 0) return out;
   for (size_t i = 0; i < fds.size(); ++i) {
-    if (fds[i].revents != 0) ReadAvailable(pipes_[i], out);
+    if (fds[i].revents != 0) ReadAvailable(pipes_[i], out, kReadPerRound);
   }
   CloseFinished();
   return out;
@@ -166,7 +178,7 @@ std::vector<OutputChunk> PosixSpawner::ReadOutput(std::chrono::milliseconds time
 std::vector<OutputChunk> PosixSpawner::DrainOutput(pid_t pid) {
   std::vector<OutputChunk> out;
   for (Pipe& pipe : pipes_) {
-    if (pipe.pid == pid) ReadAvailable(pipe, out);
+    if (pipe.pid == pid) ReadAvailable(pipe, out, kDrainAtExit);
   }
   CloseFinished();
   return out;

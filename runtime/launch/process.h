@@ -90,8 +90,11 @@ class PosixSpawner final : public ProcessSpawner {
     pid_t pid = 0;
     OutputStream stream = OutputStream::kStdout;
   };
-  // Reads what `pipe` holds now into `out`; closes it at end of file.
-  void ReadAvailable(Pipe& pipe, std::vector<OutputChunk>& out);
+  // Reads what `pipe` holds now into `out`, at most `max_bytes`; closes it at end of file. The
+  // bound matters: a child that writes as fast as it is read keeps the pipe from ever running
+  // dry, and one read to exhaustion would hold all it wrote in memory (and starve the other
+  // pipes and the watchdog) for as long as it kept writing. What is left is read next time.
+  void ReadAvailable(Pipe& pipe, std::vector<OutputChunk>& out, size_t max_bytes);
   void CloseFinished();
 
   std::vector<Pipe> pipes_;

@@ -1,4 +1,5 @@
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/process.h"
 #include "runtime/launch/topology.h"
 
 #include <gtest/gtest.h>
@@ -6,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -263,6 +265,29 @@ TEST(Launcher, PicksAUsablePort) {
   int port = PickFreePort();
   EXPECT_GT(port, 0);
   EXPECT_LT(port, 65536);
+}
+
+// A worker that writes as fast as it is read keeps its pipe from running dry: one round of the
+// supervision loop still reads only a bounded share of it, so the launcher holds no more than
+// that in memory (it read everything up to the first empty pipe, 142 MB resident for a flood it
+// could not print), and the other pipes and the watchdog get their turn.
+TEST(PosixSpawner, ReadsABoundedShareOfAFloodingPipePerRound) {
+  PosixSpawner spawner;
+  llvm::Expected<pid_t> pid = spawner.Spawn({"/bin/sh", "-c", "exec dd if=/dev/zero bs=1M count=64 2>/dev/null"}, {});
+  ASSERT_TRUE(static_cast<bool>(pid)) << llvm::toString(pid.takeError());
+  size_t total = 0;
+  size_t largest = 0;
+  for (int round = 0; round < 1000 && total < (64u << 20); ++round) {
+    for (const OutputChunk& chunk : spawner.ReadOutput(std::chrono::milliseconds(1000))) {
+      if (chunk.stream != OutputStream::kStdout) continue;
+      total += chunk.bytes.size();
+      largest = std::max(largest, chunk.bytes.size());
+    }
+  }
+  EXPECT_EQ(total, 64u << 20) << "every byte arrives, over several rounds";
+  EXPECT_LE(largest, 256u * 1024 + 16 * 1024);
+  spawner.Signal(*pid, SIGKILL);
+  spawner.WaitAny(std::chrono::milliseconds(5000));
 }
 
 }  // namespace
