@@ -1,0 +1,487 @@
+#include "compiler/driver/accelc_commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/ast/ast.h"
+#include "compiler/diagnostics/diagnostic.h"
+#include "compiler/diagnostics/render.h"
+#include "compiler/docs/docs.h"
+#include "compiler/driver/compile.h"
+#include "compiler/driver/explain.h"
+#include "compiler/driver/filter.h"
+#include "compiler/driver/release_diff.h"
+#include "compiler/driver/format_files.h"
+#include "compiler/driver/inputs.h"
+#include "compiler/driver/stdlib.h"
+#include "compiler/driver/verify.h"
+#include "compiler/interop/interop.h"
+#include "compiler/lower/lower.h"
+#include "compiler/parse/parse.h"
+#include "compiler/plan/describe.h"
+#include "compiler/plan/plan_paths.h"
+#include "compiler/source/named_file.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/xxhash.h"
+
+namespace accel::accelc {
+
+using driver::Compilation;
+
+// Prints the diagnostics of every compilation, in the requested format, as one document. The
+// formats people read (text, github annotations) show at most --max-diagnostics per file, then
+// a note of how many more there are; json and sarif, read by programs, carry them all.
+void Report(const std::vector<Compilation>& compilations, const Options& options) {
+  const bool capped = options.max_diagnostics > 0 && options.format != "json" && options.format != "sarif";
+  std::vector<accel::diag::Diagnostic> all;
+  for (const Compilation& c : compilations) {
+    const std::vector<accel::diag::Diagnostic>& mine = c.diagnostics.diagnostics();
+    size_t shown = capped ? std::min(mine.size(), static_cast<size_t>(options.max_diagnostics)) : mine.size();
+    all.insert(all.end(), mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(shown));
+    if (shown < mine.size()) {
+      size_t errors = 0;
+      for (size_t i = shown; i < mine.size(); ++i) errors += mine[i].severity == accel::diag::Severity::Error;
+      all.push_back(accel::diag::Diagnostic{
+          "",
+          accel::diag::Severity::Note,
+          fmt::format(
+              "{} more diagnostics in `{}` not shown ({} of them errors); `--max-diagnostics 0` shows "
+              "them all",
+              mine.size() - shown, c.source ? c.source->name() : std::string("this file"), errors),
+          nullptr,
+          {},
+          {},
+          {}});
+    }
+  }
+  if (options.format == "json") {
+    fmt::print("{}\n", accel::diag::RenderJson(all));
+  } else if (options.format == "sarif") {
+    fmt::print("{}", accel::diag::RenderSarif(all, kVersion));
+  } else if (options.format == "github") {
+    fmt::print("{}", accel::diag::RenderGithub(all));
+  } else {
+    bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    fmt::print(stderr, "{}", accel::diag::RenderText(all, {color}));
+  }
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out.flush());
+}
+
+// `accelc parse`: the parser alone, for syntax tests and tree dumps.
+int ParseOnly(const Options& options) {
+  int status = kExitClean;
+  for (const std::string& path : options.files) {
+    llvm::Expected<accel::source::SourceFile> source =
+        accel::source::SourceFile::Read(path, accel::driver::kMaxSourceBytes);
+    if (!source) {
+      status = kExitUsage;
+      llvm::handleAllErrors(
+          source.takeError(),
+          [&](const accel::source::FileTooLargeError& error) {
+            fmt::print(stderr, "accelc: error: {} [A1008]\n", error.message());
+            status = kExitDiagnostics;
+          },
+          [](const llvm::ErrorInfoBase& error) {
+            fmt::print(stderr, "accelc: error: {}\n", error.message());
+          });
+      continue;
+    }
+    accel::diag::DiagnosticEngine diagnostics;
+    accel::ast::File file = accel::parse::Parse(*source, diagnostics);
+    if (options.dump_ast) fmt::print("{}", accel::ast::Dump(file));
+    if (options.verify) {
+      std::vector<std::string> problems = accel::driver::Verify(*source, diagnostics.diagnostics());
+      for (const std::string& problem : problems) fmt::print(stderr, "{}\n", problem);
+      if (!problems.empty() && status == kExitClean) status = kExitDiagnostics;
+      continue;
+    }
+    fmt::print(stderr, "{}", accel::diag::RenderText(diagnostics.diagnostics()));
+    if (diagnostics.has_errors() && status == kExitClean) status = kExitDiagnostics;
+  }
+  return status;
+}
+
+// Compiles `files` on `jobs` threads; results keep the order of `files`.
+std::vector<Compilation> CompileAll(const std::vector<std::string>& files,
+                                    const accel::driver::Stdlib& stdlib,
+                                    const accel::sema::Environment& environment,
+                                    const accel::driver::CompileOptions& compile_options, unsigned jobs) {
+  std::vector<Compilation> compilations(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      compilations[i] = accel::driver::CompileFile(files[i], stdlib, environment, compile_options);
+    }
+  };
+  unsigned threads = std::min<size_t>(jobs, files.size());
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  return compilations;
+}
+
+// `accelc explain-code CODE...`
+int ExplainCodes(const Options& options, const accel::sema::Schema& schema) {
+  int status = kExitClean;
+  for (const std::string& code : options.files) {
+    if (std::optional<std::string> text = accel::driver::ExplainCode(code, schema)) {
+      fmt::print("{}", *text);
+      continue;
+    }
+    std::string guess = accel::diag::ClosestMatch(code, accel::driver::KnownCodes(schema));
+    fmt::print(stderr, "accelc: error: unknown code `{}`{}\n", code,
+               guess.empty() ? "" : fmt::format("; did you mean `{}`?", guess));
+    status = kExitUsage;
+  }
+  return status;
+}
+
+namespace {
+
+// A file's resolved settings as a plan without steps, for explain and diff: an Accelerate config
+// YAML, a DeepSpeed JSON, or a job spec the native runtime cannot run. Settings sit where a job
+// keeps them (`compute.*` for an Accelerate config, so a config and a spec compare field by
+// field), `deepspeed.*` for a DeepSpeed JSON. No hash: nothing runs. `what` heads `explain`.
+accel::plan::Plan ConfigSettings(const accel::sema::Spec& spec, const std::string& what,
+                                 const std::string& path) {
+  accel::plan::Plan settings;
+  settings.job = what;
+  settings.source = path;
+  settings.format = "";
+  if (spec.root.type_name == "Job") {
+    settings.config = accel::lower::ConfigTree(spec.root);  // the plan's own layout
+    return settings;
+  }
+  std::string where = spec.root.type_name == "ClusterConfig"     ? "compute"
+                      : spec.root.type_name == "DeepSpeedConfig" ? "deepspeed"
+                                                                 : spec.root.type_name;
+  settings.config = llvm::json::Object{{where, accel::lower::ConfigTree(spec.root)}};
+  return settings;
+}
+
+// The plan of `path`: read when it is a plan (`.json` with an `accel-plan/` format), else
+// compiled from the spec. Diagnostics are printed; empty on failure, with `failure` set to the
+// exit status: kExitErrors for a file with errors (as `check` exits), kExitUsage for one that
+// cannot be read.
+std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options& options,
+                                          const accel::driver::Stdlib& stdlib, int& failure) {
+  failure = kExitErrors;
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad() || (!in.eof() && in.fail()) || text.empty()) {
+      fmt::print(stderr, "accelc: error: cannot read `{}`\n", path);
+      failure = kExitUsage;
+      return std::nullopt;
+    }
+    if (text.find("accel-plan/") != std::string::npos) {
+      llvm::Expected<accel::plan::Plan> plan = accel::plan::FromJson(text, path);
+      if (!plan) {
+        fmt::print(stderr, "accelc: error: {}\n", llvm::toString(plan.takeError()));
+        return std::nullopt;
+      }
+      return std::move(*plan);
+    }
+  }
+  accel::sema::MapEnvironment environment = MakeEnvironment(options);
+  accel::driver::CompileOptions compile_options = options.compile;
+  compile_options.overrides = options.overrides;
+  Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
+  // A checked spec that only the native runtime refuses (A4xxx: FSDP, DeepSpeed, GPUs) still
+  // has settings to explain and compare; `accelc check` says what accelrun cannot run.
+  bool runtime_gaps_only = compilation.spec.has_value() && !compilation.plan;
+  for (const accel::diag::Diagnostic& d : compilation.diagnostics.diagnostics()) {
+    if (d.severity == accel::diag::Severity::Error && d.code.rfind("A4", 0) != 0) runtime_gaps_only = false;
+  }
+  if (runtime_gaps_only && compilation.root_record == "Job") {
+    return ConfigSettings(*compilation.spec, "a job accelrun cannot run (`accelc check` says why)", path);
+  }
+  fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
+  if (compilation.config_file && compilation.spec && !compilation.diagnostics.has_errors()) {
+    return ConfigSettings(*compilation.spec, compilation.root_record, path);
+  }
+  if (!compilation.plan) {
+    if (!compilation.diagnostics.has_errors()) {
+      fmt::print(stderr, "accelc: error: `{}` is not a job spec, a config file or a plan\n", path);
+    }
+    // No source: the file could not be read at all.
+    if (!compilation.source) failure = kExitUsage;
+    return std::nullopt;
+  }
+  return std::move(*compilation.plan);
+}
+
+}  // namespace
+
+diag::DiagnosticEngine ReportedOnce::Unseen(diag::DiagnosticEngine engine) {
+  // Filtered in place, and remembered by a 64-bit digest of the key: a file of 65,000 unknown
+  // keys held a second vector of its diagnostics and every key's text (54 MB for 1 MB). Two
+  // distinct diagnostics share a digest with odds near n^2 / 2^65 (1e-10 for 65,000).
+  std::vector<accel::diag::Diagnostic> all = engine.TakeAll();
+  llvm::erase_if(all, [this](const accel::diag::Diagnostic& d) {
+    return d.file != nullptr && !seen_.insert(llvm::xxHash64(KeyOf(d))).second;
+  });
+  accel::diag::DiagnosticEngine unseen;
+  unseen.AddAll(std::move(all));
+  return unseen;
+}
+
+std::string ReportedOnce::KeyOf(const diag::Diagnostic& d) {
+  auto [it, inserted] = files_.try_emplace(d.file->name());
+  if (inserted) {
+    std::error_code ec;
+    std::filesystem::path canonical = std::filesystem::weakly_canonical(d.file->name(), ec);
+    it->second = ec ? d.file->name() : canonical.string();
+  }
+  return fmt::format("{}\n{}\n{}\n{}\n{}", it->second, d.span.begin, d.span.end, d.code, d.message);
+}
+
+// `accelc explain PLAN` and `accelc diff A B`.
+int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
+  std::vector<accel::plan::Plan> plans;
+  for (const std::string& path : options.files) {
+    int failure = kExitUsage;
+    std::optional<accel::plan::Plan> plan = LoadPlan(path, options, stdlib, failure);
+    if (!plan) return failure;
+    plans.push_back(std::move(*plan));
+  }
+  if (options.command == "explain") {
+    fmt::print("{}", accel::plan::Explain(plans[0], options.all));
+    return kExitClean;
+  }
+  accel::plan::PlanDiff diff = accel::plan::Diff(plans[0], plans[1]);
+  fmt::print("{}", accel::plan::RenderDiff(diff, options.files[0], options.files[1]));
+  return diff.changes.empty() ? kExitClean : kExitDiagnostics;  // as diff(1): 1 when they differ
+}
+
+// `accelc diff --for TOOL@OLD..NEW CONFIG`: what the upgrade changes for the file; exit 1 when
+// anything does, as diff(1).
+int DiffAcrossReleases(const Options& options, const accel::driver::Stdlib& stdlib) {
+  accel::sema::MapEnvironment environment = MakeEnvironment(options);
+  accel::driver::CompileOptions compile_options = options.compile;
+  compile_options.lower = false;
+  bool unreadable = false;
+  std::string changes =
+      accel::driver::DiffReleases(options.files[0], stdlib, environment, compile_options, unreadable);
+  if (unreadable) {
+    fmt::print(stderr, "accelc: error: cannot read `{}`\n", options.files[0]);
+    return kExitUsage;
+  }
+  if (changes.empty()) {
+    fmt::print("{}: the upgrade changes nothing that accelc checks\n", options.files[0]);
+    return kExitClean;
+  }
+  fmt::print("{}", changes);
+  return kExitDiagnostics;
+}
+
+namespace {
+
+// A relative path in a config names a file beside the config, else in the working directory
+// (as `check` finds it); the imported spec, which may be written elsewhere, names the same file
+// relative to its own directory (a spec's paths are relative to the spec).
+accel::interop::PlacePath ImportedPathPlacer(const Options& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path cwd = fs::current_path(ec);
+  fs::path config_dir = fs::absolute(options.files[0], ec).parent_path();
+  fs::path spec_dir = options.output.empty() ? cwd : fs::absolute(options.output, ec).parent_path();
+  return [=](const std::string& text) -> std::string {
+    fs::path given(text);
+    // `none` is Accelerate's word for no file.
+    if (text.empty() || text == "none" || given.is_absolute()) return text;
+    std::error_code exists_ec;
+    fs::path named = (config_dir / given).lexically_normal();
+    if (!fs::exists(named, exists_ec)) named = (cwd / given).lexically_normal();
+    // Found nowhere (`check` warns, A3007): written as the config has it.
+    if (!fs::exists(named, exists_ec)) return text;
+    fs::path relative = named.lexically_relative(spec_dir.lexically_normal());
+    return relative.empty() ? named.string() : relative.string();
+  };
+}
+
+}  // namespace
+
+// `accelc import CONFIG` (an Accelerate config as a `.accel` spec) and `accelc export --to ...`
+// (a spec or config as the file the Python stack reads). Only what the file sets is carried,
+// so the environment is not read.
+int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
+  const std::string& path = options.files[0];
+  accel::sema::MapEnvironment no_environment;
+  accel::driver::CompileOptions compile_options = options.compile;
+  compile_options.lower = false;
+  Compilation compilation = accel::driver::CompileFile(path, stdlib, no_environment, compile_options);
+  fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
+  if (!compilation.source) return kExitUsage;
+  if (!compilation.spec) return kExitDiagnostics;
+  const accel::sema::Value& root = compilation.spec->root;
+  const accel::sema::Schema& schema = stdlib.schema();
+  std::string text;
+  if (options.command == "import") {
+    if (root.type_name == "DeepSpeedConfig") {
+      fmt::print(stderr,
+                 "accelc: error: `{}` is a DeepSpeed config; a job names it with "
+                 "`compute.deepspeed_config.hf_ds_config = \"{}\"` instead of importing it\n",
+                 path, path);
+      return kExitDiagnostics;
+    }
+    if (root.type_name == "Job") {
+      fmt::print(stderr, "accelc: error: `{}` is already a job spec\n", path);
+      return kExitUsage;
+    }
+    llvm::Expected<std::string> spec =
+        accel::interop::ImportToAccel(root, schema, accel::interop::JobNameFor(path), ImportedPathPlacer(options),
+                                      accel::driver::ReferencedDeepSpeed(compilation));
+    if (!spec) {
+      fmt::print(stderr, "accelc: error: {}: {}\n", path, llvm::toString(spec.takeError()));
+      return kExitDiagnostics;
+    }
+    text = std::move(*spec);
+  } else if (options.to == "deepspeed-json") {
+    if (root.type_name != "DeepSpeedConfig") {
+      fmt::print(stderr,
+                 "accelc: error: `{}` is not a DeepSpeed config; a job keeps its DeepSpeed JSON in the file "
+                 "`compute.deepspeed_config.hf_ds_config` names\n",
+                 path);
+      return kExitUsage;
+    }
+    text = accel::interop::ExportDeepSpeedJson(root, schema);
+  } else {
+    const accel::sema::Value* config = root.type_name == "Job" ? root.Field("compute") : &root;
+    if (config == nullptr || root.type_name == "DeepSpeedConfig") {
+      fmt::print(stderr, "accelc: error: `{}` has no Accelerate launch config to export\n", path);
+      return kExitUsage;
+    }
+    text = accel::interop::ExportAccelerateYaml(*config, schema);
+  }
+  if (options.output.empty()) {
+    fmt::print("{}", text);
+  } else if (!WriteFile(options.output, text)) {
+    fmt::print(stderr, "accelc: error: cannot write `{}`\n", options.output);
+    return kExitUsage;
+  }
+  return kExitClean;
+}
+
+// `accelc export --to sbatch SPEC`: compiles the spec as `build` does (environment, `--set`),
+// writes the plan beside the script (`-o job.sbatch` gives `job.plan.json`; on stdout,
+// `<job>.plan.json` here), then the batch script that runs it under srun. The plan is fixed at
+// export: editing the spec later changes nothing a submitted or requeued job runs.
+int ExportBatchScript(const Options& options, const accel::driver::Stdlib& stdlib) {
+  namespace fs = std::filesystem;
+  const std::string& path = options.files[0];
+  accel::sema::MapEnvironment environment = MakeEnvironment(options);
+  accel::driver::CompileOptions compile_options = options.compile;
+  compile_options.overrides = options.overrides;
+  Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
+  fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
+  if (!compilation.source) return kExitUsage;
+  if (compilation.config_file || compilation.schema_only) {
+    fmt::print(stderr, "accelc: error: `{}` is not a job spec; only a job spec exports to a batch script\n",
+               path);
+    return kExitUsage;
+  }
+  if (!compilation.plan) {
+    // The errors above say why: a spec with mistakes, or one for an engine accelrun does not run.
+    fmt::print(
+        stderr,
+        "accelc: error: `{}` does not compile to a plan that accelrun runs (see above), so there is no "
+        "batch script for it\n",
+        path);
+    return kExitDiagnostics;
+  }
+  std::error_code ec;
+  fs::path working_dir = fs::current_path(ec);
+  fs::path plan_path = options.output.empty() ? fs::path(compilation.plan->job + ".plan.json")
+                                              : fs::path(options.output).replace_extension(".plan.json");
+  plan_path = fs::absolute(plan_path, ec).lexically_normal();
+  // accelrun reads the plan's input paths relative to the plan file's directory.
+  accel::plan::RebaseInputPaths(*compilation.plan, working_dir, plan_path.parent_path());
+  // The accelrun of the build that compiled the plan, when it is beside this accelc: its plan
+  // format is this accelc's. Otherwise the one on the job's PATH.
+  std::string accelrun = "accelrun";
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && ::access((self.parent_path() / "accelrun").c_str(), X_OK) == 0)
+    accelrun = (self.parent_path() / "accelrun").string();
+  llvm::Expected<std::string> script =
+      accel::interop::ExportSbatch(*compilation.plan, {.plan_path = plan_path.string(),
+                                                       .working_dir = working_dir.string(),
+                                                       .accelrun = accelrun,
+                                                       .time = options.slurm_time,
+                                                       .cpus_per_task = options.cpus_per_task});
+  if (!script) {
+    fmt::print(stderr, "accelc: error: {}\n", llvm::toString(script.takeError()));
+    return kExitUsage;
+  }
+  if (!WriteFile(plan_path.string(), accel::plan::ToJson(*compilation.plan))) {
+    fmt::print(stderr, "accelc: error: cannot write `{}`\n", plan_path.string());
+    return kExitUsage;
+  }
+  fmt::print(stderr, "accelc: wrote the plan the script runs to {}\n", plan_path.string());
+  if (options.output.empty()) {
+    fmt::print("{}", *script);
+  } else if (!WriteFile(options.output, *script)) {
+    fmt::print(stderr, "accelc: error: cannot write `{}`\n", options.output);
+    return kExitUsage;
+  }
+  return kExitClean;
+}
+
+// `accelc docs --out DIR`: the reference generated from the schemas (Markdown pages, one HTML
+// page, JSON Schemas for editors). Files are written in full or the run fails.
+int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema) {
+  namespace fs = std::filesystem;
+  size_t written = 0;
+  for (const auto& [path, content] : accel::docs::ReferenceFiles(schema)) {
+    ++written;
+    fs::path file = fs::path(out_dir) / path;
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    if (ec || !WriteFile(file.string(), content)) {
+      fmt::print(stderr, "accelc: error: cannot write `{}`{}\n", file.string(),
+                 ec ? ": " + ec.message() : "");
+      return kExitUsage;
+    }
+  }
+  fmt::print(stderr, "accelc: wrote {} reference files to {}\n", written, out_dir);
+  return kExitClean;
+}
+
+// An unknown code in --disable/--enable is a typo that would silently disable nothing.
+std::string CheckToggles(const Options& options, const accel::sema::Schema& schema) {
+  // Listing every code costs a run without toggles 2% of checking a config.
+  if (options.filter.toggles.empty()) return "";
+  std::vector<std::string> known = accel::driver::KnownCodes(schema);
+  for (const auto& [enable, pattern] : options.filter.toggles) {
+    if (accel::driver::PatternMatchesAny(pattern, known)) continue;
+    std::string guess = accel::diag::ClosestMatch(pattern, known);
+    return fmt::format(
+        "`--{} {}` names no diagnostic code or rule id{}", enable ? "enable" : "disable", pattern,
+        guess.empty() ? "; see `accelc explain-code`" : fmt::format("; did you mean `{}`?", guess));
+  }
+  return "";
+}
+
+}  // namespace accel::accelc
