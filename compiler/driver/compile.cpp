@@ -11,6 +11,7 @@
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/check.h"
+#include "compiler/sema/deepspeed_batch.h"
 #include "compiler/source/named_file.h"
 
 namespace accel::driver {

@@ -13,8 +13,8 @@
 #include "compiler/scalars/host_names.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_versions.h"
-#include "compiler/sema/filled_params.h"
 #include "compiler/sema/lax_values.h"
+#include "compiler/sema/unfilled_autos.h"
 #include "compiler/sema/release_judge.h"
 #include "compiler/sema/trainer_arguments.h"
 
@@ -123,7 +123,8 @@ class Checker {
         environment_(environment),
         diagnostics_(diagnostics),
         options_(options),
-        release_(options.release, options.section_prefixes, options.defaults_against) {}
+        release_(options.release, options.section_prefixes, options.defaults_against),
+        unfilled_autos_(options, schema) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -170,7 +171,7 @@ class Checker {
     }
     std::optional<Value> root =
         CheckRecord(root_schema->second, entries, file_.source, job.name.span, "", recovered);
-    ReportUnfilledAutos();
+    unfilled_autos_.Report(diagnostics_);
     if (!root) return std::nullopt;
     Spec spec{job.name.text, file_.source, job.name.span, std::move(*root)};
     if (diagnostics_.error_count() > errors_before) {
@@ -216,19 +217,23 @@ class Checker {
       // Set by another name than its key (`bfloat16`, `prefetch_bucket_size`): Accelerate fills
       // "auto" in by the key's name only.
       if (field != nullptr && options_.auto_filled_by_key && name.text != NameOf(*field)) {
-        ReportAutoNobodyFills(entry, prefix + name.text,
-                              fmt::format("they fill in `{}{}` by that name only", prefix, NameOf(*field)),
-                              fmt::format("write `{}` for `{}`", NameOf(*field), name.text));
+        if (const ast::Expr* value = AssignedValue(entry))
+          unfilled_autos_.UnderKeyNobodyFills(
+              *value, entry.file, prefix + name.text,
+              fmt::format("they fill in `{}{}` by that name only", prefix, NameOf(*field)),
+              fmt::format("write `{}` for `{}`", NameOf(*field), name.text));
       } else if (field != nullptr && IsAuto(entry) && AdmitsAuto(field->type)) {
-        filled_auto_ = true;  // a key Accelerate fills: the file is written for it
+        unfilled_autos_.NoteFilled();  // a key Accelerate fills: the file is written for it
       }
       // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
       // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.
       bool ignored = options_.file_keys && record.open;
       if (field == nullptr && ignored) {
-        ReportAutoNobodyFills(entry, prefix + name.text,
-                              "DeepSpeed does not read the key, and they fill in only the keys they compute",
-                              "write a value, or remove the key");
+        if (const ast::Expr* value = AssignedValue(entry))
+          unfilled_autos_.UnderKeyNobodyFills(
+              *value, entry.file, prefix + name.text,
+              "DeepSpeed does not read the key, and they fill in only the keys they compute",
+              "write a value, or remove the key");
       }
       if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
       if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
@@ -257,8 +262,10 @@ class Checker {
       }
       const ast::Expr* assigned = AssignedValue(entry);
       if (options_.null_is_unset && assigned != nullptr && assigned->kind == ast::ExprKind::None) continue;
-      ReportOwnAuto(*field, entry, prefix + NameOf(*field));
-      ReportUnfilledParams(record, *field, entry, prefix + NameOf(*field));
+      if (const ast::Expr* assigned = AssignedValue(entry)) {
+        unfilled_autos_.OwnAuto(*field, *assigned, entry.file, prefix + NameOf(*field));
+        unfilled_autos_.InParams(record, *field, *assigned, entry.file, prefix + NameOf(*field));
+      }
       if (ReportNullDeepSpeedRefuses(record, *field, entry, prefix + NameOf(*field))) {
         ok = false;
         continue;
@@ -726,33 +733,6 @@ class Checker {
     return IsAuto(entry) ? AssignedValue(entry) : nullptr;
   }
 
-  // "auto" that Accelerate and the Trainer leave in place, under a key DeepSpeed ignores (an
-  // unknown key of an `open` record) or one set by another name than its key: they walk every
-  // leaf of the file and refuse an "auto" they have no value for, by its key's name
-  // (DeepSpeedPlugin.deepspeed_config_process, from Accelerator._prepare_deepspeed). Under the
-  // `deepspeed` launcher nothing walks the file.
-  void ReportAutoNobodyFills(const Entry& entry, const std::string& path, const std::string& why,
-                             const std::string& fix) {
-    if (!options_.auto_filled_by_key || options_.target == "deepspeed") return;
-    if (const ast::Expr* value = AssignedValue(entry)) ReportAutoLeaves(*value, entry.file, path, why, fix);
-  }
-
-  void ReportAutoLeaves(const ast::Expr& value, const source::SourceFile* file, const std::string& path,
-                        const std::string& why, const std::string& fix) {
-    if (value.kind == ast::ExprKind::String && value.text == "auto") {
-      unfilled_autos_.push_back({file, value.span, path, why, fix, false});
-      return;
-    }
-    // Only mappings are walked: a list is one leaf, whatever it holds.
-    if (value.kind != ast::ExprKind::Record || !value.block) return;
-    for (const ast::Statement& statement : value.block->statements) {
-      if (statement.value == nullptr) continue;
-      std::string inner = path;
-      for (const ast::Name& name : statement.path) inner += "." + name.text;
-      ReportAutoLeaves(*statement.value, file, inner, why, fix);
-    }
-  }
-
   // A null in a DeepSpeed JSON that DeepSpeed does not take as an absent key (deepspeed_nulls.def):
   // a top-level section it builds from the None (all but the ones it takes as absent, by the key
   // as written: `bf16`, not its old name `bfloat16`), or a key whose None it passes on. Reported
@@ -802,89 +782,6 @@ class Checker {
   static bool IsAuto(const Entry& entry) {
     const ast::Expr* value = AssignedValue(entry);
     return value != nullptr && value->kind == ast::ExprKind::String && value->text == "auto";
-  }
-
-  // "auto" in an optimizer's or schedule's params map beyond the keys Accelerate or the Trainer
-  // fill in (filled_params.def): the map takes any key, but they refuse an "auto" they have no
-  // value for. Where the tool was guessed, either one's keys may be meant.
-  void ReportUnfilledParams(const RecordSchema& record, const FieldSchema& field, const Entry& entry,
-                            const std::string& path) {
-    if (!options_.auto_filled_by_key || options_.params_from_job || options_.target == "deepspeed" ||
-        !HasFilledParams(record.name, field.name))
-      return;
-    const ast::Expr* value = AssignedValue(entry);
-    if (value == nullptr || value->kind != ast::ExprKind::Record || !value->block) return;
-    std::vector<std::string_view> filled =
-        FilledParams(record.name, field.name, options_.target_guessed ? "" : options_.target);
-    std::vector<std::string> named;
-    for (std::string_view key : filled) named.push_back(fmt::format("`{}`", key));
-    std::string who = options_.target_guessed           ? "they fill"
-                      : options_.target == "accelerate" ? "Accelerate fills"
-                      : options_.target == "trainer"    ? "the Trainer fills"
-                                                        : "they fill";
-    std::string why = fmt::format("{} in only {} of `{}`", who, fmt::join(named, ", "), path);
-    for (const ast::Statement& statement : value->block->statements) {
-      if (statement.path.size() != 1 || statement.value == nullptr) continue;
-      const std::string& key = statement.path[0].text;
-      if (std::find(filled.begin(), filled.end(), key) == filled.end()) {
-        ReportAutoLeaves(*statement.value, entry.file, path + "." + key, why, "write the value");
-      } else if (statement.value->kind == ast::ExprKind::String && statement.value->text == "auto") {
-        filled_auto_ = true;  // a key they fill: the file is written for them
-      }
-    }
-  }
-
-  // "auto" as a value of the key's own type (DeepSpeed's `"auto"`, or text): Accelerate and the
-  // Trainer refuse it all the same, as one they have no value for.
-  void ReportOwnAuto(const FieldSchema& field, const Entry& entry, const std::string& path) {
-    if (!options_.auto_filled_by_key || options_.target == "deepspeed" || AdmitsAuto(field.type)) return;
-    if (!IsAuto(entry) || !TakesTextAuto(field.type)) return;
-    bool deepspeeds_own = field.type.kind != Type::Kind::String &&
-                          !(field.type.kind == Type::Kind::Optional &&
-                            field.type.args[0].kind == Type::Kind::String);
-    std::string why = deepspeeds_own ? "this \"auto\" is DeepSpeed's own value" : "not this one";
-    std::string fix = deepspeeds_own ? "leave the key out for DeepSpeed's default, or write the value"
-                                     : "write the value";
-    unfilled_autos_.push_back({entry.file, entry.statement->value->span, path,
-                               "they fill in only the keys they compute, and " + why, fix, true});
-  }
-
-  // The "auto"s Accelerate and the Trainer would leave (A3020). A key's own "auto" (ZenFlow's,
-  // `keep_in_fp32_modules`) is reported only when the file is for them: checked `--for
-  // accelerate` or `--for trainer`, or, where the tool was guessed from the "auto" in the text, when
-  // another "auto" is at a key they fill. A file whose every "auto" is DeepSpeed's own is one for
-  // the `deepspeed` launcher. An "auto" under a misspelt or renamed key was meant for them.
-  void ReportUnfilledAutos() {
-    bool for_them = !options_.target_guessed || filled_auto_;
-    for (const UnfilledAuto& a : unfilled_autos_) {
-      if (a.own && !for_them) continue;
-      diagnostics_.Emit(diag::Kind::AutoUnfilled, a.file, a.span, a.path, a.why, a.fix);
-    }
-  }
-
-  // True when `type` reads the text "auto" as a value (a string, or an enum with an `auto` member).
-  bool TakesTextAuto(const Type& type) const {
-    switch (type.kind) {
-      case Type::Kind::String:
-        return true;
-      case Type::Kind::Enum: {
-        auto e = schema_.enums.find(type.name);
-        return e != schema_.enums.end() && e->second.Find("auto") != nullptr;
-      }
-      case Type::Kind::Union:
-      case Type::Kind::Optional:
-        return std::any_of(type.args.begin(), type.args.end(),
-                           [this](const Type& t) { return TakesTextAuto(t); });
-      default:
-        return false;
-    }
-  }
-
-  // True when `type` takes the stdlib's `Auto` (a key Accelerate or the Trainer fills in).
-  static bool AdmitsAuto(const Type& type) {
-    if (type.kind == Type::Kind::Enum) return type.name == "Auto";
-    if (type.kind != Type::Kind::Union && type.kind != Type::Kind::Optional) return false;
-    return std::any_of(type.args.begin(), type.args.end(), [](const Type& t) { return AdmitsAuto(t); });
   }
 
   std::optional<Value> Mismatch(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
@@ -1552,15 +1449,8 @@ class Checker {
   bool lax_ = false;
   // The field being read there takes true and false as 1 and 0 where it wants a number.
   bool lax_bool_as_number_ = false;
-  // "auto"s no tool fills (ReportUnfilledAutos), and whether the file has one that Accelerate fills.
-  struct UnfilledAuto {
-    const source::SourceFile* file;
-    source::Span span;
-    std::string path, why, fix;
-    bool own;  // the key's own "auto" (ReportOwnAuto)
-  };
-  std::vector<UnfilledAuto> unfilled_autos_;
-  bool filled_auto_ = false;
+  // The "auto"s Accelerate and the Trainer would leave, said once the whole file is read.
+  UnfilledAutos unfilled_autos_;
 };
 
 }  // namespace
@@ -1568,44 +1458,6 @@ class Checker {
 std::optional<Spec> Check(const ast::File& file, const Schema& schema, const Environment& environment,
                           diag::DiagnosticEngine& diagnostics, const CheckOptions& options) {
   return Checker(file, schema, environment, diagnostics, options).Run();
-}
-
-void CheckDeepSpeedBatch(const Value& launch, const Spec& deepspeed, diag::DiagnosticEngine& diagnostics,
-                         bool written_only) {
-  const Value& ds = deepspeed.root;
-  if (ds.type_name != "DeepSpeedConfig") return;
-  // A size that is not an int is unset or "auto", which DeepSpeed fills in itself.
-  auto int_field = [written_only](const Value& record, std::string_view name) -> const Value* {
-    const Value* v = record.Field(name);
-    if (v == nullptr || v->kind != Value::Kind::Int) return nullptr;
-    return !written_only || v->provenance.kind == Provenance::Kind::Spec ? v : nullptr;
-  };
-  const Value* total = int_field(ds, "train_batch_size");
-  const Value* micro = int_field(ds, "train_micro_batch_size_per_gpu");
-  const Value* steps = int_field(ds, "gradient_accumulation_steps");
-  const Value* processes = int_field(launch, "num_processes");
-  const Value* sp = int_field(ds, "sequence_parallel_size");
-  // Sequence-parallel ranks share one batch: they divide the world into data-parallel replicas.
-  int64_t parallel = sp ? std::max<int64_t>(sp->int_value, 1) : 1;
-  if (!total || !micro || !steps || !processes || processes->int_value < 1 ||
-      processes->int_value % parallel != 0)
-    return;
-  int64_t replicas = processes->int_value / parallel;
-  int64_t expected = 0;
-  // A product past int64 names no batch size to suggest: it is not reported.
-  if (__builtin_mul_overflow(micro->int_value * steps->int_value, replicas, &expected) ||
-      total->int_value == expected)
-    return;
-  std::string json_name = deepspeed.file != nullptr ? deepspeed.file->name() : "";
-  const source::SourceFile* at = total->provenance.file ? total->provenance.file : deepspeed.file;
-  diag::Diagnostic& d = diagnostics.Emit(diag::Kind::DeepSpeedBatchMismatch, at, total->provenance.span,
-                                         total->int_value, json_name, micro->int_value, steps->int_value,
-                                         replicas, replicas == 1 ? "" : "es", expected, expected);
-  if (processes->provenance.kind == Provenance::Kind::Spec) {
-    d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteRuleInput, processes->provenance.file,
-                                                   processes->provenance.span, "num_processes",
-                                                   processes->int_value));
-  }
 }
 
 }  // namespace accel::sema
