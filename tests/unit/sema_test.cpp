@@ -1,4 +1,5 @@
 #include "compiler/sema/check.h"
+#include "compiler/sema/deepspeed_batch.h"
 
 #include <gtest/gtest.h>
 
