@@ -11,6 +11,7 @@
 #include "runtime/observe/metrics_log.h"
 #include "runtime/observe/progress.h"
 #include "runtime/observe/tensorboard.h"
+#include "llvm/Support/Error.h"
 
 namespace accel::rt::train {
 
@@ -22,35 +23,39 @@ bool IsReportedStep(const plan::TrainLoop& loop, int64_t first_step, int64_t ste
 // terminal, plain lines otherwise), `metrics.jsonl` in the output directory, and TensorBoard
 // event files under `{logging_dir}/{job}` when the plan asks for the tensorboard tracker — the
 // directory Accelerate's TensorBoardTracker writes for `init_trackers(job)`. Other ranks
-// report nothing. Throws std::runtime_error when a file cannot be opened or written.
+// report nothing. A file that cannot be opened or written is an llvm::Error naming it.
 class RunReport {
  public:
   // `resumed` continues metrics.jsonl instead of starting it over; `tty` redraws the progress
   // line in place.
-  RunReport(const plan::Plan& plan, const plan::TrainLoop& loop, const std::filesystem::path& output_dir,
-            int64_t first_step, bool resumed, bool tty);
+  static llvm::Expected<std::unique_ptr<RunReport>> Open(const plan::Plan& plan, const plan::TrainLoop& loop,
+                                                         const std::filesystem::path& output_dir,
+                                                         int64_t first_step, bool resumed, bool tty);
 
   // At a reported step, before Update(): a metrics line and TensorBoard scalars (`scalars`,
   // named as they appear in the files: `loss`, `lr`, ...), and `loss` for the progress line.
-  void Log(int64_t step, const observe::Scalars& scalars, double loss);
+  llvm::Error Log(int64_t step, const observe::Scalars& scalars, double loss);
 
   // An evaluation at `step`: a metrics line and TensorBoard scalars (`eval_loss`, ...), and a
   // plain line on the console.
-  void LogEval(int64_t step, const observe::Scalars& scalars);
+  llvm::Error LogEval(int64_t step, const observe::Scalars& scalars);
 
   // A marker line in metrics.jsonl (`checkpoint`, `resume`; docs/training.md), not shown on
   // the console or in TensorBoard.
-  void LogEvent(int64_t step, const std::string& event, const observe::Labels& labels,
-                const observe::Scalars& scalars);
+  llvm::Error LogEvent(int64_t step, const std::string& event, const observe::Labels& labels,
+                       const observe::Scalars& scalars);
 
   // After every optimizer step: the progress line (redrawn on a terminal; a plain line at the
   // reported steps otherwise) with the last logged loss.
   void Update(int64_t step, double lr, double samples_per_second);
 
   // Ends the progress line and flushes the event file.
-  void Finish();
+  llvm::Error Finish();
 
  private:
+  RunReport(const plan::TrainLoop& loop, int64_t first_step, bool tty, observe::MetricsLog metrics)
+      : loop_(loop), progress_(loop.steps, first_step, loop.log_every, tty, stdout), metrics_(std::move(metrics)) {}
+
   const plan::TrainLoop& loop_;
   observe::ProgressReporter progress_;
   std::optional<observe::MetricsLog> metrics_;

@@ -99,8 +99,11 @@ class TrainingRun {
     if (llvm::Error error = CheckColumns()) return error;
     const int64_t first_step = progress_.step + 1;
     if (main_process_) {
-      report_.emplace(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0, context_.progress_tty);
-      MarkResume();
+      llvm::Expected<std::unique_ptr<RunReport>> report =
+          RunReport::Open(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0, context_.progress_tty);
+      if (!report) return report.takeError();
+      report_ = std::move(*report);
+      if (llvm::Error error = MarkResume()) return error;
     }
     summary_.steps = loop_.steps;
     started_ = std::chrono::steady_clock::now();
@@ -110,15 +113,18 @@ class TrainingRun {
       StepResult result = Step(step);
       // Every skipped step, reported or not: the scale it tried and the one it backed off to.
       if (result.skipped && report_) {
-        report_->LogEvent(step, "overflow", {},
-                          {{"loss_scale", result.loss_scale}, {"next_loss_scale", loss_scaler_.scale()}});
+        if (llvm::Error error = report_->LogEvent(
+                step, "overflow", {}, {{"loss_scale", result.loss_scale}, {"next_loss_scale", loss_scaler_.scale()}}))
+          return error;
       }
       if (llvm::Error error = CheckpointIfDue(step, result.epoch_ended)) return error;
       if (llvm::Error error = EvaluateIfDue(step)) return error;
-      Report(step, first_step, result);
+      if (llvm::Error error = Report(step, first_step, result)) return error;
     }
     progress::Working("saving the model");
-    if (report_) report_->Finish();
+    if (report_) {
+      if (llvm::Error error = report_->Finish()) return error;
+    }
     summary_.wall_seconds = Elapsed();
     if (loop_.loss_scaling.enabled) {
       summary_.loss_scale = loss_scaler_.scale();
@@ -597,8 +603,8 @@ class TrainingRun {
 
   // Rank 0 of a resumed run: a `resume` marker in metrics.jsonl, and what the earlier launches
   // measured (read back from metrics.jsonl), so that metrics.json covers the whole run.
-  void MarkResume() {
-    if (resumed_from_.empty()) return;
+  llvm::Error MarkResume() {
+    if (resumed_from_.empty()) return llvm::Error::success();
     observe::RunHistory history = observe::ReadRunHistory((dir_ / "metrics.jsonl").string(), progress_.step);
     earlier_seconds_ = history.elapsed_seconds.value_or(0);
     if (history.first_loss) {
@@ -607,8 +613,8 @@ class TrainingRun {
     }
     if (history.last_loss) summary_.final_loss = *history.last_loss;
     summary_.resumed_at_step = progress_.step;
-    report_->LogEvent(progress_.step, "resume", {{"checkpoint", resumed_from_}},
-                      {{"elapsed_seconds", earlier_seconds_}});
+    return report_->LogEvent(progress_.step, "resume", {{"checkpoint", resumed_from_}},
+                             {{"elapsed_seconds", earlier_seconds_}});
   }
 
   // Seconds of training in the whole run: the earlier launches' (on resume) and this one's.
@@ -692,7 +698,10 @@ class TrainingRun {
     // What a resume from this checkpoint reads back to count the whole run's time. Written
     // before the save, so that a kill right after it still finds it; a save that never
     // completes leaves a marker that no resume reads (one resumes from an earlier step).
-    if (report_) report_->LogEvent(step, "checkpoint", {}, {{"elapsed_seconds", Elapsed()}});
+    if (report_) {
+      if (llvm::Error error = report_->LogEvent(step, "checkpoint", {}, {{"elapsed_seconds", Elapsed()}}))
+        return error;
+    }
     if (ShardedCheckpoints()) {
       return SaveShardedCheckpoint(*store_, *spec, dir_, *engine_, progress_, DataIdentitySeed(steps_.data),
                                    context_.rank, *collectives_);
@@ -730,24 +739,23 @@ class TrainingRun {
     if (eval->accuracy >= 0) scalars.emplace_back("eval_accuracy", eval->accuracy);
     if (eval->perplexity >= 0) scalars.emplace_back("eval_perplexity", eval->perplexity);
     for (const auto& [name, value] : eval->metrics) scalars.emplace_back("eval_" + name, value);
-    if (report_) report_->LogEval(step, scalars);
-    return llvm::Error::success();
+    return report_ ? report_->LogEval(step, scalars) : llvm::Error::success();
   }
 
   // At the first, every log_every-th and the last step: the loss averaged over the ranks
   // (DataOps's Reduce, as accelerator.reduce), and on rank 0 the metrics and progress line.
-  void Report(int64_t step, int64_t first_step, const StepResult& result) {
+  llvm::Error Report(int64_t step, int64_t first_step, const StepResult& result) {
     bool reported = IsReportedStep(loop_, first_step, step);
     if (!reported) {
       if (report_) report_->Update(step, result.lr, 0);
-      return;
+      return llvm::Error::success();
     }
     const at::TensorOptions where = at::TensorOptions(at::kFloat).device(collectives_->device());
     at::Tensor loss = at::full({1}, static_cast<float>(result.loss), where);
     double mean = ops_->Reduce(distributed::Value::Tensor(loss), "mean").tensor().item<float>();
     if (step == first_step && !first_loss_known_) summary_.first_loss = mean;
     summary_.final_loss = mean;
-    if (!report_) return;
+    if (!report_) return llvm::Error::success();
     auto now = std::chrono::steady_clock::now();
     double seconds = std::chrono::duration<double>(now - last_report_).count();
     double throughput = seconds > 0 ? samples_since_report_ / seconds : 0;
@@ -762,8 +770,9 @@ class TrainingRun {
       scalars.emplace_back("loss_scale", result.loss_scale);
       scalars.emplace_back("skipped_steps", static_cast<double>(progress_.skipped_steps));
     }
-    report_->Log(step, scalars, mean);
+    if (llvm::Error error = report_->Log(step, scalars, mean)) return error;
     report_->Update(step, result.lr, throughput);
+    return llvm::Error::success();
   }
 
   // The weights, metrics.json and this rank's record; rank 0 serves the store, so nobody
@@ -830,7 +839,7 @@ class TrainingRun {
   // fp16's loss scale (the plan's rule; scale 1 and never an overflow without loss scaling).
   LossScaler loss_scaler_{loop_.loss_scaling};
 
-  std::optional<RunReport> report_;
+  std::unique_ptr<RunReport> report_;
   RunSummary summary_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point last_report_;
