@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 #include "llvm/Support/JSON.h"
 
 namespace {
@@ -17,16 +17,16 @@ std::string ReadSpec() {
   return text.str();
 }
 
-const accel::driver::Stdlib& SharedStdlib() {
+const accel::pipeline::Stdlib& SharedStdlib() {
   static accel::diag::DiagnosticEngine diagnostics;
-  static std::unique_ptr<accel::driver::Stdlib> stdlib = accel::driver::Stdlib::Load(diagnostics);
+  static std::unique_ptr<accel::pipeline::Stdlib> stdlib = accel::pipeline::Stdlib::Load(diagnostics);
   return *stdlib;
 }
 
 // Baseline: parse the plan JSON of the quickstart (what accelrun does with a compiled plan).
 void PlanJsonParse(benchmark::State& state) {
   accel::sema::MapEnvironment environment;
-  auto compilation = accel::driver::CompileText("q.accel", ReadSpec(), SharedStdlib(), environment);
+  auto compilation = accel::pipeline::CompileText("q.accel", ReadSpec(), SharedStdlib(), environment);
   std::string json = accel::plan::ToJson(*compilation.plan);
   for (auto _ : state) {
     auto plan = accel::plan::FromJson(json);
@@ -41,7 +41,7 @@ void CompileQuickstart(benchmark::State& state) {
   std::string spec = ReadSpec();
   accel::sema::MapEnvironment environment;
   for (auto _ : state) {
-    auto compilation = accel::driver::CompileText("q.accel", spec, SharedStdlib(), environment);
+    auto compilation = accel::pipeline::CompileText("q.accel", spec, SharedStdlib(), environment);
     if (!compilation.plan) state.SkipWithError("quickstart did not compile");
     benchmark::DoNotOptimize(compilation);
   }
@@ -52,7 +52,7 @@ BENCHMARK(CompileQuickstart)->Name("compile_quickstart/accelc_pipeline")->UseRea
 void LoadStdlib(benchmark::State& state) {
   for (auto _ : state) {
     accel::diag::DiagnosticEngine diagnostics;
-    auto stdlib = accel::driver::Stdlib::Load(diagnostics);
+    auto stdlib = accel::pipeline::Stdlib::Load(diagnostics);
     benchmark::DoNotOptimize(stdlib);
   }
 }
@@ -104,7 +104,7 @@ void CompileLarge(benchmark::State& state) {
   std::string spec = LargeSpec(kLargeBytes);
   accel::sema::MapEnvironment environment;
   for (auto _ : state) {
-    auto compilation = accel::driver::CompileText("big.accel", spec, SharedStdlib(), environment);
+    auto compilation = accel::pipeline::CompileText("big.accel", spec, SharedStdlib(), environment);
     if (!compilation.plan) state.SkipWithError("large spec did not compile");
     benchmark::DoNotOptimize(compilation);
   }

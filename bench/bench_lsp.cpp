@@ -9,15 +9,15 @@
 
 #include "llvm/Support/JSON.h"
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/lsp/analysis.h"
 #include "compiler/lsp/server.h"
 
 namespace {
 
-const accel::driver::Stdlib& TheStdlib() {
+const accel::pipeline::Stdlib& TheStdlib() {
   static accel::diag::DiagnosticEngine diagnostics;
-  static std::unique_ptr<accel::driver::Stdlib> stdlib = accel::driver::Stdlib::Load(diagnostics);
+  static std::unique_ptr<accel::pipeline::Stdlib> stdlib = accel::pipeline::Stdlib::Load(diagnostics);
   return *stdlib;
 }
 

@@ -23,14 +23,14 @@
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/diagnostics/render.h"
 #include "compiler/docs/docs.h"
-#include "compiler/driver/compile.h"
-#include "compiler/driver/explain.h"
-#include "compiler/driver/filter.h"
-#include "compiler/driver/release_diff.h"
-#include "compiler/driver/format_files.h"
-#include "compiler/driver/inputs.h"
-#include "compiler/driver/stdlib.h"
-#include "compiler/driver/verify.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/explain.h"
+#include "compiler/pipeline/filter.h"
+#include "compiler/pipeline/release_diff.h"
+#include "compiler/pipeline/format_files.h"
+#include "compiler/pipeline/inputs.h"
+#include "compiler/pipeline/stdlib.h"
+#include "compiler/pipeline/verify.h"
 #include "compiler/interop/interop.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
@@ -42,7 +42,7 @@
 
 namespace accel::accelc {
 
-using driver::Compilation;
+using pipeline::Compilation;
 
 // Prints the diagnostics of every compilation, in the requested format, as one document. The
 // formats people read (text, github annotations) show at most --max-diagnostics per file, then
@@ -93,7 +93,7 @@ int ParseOnly(const Options& options) {
   int status = kExitClean;
   for (const std::string& path : options.files) {
     llvm::Expected<accel::source::SourceFile> source =
-        accel::source::SourceFile::Read(path, accel::driver::kMaxSourceBytes);
+        accel::source::SourceFile::Read(path, accel::pipeline::kMaxSourceBytes);
     if (!source) {
       status = kExitUsage;
       llvm::handleAllErrors(
@@ -111,7 +111,7 @@ int ParseOnly(const Options& options) {
     accel::ast::File file = accel::parse::Parse(*source, diagnostics);
     if (options.dump_ast) fmt::print("{}", accel::ast::Dump(file));
     if (options.verify) {
-      std::vector<std::string> problems = accel::driver::Verify(*source, diagnostics.diagnostics());
+      std::vector<std::string> problems = accel::pipeline::Verify(*source, diagnostics.diagnostics());
       for (const std::string& problem : problems) fmt::print(stderr, "{}\n", problem);
       if (!problems.empty() && status == kExitClean) status = kExitDiagnostics;
       continue;
@@ -124,14 +124,14 @@ int ParseOnly(const Options& options) {
 
 // Compiles `files` on `jobs` threads; results keep the order of `files`.
 std::vector<Compilation> CompileAll(const std::vector<std::string>& files,
-                                    const accel::driver::Stdlib& stdlib,
+                                    const accel::pipeline::Stdlib& stdlib,
                                     const accel::sema::Environment& environment,
-                                    const accel::driver::CompileOptions& compile_options, unsigned jobs) {
+                                    const accel::pipeline::CompileOptions& compile_options, unsigned jobs) {
   std::vector<Compilation> compilations(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      compilations[i] = accel::driver::CompileFile(files[i], stdlib, environment, compile_options);
+      compilations[i] = accel::pipeline::CompileFile(files[i], stdlib, environment, compile_options);
     }
   };
   unsigned threads = std::min<size_t>(jobs, files.size());
@@ -146,11 +146,11 @@ std::vector<Compilation> CompileAll(const std::vector<std::string>& files,
 int ExplainCodes(const Options& options, const accel::sema::Schema& schema) {
   int status = kExitClean;
   for (const std::string& code : options.files) {
-    if (std::optional<std::string> text = accel::driver::ExplainCode(code, schema)) {
+    if (std::optional<std::string> text = accel::pipeline::ExplainCode(code, schema)) {
       fmt::print("{}", *text);
       continue;
     }
-    std::string guess = accel::diag::ClosestMatch(code, accel::driver::KnownCodes(schema));
+    std::string guess = accel::diag::ClosestMatch(code, accel::pipeline::KnownCodes(schema));
     fmt::print(stderr, "accelc: error: unknown code `{}`{}\n", code,
                guess.empty() ? "" : fmt::format("; did you mean `{}`?", guess));
     status = kExitUsage;
@@ -186,7 +186,7 @@ accel::plan::Plan ConfigSettings(const accel::sema::Spec& spec, const std::strin
 // exit status: kExitErrors for a file with errors (as `check` exits), kExitUsage for one that
 // cannot be read.
 std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options& options,
-                                          const accel::driver::Stdlib& stdlib, int& failure) {
+                                          const accel::pipeline::Stdlib& stdlib, int& failure) {
   failure = kExitErrors;
   if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
     std::ifstream in(path, std::ios::binary);
@@ -206,9 +206,9 @@ std::optional<accel::plan::Plan> LoadPlan(const std::string& path, const Options
     }
   }
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
-  accel::driver::CompileOptions compile_options = options.compile;
+  accel::pipeline::CompileOptions compile_options = options.compile;
   compile_options.overrides = options.overrides;
-  Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
+  Compilation compilation = accel::pipeline::CompileFile(path, stdlib, environment, compile_options);
   // A checked spec that only the native runtime refuses (A4xxx: FSDP, DeepSpeed, GPUs) still
   // has settings to explain and compare; `accelc check` says what accelrun cannot run.
   bool runtime_gaps_only = compilation.spec.has_value() && !compilation.plan;
@@ -259,7 +259,7 @@ std::string ReportedOnce::KeyOf(const diag::Diagnostic& d) {
 }
 
 // `accelc explain PLAN` and `accelc diff A B`.
-int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
+int DescribePlans(const Options& options, const accel::pipeline::Stdlib& stdlib) {
   std::vector<accel::plan::Plan> plans;
   for (const std::string& path : options.files) {
     int failure = kExitUsage;
@@ -278,13 +278,13 @@ int DescribePlans(const Options& options, const accel::driver::Stdlib& stdlib) {
 
 // `accelc diff --for TOOL@OLD..NEW CONFIG`: what the upgrade changes for the file; exit 1 when
 // anything does, as diff(1).
-int DiffAcrossReleases(const Options& options, const accel::driver::Stdlib& stdlib) {
+int DiffAcrossReleases(const Options& options, const accel::pipeline::Stdlib& stdlib) {
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
-  accel::driver::CompileOptions compile_options = options.compile;
+  accel::pipeline::CompileOptions compile_options = options.compile;
   compile_options.lower = false;
   bool unreadable = false;
   std::string changes =
-      accel::driver::DiffReleases(options.files[0], stdlib, environment, compile_options, unreadable);
+      accel::pipeline::DiffReleases(options.files[0], stdlib, environment, compile_options, unreadable);
   if (unreadable) {
     fmt::print(stderr, "accelc: error: cannot read `{}`\n", options.files[0]);
     return kExitUsage;
@@ -327,12 +327,12 @@ accel::interop::PlacePath ImportedPathPlacer(const Options& options) {
 // `accelc import CONFIG` (an Accelerate config as a `.accel` spec) and `accelc export --to ...`
 // (a spec or config as the file the Python stack reads). Only what the file sets is carried,
 // so the environment is not read.
-int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
+int Convert(const Options& options, const accel::pipeline::Stdlib& stdlib) {
   const std::string& path = options.files[0];
   accel::sema::MapEnvironment no_environment;
-  accel::driver::CompileOptions compile_options = options.compile;
+  accel::pipeline::CompileOptions compile_options = options.compile;
   compile_options.lower = false;
-  Compilation compilation = accel::driver::CompileFile(path, stdlib, no_environment, compile_options);
+  Compilation compilation = accel::pipeline::CompileFile(path, stdlib, no_environment, compile_options);
   fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
   if (!compilation.source) return kExitUsage;
   if (!compilation.spec) return kExitDiagnostics;
@@ -353,7 +353,7 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
     }
     llvm::Expected<std::string> spec =
         accel::interop::ImportToAccel(root, schema, accel::interop::JobNameFor(path), ImportedPathPlacer(options),
-                                      accel::driver::ReferencedDeepSpeed(compilation));
+                                      accel::pipeline::ReferencedDeepSpeed(compilation));
     if (!spec) {
       fmt::print(stderr, "accelc: error: {}: {}\n", path, llvm::toString(spec.takeError()));
       return kExitDiagnostics;
@@ -389,13 +389,13 @@ int Convert(const Options& options, const accel::driver::Stdlib& stdlib) {
 // writes the plan beside the script (`-o job.sbatch` gives `job.plan.json`; on stdout,
 // `<job>.plan.json` here), then the batch script that runs it under srun. The plan is fixed at
 // export: editing the spec later changes nothing a submitted or requeued job runs.
-int ExportBatchScript(const Options& options, const accel::driver::Stdlib& stdlib) {
+int ExportBatchScript(const Options& options, const accel::pipeline::Stdlib& stdlib) {
   namespace fs = std::filesystem;
   const std::string& path = options.files[0];
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
-  accel::driver::CompileOptions compile_options = options.compile;
+  accel::pipeline::CompileOptions compile_options = options.compile;
   compile_options.overrides = options.overrides;
-  Compilation compilation = accel::driver::CompileFile(path, stdlib, environment, compile_options);
+  Compilation compilation = accel::pipeline::CompileFile(path, stdlib, environment, compile_options);
   fmt::print(stderr, "{}", accel::diag::RenderText(compilation.diagnostics.diagnostics()));
   if (!compilation.source) return kExitUsage;
   if (compilation.config_file || compilation.schema_only) {
@@ -473,9 +473,9 @@ int WriteReference(const std::string& out_dir, const accel::sema::Schema& schema
 std::string CheckToggles(const Options& options, const accel::sema::Schema& schema) {
   // Listing every code costs a run without toggles 2% of checking a config.
   if (options.filter.toggles.empty()) return "";
-  std::vector<std::string> known = accel::driver::KnownCodes(schema);
+  std::vector<std::string> known = accel::pipeline::KnownCodes(schema);
   for (const auto& [enable, pattern] : options.filter.toggles) {
-    if (accel::driver::PatternMatchesAny(pattern, known)) continue;
+    if (accel::pipeline::PatternMatchesAny(pattern, known)) continue;
     std::string guess = accel::diag::ClosestMatch(pattern, known);
     return fmt::format(
         "`--{} {}` names no diagnostic code or rule id{}", enable ? "enable" : "disable", pattern,

@@ -11,8 +11,8 @@
 
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/driver/accelc_options.h"
-#include "compiler/driver/compile.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/sema/schema.h"
 
 namespace accel::accelc {
@@ -32,19 +32,19 @@ class ReportedOnce {
 };
 
 // Prints the diagnostics of every compilation, in the requested format, as one document.
-void Report(const std::vector<driver::Compilation>& compilations, const Options& options);
+void Report(const std::vector<pipeline::Compilation>& compilations, const Options& options);
 bool WriteFile(const std::string& path, const std::string& text);
 // Compiles `files` on `jobs` threads; results keep the order of `files`.
-std::vector<driver::Compilation> CompileAll(const std::vector<std::string>& files, const driver::Stdlib& stdlib,
+std::vector<pipeline::Compilation> CompileAll(const std::vector<std::string>& files, const pipeline::Stdlib& stdlib,
                                             const sema::Environment& environment,
-                                            const driver::CompileOptions& compile_options, unsigned jobs);
+                                            const pipeline::CompileOptions& compile_options, unsigned jobs);
 
 int ParseOnly(const Options& options);
 int ExplainCodes(const Options& options, const sema::Schema& schema);
-int DescribePlans(const Options& options, const driver::Stdlib& stdlib);
-int DiffAcrossReleases(const Options& options, const driver::Stdlib& stdlib);
-int Convert(const Options& options, const driver::Stdlib& stdlib);
-int ExportBatchScript(const Options& options, const driver::Stdlib& stdlib);
+int DescribePlans(const Options& options, const pipeline::Stdlib& stdlib);
+int DiffAcrossReleases(const Options& options, const pipeline::Stdlib& stdlib);
+int Convert(const Options& options, const pipeline::Stdlib& stdlib);
+int ExportBatchScript(const Options& options, const pipeline::Stdlib& stdlib);
 int WriteReference(const std::string& out_dir, const sema::Schema& schema);
 // An unknown code in --disable/--enable; returns an error message, or "".
 std::string CheckToggles(const Options& options, const sema::Schema& schema);

@@ -20,14 +20,14 @@
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/compile.h"
-#include "compiler/driver/explain.h"
-#include "compiler/driver/filter.h"
-#include "compiler/driver/format_files.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/explain.h"
+#include "compiler/pipeline/filter.h"
+#include "compiler/pipeline/format_files.h"
 #include "compiler/driver/init_command.h"
-#include "compiler/driver/inputs.h"
-#include "compiler/driver/stdlib.h"
-#include "compiler/driver/verify.h"
+#include "compiler/pipeline/inputs.h"
+#include "compiler/pipeline/stdlib.h"
+#include "compiler/pipeline/verify.h"
 #include "compiler/lower/lower.h"
 #include "compiler/lsp/links.h"
 #include "compiler/lsp/server.h"
@@ -43,7 +43,7 @@
 namespace accel::accelc {
 namespace {
 
-using driver::Compilation;
+using pipeline::Compilation;
 
 int Main(int argc, char** argv) {
   Options options;
@@ -62,7 +62,7 @@ int Main(int argc, char** argv) {
   }
   if (options.version) {
     fmt::print("accelc {} (plan format {})\nschemas modelled from {} and {}\n", kVersion,
-               accel::plan::kFormat, accel::driver::kModelledAccelerate, accel::driver::kModelledDeepSpeed);
+               accel::plan::kFormat, accel::pipeline::kModelledAccelerate, accel::pipeline::kModelledDeepSpeed);
     return kExitClean;
   }
   if (!error.empty()) {
@@ -73,19 +73,19 @@ int Main(int argc, char** argv) {
   }
   if (options.command == "parse") return ParseOnly(options);
   if (options.command == "fmt") {
-    using accel::driver::FormatMode;
+    using accel::pipeline::FormatMode;
     FormatMode mode = options.diff    ? FormatMode::kDiff
                       : options.check ? FormatMode::kCheck
                                       : FormatMode::kWrite;
     bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
-    return accel::driver::FormatFiles(options.files, mode, color);
+    return accel::pipeline::FormatFiles(options.files, mode, color);
   }
 
   accel::diag::DiagnosticEngine stdlib_diagnostics;
-  std::unique_ptr<accel::driver::Stdlib> loaded = accel::driver::Stdlib::Load(stdlib_diagnostics);
+  std::unique_ptr<accel::pipeline::Stdlib> loaded = accel::pipeline::Stdlib::Load(stdlib_diagnostics);
   // Lives until the process ends and is never destroyed: the kernel takes its memory back at
   // once, where its destructors would walk every schema node (7% of checking one config).
-  const accel::driver::Stdlib* stdlib = loaded.get();
+  const accel::pipeline::Stdlib* stdlib = loaded.get();
   llvm::BuryPointer(std::move(loaded));
   if (stdlib_diagnostics.has_errors()) {
     fmt::print(stderr, "accelc: internal error: the embedded stdlib does not check:\n{}",
@@ -94,7 +94,7 @@ int Main(int argc, char** argv) {
   }
   if (options.command == "explain-code") return ExplainCodes(options, stdlib->schema());
   if (options.command == "init") {
-    return accel::driver::RunInit({.output = options.output,
+    return RunInit({.output = options.output,
                                    .accelerate_yaml = options.format == "accelerate-yaml",
                                    .defaults = options.defaults,
                                    .force = options.force},
@@ -123,8 +123,8 @@ int Main(int argc, char** argv) {
   std::vector<std::string> files = options.files;
   if (options.command == "check") {
     const accel::sema::Schema& schema = stdlib->schema();
-    accel::driver::Inputs inputs = accel::driver::ExpandInputs(options.files, [&](const std::string& path) {
-      return accel::driver::WhyNotConfigJson(path, schema);
+    accel::pipeline::Inputs inputs = accel::pipeline::ExpandInputs(options.files, [&](const std::string& path) {
+      return accel::pipeline::WhyNotConfigJson(path, schema);
     });
     for (const std::string& error : inputs.errors) fmt::print(stderr, "accelc: error: {}\n", error);
     for (const std::string& skipped : inputs.skipped) {
@@ -134,7 +134,7 @@ int Main(int argc, char** argv) {
     files = std::move(inputs.files);
   }
   accel::sema::MapEnvironment environment = MakeEnvironment(options);
-  accel::driver::CompileOptions compile_options = options.compile;
+  accel::pipeline::CompileOptions compile_options = options.compile;
   // `check` validates for any engine unless asked for the native runtime; building a plan
   // is always for the native runtime.
   compile_options.lower = options.command == "compile" || options.target == "native";
@@ -156,7 +156,7 @@ int Main(int argc, char** argv) {
     Compilation& compilation = compilations[i];
     if (!options.verify) {
       int dropped = 0;
-      compilation.diagnostics = accel::driver::Filter(
+      compilation.diagnostics = accel::pipeline::Filter(
           compilation.source.get(), std::move(compilation.diagnostics), options.filter, &dropped);
       suppressed += dropped;
       compilation.diagnostics = reported.Unseen(std::move(compilation.diagnostics));
@@ -169,7 +169,7 @@ int Main(int argc, char** argv) {
     }
     if (options.verify) {
       std::vector<std::string> problems =
-          accel::driver::Verify(*compilation.source, compilation.diagnostics.diagnostics());
+          accel::pipeline::Verify(*compilation.source, compilation.diagnostics.diagnostics());
       for (const std::string& problem : problems) fmt::print(stderr, "{}\n", problem);
       if (!problems.empty() && status == kExitClean) status = kExitDiagnostics;
       continue;

@@ -16,10 +16,10 @@
 
 #include "compiler/cli/arguments.h"
 #include "compiler/diagnostics/diagnostic.h"
-#include "compiler/driver/compile.h"
-#include "compiler/driver/filter.h"
-#include "compiler/driver/for_option.h"
-#include "compiler/driver/override_option.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/filter.h"
+#include "compiler/pipeline/for_option.h"
+#include "compiler/pipeline/override_option.h"
 #include "compiler/interop/interop.h"
 #include "compiler/source/named_file.h"
 
@@ -103,7 +103,7 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
                      "release, and further entries pin the others' releases:\n"
                      "`--for accelerate@1.13,deepspeed@0.19.2` (docs/rules/versions.md)",
              .apply = [&o](std::string_view, std::string_view v) -> std::string {
-               return accel::driver::ParseForOption(v, o.compile);
+               return accel::pipeline::ParseForOption(v, o.compile);
              },
              .needs = "`accelerate`, `trainer` or `deepspeed`, each with an optional `@release`"},
       Option{.names = {"--read-outside-repo"},
@@ -134,7 +134,7 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
                  },
              .needs = "a code, e.g. `DS-019`",
              .allow_empty = false},
-      accel::driver::OverrideOption(o.overrides),
+      accel::pipeline::OverrideOption(o.overrides),
       Option{.names = {"--env"},
              .value_name = "KEY=VALUE",
              .help = "set an environment variable for `from env` defaults and `${KEY}`\n"

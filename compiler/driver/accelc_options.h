@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/driver/compile.h"
-#include "compiler/driver/filter.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/filter.h"
 #include "compiler/sema/environment.h"
 
 namespace accel::accelc {
@@ -85,7 +85,7 @@ struct Options {
   std::vector<std::string> env_assignments;  // KEY=VALUE, from --env and --env-file in order
   std::vector<std::string> overrides;        // --set PATH=VALUE, in order
   std::string target;                        // --target; empty: the command's own default
-  accel::driver::CompileOptions compile;     // --for: its `tool` and `releases`
+  accel::pipeline::CompileOptions compile;     // --for: its `tool` and `releases`
   bool all = false;                          // explain --all: defaults too
   std::string to;                            // export --to
   std::string slurm_time;                    // export --to sbatch --time
@@ -95,7 +95,7 @@ struct Options {
   // --max-diagnostics: shown per file in the text and github formats; 0 shows all. A file of
   // 100,000 unknown keys would otherwise print 300,000 lines into a CI log.
   long max_diagnostics = 100;
-  accel::driver::FilterOptions filter;
+  accel::pipeline::FilterOptions filter;
   bool defaults = false;  // init --defaults
   bool force = false;     // init --force
   bool read_outside_repo = false;  // check: also read files a config names outside its repository

@@ -17,7 +17,7 @@
 #include "compiler/init/questionnaire.h"
 #include "compiler/interop/interop.h"
 
-namespace accel::driver {
+namespace accel::accelc {
 namespace {
 
 constexpr int kExitWritten = 0;
@@ -50,7 +50,7 @@ std::string WriteNew(const std::string& path, const std::string& text, bool forc
 
 }  // namespace
 
-int RunInit(const InitOptions& options, const Stdlib& stdlib) {
+int RunInit(const InitOptions& options, const pipeline::Stdlib& stdlib) {
   std::string path = options.output;
   if (path.empty()) path = options.accelerate_yaml ? "default_config.yaml" : "job.accel";
   // Refuse before the questions, not after a person has answered them all.
@@ -93,4 +93,4 @@ int RunInit(const InitOptions& options, const Stdlib& stdlib) {
   return kExitWritten;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::accelc

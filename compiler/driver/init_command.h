@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 
-namespace accel::driver {
+namespace accel::accelc {
 
 struct InitOptions {
   std::string output;            // empty: `job.accel`, or `default_config.yaml` for YAML
@@ -18,8 +18,8 @@ struct InitOptions {
 // status: 0 written; 2 the output exists (without --force), the input ended, too many bad
 // answers, or the file cannot be written (nothing is written then); 70 the answers produced a
 // file that does not pass `accelc check --werror` (a bug; nothing is written).
-int RunInit(const InitOptions& options, const Stdlib& stdlib);
+int RunInit(const InitOptions& options, const pipeline::Stdlib& stdlib);
 
-}  // namespace accel::driver
+}  // namespace accel::accelc
 
 #endif  // ACCEL_COMPILER_DRIVER_INIT_COMMAND_H_

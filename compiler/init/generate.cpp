@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 #include "compiler/format/format.h"
 #include "compiler/init/init.h"
 #include "compiler/interop/interop.h"
@@ -17,12 +17,12 @@ llvm::Error Internal(const std::string& what) {
 
 // Checks `text` as `accelc check --werror` would, with no environment (what the file says is
 // what counts), and keeps the compilation for the caller. Fails on any error or warning.
-llvm::Expected<driver::Compilation> CheckClean(const std::string& name, const std::string& text,
-                                               const driver::Stdlib& stdlib) {
+llvm::Expected<pipeline::Compilation> CheckClean(const std::string& name, const std::string& text,
+                                               const pipeline::Stdlib& stdlib) {
   sema::MapEnvironment no_environment;
-  driver::CompileOptions options;
+  pipeline::CompileOptions options;
   options.lower = false;  // `check` validates for every engine, not only the native runtime's
-  driver::Compilation compilation = driver::CompileText(name, text, stdlib, no_environment, options);
+  pipeline::Compilation compilation = pipeline::CompileText(name, text, stdlib, no_environment, options);
   if (compilation.diagnostics.has_errors() || compilation.diagnostics.warning_count() > 0 ||
       !compilation.spec) {
     return Internal(fmt::format("the generated `{}` does not pass `accelc check --werror`:\n{}--- {}\n{}",
@@ -34,7 +34,7 @@ llvm::Expected<driver::Compilation> CheckClean(const std::string& name, const st
 }  // namespace
 
 llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format,
-                                     const driver::Stdlib& stdlib) {
+                                     const pipeline::Stdlib& stdlib) {
   const std::string spec_name = "init.accel";
   source::SourceFile raw(spec_name, WriteSpec(answers));
   diag::DiagnosticEngine syntax;
@@ -43,7 +43,7 @@ llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format
     return Internal(fmt::format("the generated spec cannot be laid out: {}{}\n--- {}\n{}", formatted.problem,
                                 diag::RenderText(syntax.diagnostics()), spec_name, raw.text()));
   }
-  llvm::Expected<driver::Compilation> spec = CheckClean(spec_name, formatted.text, stdlib);
+  llvm::Expected<pipeline::Compilation> spec = CheckClean(spec_name, formatted.text, stdlib);
   if (!spec) return spec.takeError();
   if (format == OutputFormat::kAccel) return formatted.text;
 
@@ -51,7 +51,7 @@ llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format
   if (compute == nullptr) return Internal("the generated spec has no `compute`");
   std::string yaml = interop::ExportAccelerateYaml(*compute, stdlib.schema());
   // The YAML is checked on its own too: it is what `accelerate launch` will read.
-  llvm::Expected<driver::Compilation> config = CheckClean("default_config.yaml", yaml, stdlib);
+  llvm::Expected<pipeline::Compilation> config = CheckClean("default_config.yaml", yaml, stdlib);
   if (!config) return config.takeError();
   return yaml;
 }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/sema/schema.h"
 #include "llvm/Support/Error.h"
 
@@ -92,7 +92,7 @@ std::string WriteSpec(const Answers& answers);
 // would not pass `accelc check --werror`: the questions should have refused such answers, so
 // that is a bug in this library.
 llvm::Expected<std::string> Generate(const Answers& answers, OutputFormat format,
-                                     const driver::Stdlib& stdlib);
+                                     const pipeline::Stdlib& stdlib);
 
 }  // namespace accel::init
 

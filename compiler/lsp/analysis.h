@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "compiler/diagnostics/diagnostic.h"
-#include "compiler/driver/compile.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/lsp/document_store.h"
 
 namespace accel::lsp {
 
 struct Analysis {
-  driver::Compilation compilation;
+  pipeline::Compilation compilation;
   // What `accelc check FILE` prints for the document: after suppression comments, with the
   // notes of what accelrun cannot run. Points into `compilation`.
   std::vector<diag::Diagnostic> diagnostics;
@@ -24,7 +24,7 @@ struct Analysis {
 // DeepSpeed JSON that a config names resolve next to it, and the suffix picks the format), with
 // `accelc check`'s defaults: not lowered, no environment variables. `stdlib` must outlive the
 // result.
-std::unique_ptr<Analysis> Analyze(const Document& document, const driver::Stdlib& stdlib);
+std::unique_ptr<Analysis> Analyze(const Document& document, const pipeline::Stdlib& stdlib);
 
 }  // namespace accel::lsp
 

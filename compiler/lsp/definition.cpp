@@ -41,7 +41,7 @@ llvm::Expected<llvm::json::Value> Definition(const FeatureContext& context,
                                 {"range", ToJson(Range{})}};
     }
     case Cursor::Kind::kExtends: {
-      const driver::ComposedSpec* composed = context.analysis.compilation.composed.get();
+      const pipeline::ComposedSpec* composed = context.analysis.compilation.composed.get();
       if (composed == nullptr) break;
       for (const std::unique_ptr<ast::File>& file : composed->files) {
         for (const ast::JobDecl& job : file->jobs) {

@@ -32,7 +32,7 @@ std::string Lower(std::string_view text) {
 
 }  // namespace
 
-Links::Links(std::string reference_base, std::string stdlib_dir, const driver::Stdlib& stdlib)
+Links::Links(std::string reference_base, std::string stdlib_dir, const pipeline::Stdlib& stdlib)
     : reference_base_(std::move(reference_base)), stdlib_dir_(std::move(stdlib_dir)), stdlib_(stdlib) {
   if (!reference_base_.empty() && reference_base_.back() != '/') reference_base_ += '/';
   for (const auto& [name, record] : stdlib.schema().records) {
@@ -114,7 +114,7 @@ std::string DefaultReferenceBase() {
   return "";
 }
 
-std::string DefaultStdlibDir(const driver::Stdlib& stdlib) {
+std::string DefaultStdlibDir(const pipeline::Stdlib& stdlib) {
   // FNV-1a over every name and text: a new accelc with other schemas gets a folder of its own.
   uint64_t hash = 1469598103934665603ull;
   auto mix = [&hash](std::string_view bytes) {

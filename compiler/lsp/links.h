@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/source/source_file.h"
 
 namespace accel::lsp {
@@ -19,7 +19,7 @@ class Links {
   // `reference_base`: the URL of the generated reference folder, ending in `/` (empty: no
   // links). `stdlib_dir`: the folder the embedded stdlib is written to for go-to-definition
   // (empty: the `accel-stdlib:` scheme instead). `stdlib` must outlive the Links.
-  Links(std::string reference_base, std::string stdlib_dir, const driver::Stdlib& stdlib);
+  Links(std::string reference_base, std::string stdlib_dir, const pipeline::Stdlib& stdlib);
 
   // `diagnostics.md#a2003` for a kinds.def code, `types/RECORD.md#rules` for a stdlib rule id,
   // under the reference base. Empty when there is no base or the code is unknown.
@@ -36,7 +36,7 @@ class Links {
 
   std::string reference_base_;
   std::string stdlib_dir_;
-  const driver::Stdlib& stdlib_;
+  const pipeline::Stdlib& stdlib_;
   std::map<std::string, std::string, std::less<>> rule_records_;  // rule id -> declaring record
   enum class StdlibState { kUnwritten, kWritten, kFailed } stdlib_state_ = StdlibState::kUnwritten;
 };
@@ -51,7 +51,7 @@ std::string DefaultReferenceBase();
 
 // The default stdlib folder: `$XDG_CACHE_HOME/accelc/stdlib-VERSION` (else `~/.cache/...`),
 // where VERSION changes whenever the embedded text does. Empty without a home.
-std::string DefaultStdlibDir(const driver::Stdlib& stdlib);
+std::string DefaultStdlibDir(const pipeline::Stdlib& stdlib);
 
 }  // namespace accel::lsp
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "compiler/docs/describe.h"
-#include "compiler/driver/explain.h"
+#include "compiler/pipeline/explain.h"
 
 namespace accel::lsp {
 namespace {
@@ -79,7 +79,7 @@ std::string EnumMemberMarkdown(const sema::EnumSchema& enumeration, const sema::
 }
 
 std::string CodeMarkdown(const std::string& code, const sema::Schema& schema) {
-  std::optional<std::string> text = driver::ExplainCode(code, schema);
+  std::optional<std::string> text = pipeline::ExplainCode(code, schema);
   return text ? "```text\n" + *text + "```\n" : std::string();
 }
 

@@ -50,7 +50,7 @@ llvm::Error NotOpen(const std::string& uri) {
 
 }  // namespace
 
-Server::Server(ByteSink& out, const driver::Stdlib& stdlib, ServerOptions options)
+Server::Server(ByteSink& out, const pipeline::Stdlib& stdlib, ServerOptions options)
     : out_(out), stdlib_(stdlib), options_(std::move(options)) {}
 
 void Server::Send(llvm::json::Value message) {
@@ -272,7 +272,7 @@ void Server::Refresh(const Document& document) {
   Notify("textDocument/publishDiagnostics", PublishDiagnostics(context));
 }
 
-int Serve(ByteSource& in, ByteSink& out, const driver::Stdlib& stdlib, const ServerOptions& options) {
+int Serve(ByteSource& in, ByteSink& out, const pipeline::Stdlib& stdlib, const ServerOptions& options) {
   // A client that goes away must end the server through a failed write, not SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
   Server server(out, stdlib, options);

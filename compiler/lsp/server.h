@@ -11,7 +11,7 @@
 
 #include "llvm/Support/JSON.h"
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/lsp/analysis.h"
 #include "compiler/lsp/document_store.h"
 #include "compiler/lsp/links.h"
@@ -31,7 +31,7 @@ struct ServerOptions {
 class Server {
  public:
   // `out` receives every response and notification, framed. `stdlib` must outlive the server.
-  Server(ByteSink& out, const driver::Stdlib& stdlib, ServerOptions options);
+  Server(ByteSink& out, const pipeline::Stdlib& stdlib, ServerOptions options);
 
   // Handles one message body: answers a request (with its result or a JSON-RPC error), acts
   // on a notification. Never throws; malformed input gets an error response with a null id.
@@ -63,7 +63,7 @@ class Server {
   void Log(const std::string& message);
 
   ByteSink& out_;
-  const driver::Stdlib& stdlib_;
+  const pipeline::Stdlib& stdlib_;
   ServerOptions options_;
   std::unique_ptr<Links> links_;
   DocumentStore documents_;
@@ -75,7 +75,7 @@ class Server {
 
 // Reads messages from `in` until `exit` or the end of input and answers them on `out`.
 // Returns the process exit status: 0 after `shutdown`, 1 otherwise (LSP's rule for `exit`).
-int Serve(ByteSource& in, ByteSink& out, const driver::Stdlib& stdlib, const ServerOptions& options);
+int Serve(ByteSource& in, ByteSink& out, const pipeline::Stdlib& stdlib, const ServerOptions& options);
 
 }  // namespace accel::lsp
 

@@ -78,13 +78,13 @@ struct CheckOptions {
   bool yaml_scalars = false;
   // A known key set to null is unset (Accelerate's config files: the loader passes None on, and
   // launch fills in what None leaves open); an unknown one is still reported. The few keys
-  // launch reads None as a value of are the driver's (driver/launch_reading.h).
+  // launch reads None as a value of are the pipeline's (pipeline/launch_reading.h).
   bool null_is_unset = false;
   // A DeepSpeed JSON: unless `target` is `deepspeed`, Accelerate and the Trainer walk every leaf
   // and refuse an "auto" they do not fill, which they name by the key's own name (A3020).
   bool auto_filled_by_key = false;
   // With `auto_filled_by_key`: the file is one a job spec names, whose optimizer's and schedule's
-  // params accelrun fills from the job (driver::CompileOptions::params_from_job).
+  // params accelrun fills from the job (pipeline::CompileOptions::params_from_job).
   bool params_from_job = false;
   // A DeepSpeed JSON: its closed records are pydantic models in lax mode, which read `"3"` as
   // 3 and 1 as true (A2027, a warning), where a spec's types are strict.

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "compiler/cli/arguments.h"
-#include "compiler/driver/override_option.h"
+#include "compiler/pipeline/override_option.h"
 #include "compiler/plan/plan.h"
 #include "runtime/tools/launch_command.h"
 
@@ -50,7 +50,7 @@ cli::Option Integer(std::string name, std::string help, std::optional<int>& out,
 std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
   rt::launch::PlacementFlags& placement = o.placement;
   return {
-      driver::OverrideOption(o.overrides),
+      pipeline::OverrideOption(o.overrides),
       Integer("--num-processes",
               "a spec's `compute.num_processes` (Accelerate's --num_processes):\n"
               "the processes of the whole job",

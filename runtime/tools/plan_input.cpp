@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 
 namespace accel::tools {
 
@@ -37,11 +37,11 @@ std::optional<plan::Plan> LoadPlan(const std::string& path) {
 
 std::optional<plan::Plan> CompileSpec(const std::string& path, const std::vector<std::string>& overrides) {
   diag::DiagnosticEngine stdlib_diagnostics;
-  auto stdlib = driver::Stdlib::Load(stdlib_diagnostics);
+  auto stdlib = pipeline::Stdlib::Load(stdlib_diagnostics);
   sema::ProcessEnvironment environment;
-  driver::CompileOptions options;
+  pipeline::CompileOptions options;
   options.overrides = overrides;
-  driver::Compilation compilation = driver::CompileFile(path, *stdlib, environment, options);
+  pipeline::Compilation compilation = pipeline::CompileFile(path, *stdlib, environment, options);
   bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
   fmt::print(stderr, "{}", diag::RenderText(compilation.diagnostics.diagnostics(), {color}));
   // Accelerate's config files and schema files check cleanly but describe no job to run.

@@ -25,7 +25,7 @@
 #include "compiler/cli/arguments.h"
 #include "compiler/cli/shell_word.h"
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Program.h"
 #include "runtime/launch/accelerate/launch_flags.h"
@@ -269,12 +269,12 @@ acc::PyValue ToPython(const ast::Expr& expr) {
 // Accelerate config.
 std::optional<acc::ConfigFile> CheckConfig(const std::string& path) {
   diag::DiagnosticEngine stdlib_diagnostics;
-  auto stdlib = driver::Stdlib::Load(stdlib_diagnostics);
+  auto stdlib = pipeline::Stdlib::Load(stdlib_diagnostics);
   sema::ProcessEnvironment environment;
-  driver::CompileOptions options;
+  pipeline::CompileOptions options;
   options.lower = false;
   options.tool = "accelerate";
-  driver::Compilation compilation = driver::CompileFile(path, *stdlib, environment, options);
+  pipeline::Compilation compilation = pipeline::CompileFile(path, *stdlib, environment, options);
   bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
   fmt::print(stderr, "{}", diag::RenderText(compilation.diagnostics.diagnostics(), {color}));
   if (compilation.diagnostics.has_errors()) {

@@ -7,7 +7,7 @@
 
 #include "compiler/cli/arguments.h"
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 #include "compiler/interop/interop.h"
 #include "llvm/Support/JSON.h"
 #include "runtime/memory/checkpoint_headers.h"
@@ -32,7 +32,7 @@ std::string StandInWorkload(const sema::Value* micro_batch) {
                      fixed ? fmt::format("; batch_size = {}", micro_batch->int_value) : std::string());
 }
 
-void PrintDiagnostics(const driver::Compilation& compilation) {
+void PrintDiagnostics(const pipeline::Compilation& compilation) {
   fmt::print(stderr, "{}", diag::RenderText(compilation.diagnostics.diagnostics(), {false}));
 }
 
@@ -49,26 +49,26 @@ bool NamesOptimizer(const sema::Value* deepspeed) {
 std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bool& from_config,
                                  bool& config_optimizer) {
   diag::DiagnosticEngine stdlib_diagnostics;
-  auto stdlib = driver::Stdlib::Load(stdlib_diagnostics);
+  auto stdlib = pipeline::Stdlib::Load(stdlib_diagnostics);
   sema::ProcessEnvironment environment;
-  driver::CompileOptions options;
+  pipeline::CompileOptions options;
   // A compiled plan, or a DeepSpeed JSON: the plan says its format.
   if (fs::path(input).extension() == ".json") {
     std::optional<std::string> text = ReadWholeFile(input);
     if (text && text->find("\"accel-plan/") != std::string::npos) return LoadPlan(input);
   }
-  driver::Compilation compilation = driver::CompileFile(input, *stdlib, environment, options);
+  pipeline::Compilation compilation = pipeline::CompileFile(input, *stdlib, environment, options);
   if (compilation.plan) return std::move(compilation.plan);
   std::string spec;
   if (compilation.spec && compilation.root_record == "ClusterConfig") {
     llvm::Expected<std::string> imported = interop::ImportToAccel(compilation.spec->root, stdlib->schema(), "estimate",
-                                                                  {}, driver::ReferencedDeepSpeed(compilation));
+                                                                  {}, pipeline::ReferencedDeepSpeed(compilation));
     if (!imported) {
       fmt::print(stderr, "accelrun: error: {}: {}\n", input, llvm::toString(imported.takeError()));
       return std::nullopt;
     }
     spec = *imported;
-    config_optimizer = NamesOptimizer(driver::ReferencedDeepSpeed(compilation));
+    config_optimizer = NamesOptimizer(pipeline::ReferencedDeepSpeed(compilation));
   } else if (compilation.spec && compilation.root_record == "DeepSpeedConfig") {
     config_optimizer = NamesOptimizer(&compilation.spec->root);
     llvm::Expected<std::string> path = interop::AccelStringLiteral(fs::absolute(input).string());
@@ -88,7 +88,7 @@ std::optional<plan::Plan> PlanOf(const std::string& input, int64_t processes, bo
   }
   from_config = true;
   // Compiled where the config lies, so that the paths it names resolve as they do for it.
-  driver::Compilation job = driver::CompileText((fs::path(input).parent_path() / "estimate.accel").string(), spec,
+  pipeline::Compilation job = pipeline::CompileText((fs::path(input).parent_path() / "estimate.accel").string(), spec,
                                                 *stdlib, environment, options);
   if (!job.plan) {
     PrintDiagnostics(compilation);

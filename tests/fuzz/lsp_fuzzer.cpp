@@ -10,7 +10,7 @@
 
 #include "llvm/Support/JSON.h"
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/lsp/server.h"
 #include "compiler/lsp/transport.h"
 
@@ -96,7 +96,7 @@ std::string Session(const std::string& text, bool yaml) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static accel::diag::DiagnosticEngine stdlib_diagnostics;
-  static std::unique_ptr<accel::driver::Stdlib> stdlib = accel::driver::Stdlib::Load(stdlib_diagnostics);
+  static std::unique_ptr<accel::pipeline::Stdlib> stdlib = accel::pipeline::Stdlib::Load(stdlib_diagnostics);
   if (size == 0) return 0;
   std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   // llvm::json refuses text that is not UTF-8; a session needs it valid to reach the features.

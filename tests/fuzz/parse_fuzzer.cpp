@@ -6,17 +6,17 @@
 #include <string>
 
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/compile.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/stdlib.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static accel::diag::DiagnosticEngine stdlib_diagnostics;
-  static std::unique_ptr<accel::driver::Stdlib> stdlib = accel::driver::Stdlib::Load(stdlib_diagnostics);
+  static std::unique_ptr<accel::pipeline::Stdlib> stdlib = accel::pipeline::Stdlib::Load(stdlib_diagnostics);
   static accel::sema::MapEnvironment environment({{"ACCELERATE_USE_CPU", "yes"}});
 
   std::string text(reinterpret_cast<const char*>(data), size);
-  accel::driver::Compilation compilation =
-      accel::driver::CompileText("fuzz.accel", std::move(text), *stdlib, environment);
+  accel::pipeline::Compilation compilation =
+      accel::pipeline::CompileText("fuzz.accel", std::move(text), *stdlib, environment);
   const auto& diagnostics = compilation.diagnostics.diagnostics();
   // Rendering reads spans against the source: a bad span would be caught here by ASan.
   std::string rendered = accel::diag::RenderText(diagnostics) + accel::diag::RenderJson(diagnostics) +

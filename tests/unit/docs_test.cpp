@@ -6,7 +6,7 @@
 
 #include "compiler/diagnostics/explanations.h"
 #include "compiler/docs/describe.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/parse/parse.h"
 #include "llvm/Support/JSON.h"
 
@@ -19,7 +19,7 @@ class DocsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     diag::DiagnosticEngine diagnostics;
-    stdlib_ = driver::Stdlib::Load(diagnostics).release();
+    stdlib_ = pipeline::Stdlib::Load(diagnostics).release();
     ASSERT_FALSE(diagnostics.has_errors());
   }
   static void TearDownTestSuite() {
@@ -43,9 +43,9 @@ class DocsTest : public ::testing::Test {
     return std::move(*value);
   }
 
-  static driver::Stdlib* stdlib_;
+  static pipeline::Stdlib* stdlib_;
 };
-driver::Stdlib* DocsTest::stdlib_ = nullptr;
+pipeline::Stdlib* DocsTest::stdlib_ = nullptr;
 
 TEST_F(DocsTest, MarkdownHasAPagePerRecordAndTheIndexPages) {
   std::map<std::string, std::string> pages = MarkdownReference(schema());

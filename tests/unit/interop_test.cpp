@@ -9,7 +9,7 @@
 
 #include "compiler/config/reader.h"
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/interop/yaml_scalar.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/check.h"
@@ -26,7 +26,7 @@ class Interop : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     diag::DiagnosticEngine diagnostics;
-    stdlib_ = driver::Stdlib::Load(diagnostics).release();
+    stdlib_ = pipeline::Stdlib::Load(diagnostics).release();
   }
   static const sema::Schema& schema() { return stdlib_->schema(); }
 
@@ -79,13 +79,13 @@ class Interop : public ::testing::Test {
     return specs_.back().root;
   }
 
-  static driver::Stdlib* stdlib_;
+  static pipeline::Stdlib* stdlib_;
   std::deque<std::unique_ptr<source::SourceFile>> sources_;
   std::deque<ast::File> files_;
   std::deque<sema::Spec> specs_;
 };
 
-driver::Stdlib* Interop::stdlib_ = nullptr;
+pipeline::Stdlib* Interop::stdlib_ = nullptr;
 
 // ---- YAML scalars ----------------------------------------------------------------------------
 

@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 #include "compiler/lower/lower.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 class LowerEnginesTest : public ::testing::Test {
@@ -433,4 +433,4 @@ TEST_F(LowerEnginesTest, WhatTheMeshCannotRunIsRefusedWithItsOwnCode) {
 }
 
 }  // namespace
-}  // namespace accel::driver
+}  // namespace accel::pipeline

@@ -7,10 +7,10 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 #include "compiler/lower/native_support.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 class LowerTest : public ::testing::Test {
@@ -312,4 +312,4 @@ TEST_F(LowerTest, CrossFieldRuleOfTheJobSchema) {
 }
 
 }  // namespace
-}  // namespace accel::driver
+}  // namespace accel::pipeline

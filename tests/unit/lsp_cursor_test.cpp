@@ -7,14 +7,14 @@
 #include <memory>
 #include <string>
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 
 namespace accel::lsp {
 namespace {
 
-const driver::Stdlib& TheStdlib() {
+const pipeline::Stdlib& TheStdlib() {
   static diag::DiagnosticEngine diagnostics;
-  static std::unique_ptr<driver::Stdlib> stdlib = driver::Stdlib::Load(diagnostics);
+  static std::unique_ptr<pipeline::Stdlib> stdlib = pipeline::Stdlib::Load(diagnostics);
   return *stdlib;
 }
 

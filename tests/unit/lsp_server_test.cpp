@@ -13,9 +13,9 @@
 namespace accel::lsp {
 namespace {
 
-const driver::Stdlib& TheStdlib() {
+const pipeline::Stdlib& TheStdlib() {
   static diag::DiagnosticEngine diagnostics;
-  static std::unique_ptr<driver::Stdlib> stdlib = driver::Stdlib::Load(diagnostics);
+  static std::unique_ptr<pipeline::Stdlib> stdlib = pipeline::Stdlib::Load(diagnostics);
   return *stdlib;
 }
 

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/driver/for_option.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/for_option.h"
+#include "compiler/pipeline/stdlib.h"
 
 namespace accel::sema {
 namespace {
@@ -18,7 +18,7 @@ class ReleasesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     diag::DiagnosticEngine diagnostics;
-    stdlib_ = driver::Stdlib::Load(diagnostics).release();
+    stdlib_ = pipeline::Stdlib::Load(diagnostics).release();
     ASSERT_FALSE(diagnostics.has_errors());
   }
   static void TearDownTestSuite() {
@@ -81,7 +81,7 @@ class ReleasesTest : public ::testing::Test {
     return a == bs;
   }
 
-  static driver::Stdlib* stdlib_;
+  static pipeline::Stdlib* stdlib_;
 };
 
 // Where the schemas and the newest release differ on purpose, by section (or the Accelerate
@@ -116,12 +116,12 @@ bool KnownDifferent(std::string_view section, std::string_view key) {
   }
   return false;
 }
-driver::Stdlib* ReleasesTest::stdlib_ = nullptr;
+pipeline::Stdlib* ReleasesTest::stdlib_ = nullptr;
 
 TEST_F(ReleasesTest, NewestReleasesAreThePinnedOnesTheSchemasModel) {
   EXPECT_EQ(NewestRelease(Tool::kDeepSpeed).version, "0.19.8");
   EXPECT_EQ(std::string("DeepSpeed ") + std::string(NewestRelease(Tool::kDeepSpeed).version),
-            driver::kModelledDeepSpeed);
+            pipeline::kModelledDeepSpeed);
   EXPECT_EQ(NewestRelease(Tool::kAccelerate).version, "1.15.0");
   // At least the last three minor releases of each tool.
   EXPECT_NE(FindRelease(Tool::kDeepSpeed, "0.17"), nullptr);
@@ -245,23 +245,23 @@ TEST_F(ReleasesTest, AccelerateConfigKeysAreTheNewestReleasesClusterConfig) {
 }
 
 TEST(ForOptionTest, ReadsTheToolAndPinsEachRelease) {
-  driver::CompileOptions options;
-  EXPECT_EQ(driver::ParseForOption("accelerate@1.13,deepspeed@0.19.2", options), "");
+  pipeline::CompileOptions options;
+  EXPECT_EQ(pipeline::ParseForOption("accelerate@1.13,deepspeed@0.19.2", options), "");
   EXPECT_EQ(options.tool, "accelerate");
   ASSERT_NE(options.releases.accelerate, nullptr);
   EXPECT_EQ(options.releases.accelerate->version, "1.13.0");
   ASSERT_NE(options.releases.deepspeed, nullptr);
   EXPECT_EQ(options.releases.deepspeed->version, "0.19.2");
 
-  driver::CompileOptions plain;
-  EXPECT_EQ(driver::ParseForOption("deepspeed", plain), "");
+  pipeline::CompileOptions plain;
+  EXPECT_EQ(pipeline::ParseForOption("deepspeed", plain), "");
   EXPECT_EQ(plain.tool, "deepspeed");
   EXPECT_EQ(plain.releases.deepspeed, nullptr);
 
-  driver::CompileOptions bad;
-  EXPECT_NE(driver::ParseForOption("deepspeed@0.12.0", bad).find("covered: 0.17.6"), std::string::npos);
-  EXPECT_NE(driver::ParseForOption("pytorch", bad).find("unknown tool `pytorch`"), std::string::npos);
-  EXPECT_NE(driver::ParseForOption("trainer@5.0", bad).find("trainer,deepspeed@VERSION"), std::string::npos);
+  pipeline::CompileOptions bad;
+  EXPECT_NE(pipeline::ParseForOption("deepspeed@0.12.0", bad).find("covered: 0.17.6"), std::string::npos);
+  EXPECT_NE(pipeline::ParseForOption("pytorch", bad).find("unknown tool `pytorch`"), std::string::npos);
+  EXPECT_NE(pipeline::ParseForOption("trainer@5.0", bad).find("trainer,deepspeed@VERSION"), std::string::npos);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/trainer_arguments.h"
@@ -231,7 +231,7 @@ TEST(Evaluate, OperatorsFollowTheLanguageReference) {
 
 TEST(Stdlib, EmbeddedSchemasCheckCleanly) {
   diag::DiagnosticEngine diagnostics;
-  std::unique_ptr<driver::Stdlib> stdlib = driver::Stdlib::Load(diagnostics);
+  std::unique_ptr<pipeline::Stdlib> stdlib = pipeline::Stdlib::Load(diagnostics);
   for (const diag::Diagnostic& d : diagnostics.diagnostics()) ADD_FAILURE() << d.message;
   EXPECT_TRUE(stdlib->schema().records.count("Job"));
   EXPECT_TRUE(stdlib->schema().records.count("DistributedDataParallelKwargs"));
@@ -245,7 +245,7 @@ TEST(Stdlib, EmbeddedSchemasCheckCleanly) {
 // editor completion show it, and a field nobody can explain should not be in the schema.
 TEST(Stdlib, EveryFieldIsDocumented) {
   diag::DiagnosticEngine diagnostics;
-  std::unique_ptr<driver::Stdlib> stdlib = driver::Stdlib::Load(diagnostics);
+  std::unique_ptr<pipeline::Stdlib> stdlib = pipeline::Stdlib::Load(diagnostics);
   int fields = 0;
   for (const auto& [name, record] : stdlib->schema().records) {
     for (const FieldSchema& field : record.fields) {
@@ -291,7 +291,7 @@ std::vector<const FieldSchema*> FieldsAtPath(const Schema& schema, const std::st
 // listed twice: a renamed field cannot leave a did-you-mean pointing nowhere.
 TEST(Stdlib, EveryTrainerArgumentNamesAJobField) {
   diag::DiagnosticEngine diagnostics;
-  std::unique_ptr<driver::Stdlib> stdlib = driver::Stdlib::Load(diagnostics);
+  std::unique_ptr<pipeline::Stdlib> stdlib = pipeline::Stdlib::Load(diagnostics);
   std::set<std::string_view> names;
   for (const TrainerArgument& argument : kTrainerArguments) {
     EXPECT_TRUE(names.insert(argument.name).second) << argument.name;

@@ -1,8 +1,8 @@
-#include "compiler/driver/verify.h"
+#include "compiler/pipeline/verify.h"
 
 #include <gtest/gtest.h>
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 diag::Diagnostic Error(const source::SourceFile& file, uint32_t offset, std::string code,
@@ -67,4 +67,4 @@ TEST(Verify, ExpectationOutsideTheFileIsAProblem) {
 }
 
 }  // namespace
-}  // namespace accel::driver
+}  // namespace accel::pipeline

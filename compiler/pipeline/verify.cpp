@@ -1,11 +1,11 @@
-#include "compiler/driver/verify.h"
+#include "compiler/pipeline/verify.h"
 
 #include <charconv>
 #include <regex>
 
 #include <fmt/format.h>
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 struct Expectation {
@@ -118,4 +118,4 @@ std::vector<std::string> Verify(const source::SourceFile& file,
   return problems;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

@@ -1,12 +1,12 @@
-#ifndef ACCEL_COMPILER_DRIVER_EXPLAIN_H_
-#define ACCEL_COMPILER_DRIVER_EXPLAIN_H_
+#ifndef ACCEL_COMPILER_PIPELINE_EXPLAIN_H_
+#define ACCEL_COMPILER_PIPELINE_EXPLAIN_H_
 
 #include <optional>
 #include <string>
 
 #include "compiler/sema/schema.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // `accelc explain-code CODE`: what a diagnostic code (`A2003`) or a stdlib rule id (`DS-019`)
 // means and how to fix it, as text. Empty when the code is unknown.
@@ -15,6 +15,6 @@ std::optional<std::string> ExplainCode(const std::string& code, const sema::Sche
 // Every code ExplainCode knows: the kinds.def codes, then the stdlib rule ids (sorted).
 std::vector<std::string> KnownCodes(const sema::Schema& schema);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_EXPLAIN_H_
+#endif  // ACCEL_COMPILER_PIPELINE_EXPLAIN_H_

@@ -1,10 +1,10 @@
-#ifndef ACCEL_COMPILER_DRIVER_FORMAT_FILES_H_
-#define ACCEL_COMPILER_DRIVER_FORMAT_FILES_H_
+#ifndef ACCEL_COMPILER_PIPELINE_FORMAT_FILES_H_
+#define ACCEL_COMPILER_PIPELINE_FORMAT_FILES_H_
 
 #include <string>
 #include <vector>
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 enum class FormatMode {
   kWrite,  // rewrite each file that changes, in place; name it on stdout
@@ -21,6 +21,6 @@ enum class FormatMode {
 // kDiff, would change, else 0.
 int FormatFiles(const std::vector<std::string>& arguments, FormatMode mode, bool color);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_FORMAT_FILES_H_
+#endif  // ACCEL_COMPILER_PIPELINE_FORMAT_FILES_H_

@@ -1,4 +1,4 @@
-#include "compiler/driver/launch_reading.h"
+#include "compiler/pipeline/launch_reading.h"
 
 #include <string>
 #include <string_view>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 // Top-level keys whose null launch reads as a value: what it then does, and what says the same.
@@ -191,7 +191,7 @@ bool Written(const sema::Value* value) {
 }
 
 // The statement that sets `key` among `statements`, or null. `fsdp_config` keys may leave out
-// their prefix, which launch adds (driver::LaunchKeyPrefixes): `bare` is the key without it.
+// their prefix, which launch adds (pipeline::LaunchKeyPrefixes): `bare` is the key without it.
 const ast::Statement* Setting(const std::vector<ast::Statement>& statements, std::string_view key,
                               std::string_view bare = {}) {
   for (const ast::Statement& statement : statements) {
@@ -313,4 +313,4 @@ void CheckListsPassedAsText(const sema::Value& launch, diag::DiagnosticEngine& d
   }
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

@@ -1,5 +1,5 @@
-#ifndef ACCEL_COMPILER_DRIVER_COMPOSE_H_
-#define ACCEL_COMPILER_DRIVER_COMPOSE_H_
+#ifndef ACCEL_COMPILER_PIPELINE_COMPOSE_H_
+#define ACCEL_COMPILER_PIPELINE_COMPOSE_H_
 
 #include <memory>
 #include <string>
@@ -9,7 +9,7 @@
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/sema/check.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // The files a spec pulls in and what they compose to. Owns the imported sources and trees the
 // Composition points into, so it must outlive the check that uses it.
@@ -33,6 +33,6 @@ struct ComposedSpec {
 void Compose(const ast::File& spec, const std::vector<std::string>& overrides, ComposedSpec& out,
              diag::DiagnosticEngine& diagnostics);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_COMPOSE_H_
+#endif  // ACCEL_COMPILER_PIPELINE_COMPOSE_H_

@@ -1,5 +1,5 @@
-#ifndef ACCEL_COMPILER_DRIVER_COMPILE_H_
-#define ACCEL_COMPILER_DRIVER_COMPILE_H_
+#ifndef ACCEL_COMPILER_PIPELINE_COMPILE_H_
+#define ACCEL_COMPILER_PIPELINE_COMPILE_H_
 
 #include <memory>
 #include <optional>
@@ -8,13 +8,13 @@
 
 #include "compiler/ast/ast.h"
 #include "compiler/diagnostics/diagnostic.h"
-#include "compiler/driver/compose.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/compose.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/plan/plan.h"
 #include "compiler/sema/check.h"
 #include "compiler/sema/environment.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // Spec files larger than this are refused (A1008) before they are read: real specs are a few
 // KiB, and the parser needs ~40 bytes of memory per input byte.
@@ -98,6 +98,6 @@ Compilation CompileFile(const std::string& path, const Stdlib& stdlib, const sem
 Compilation CompileText(const std::string& name, std::string text, const Stdlib& stdlib,
                         const sema::Environment& environment, const CompileOptions& options = {});
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_COMPILE_H_
+#endif  // ACCEL_COMPILER_PIPELINE_COMPILE_H_

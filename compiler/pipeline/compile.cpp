@@ -1,4 +1,4 @@
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 
 #include <filesystem>
 #include <string_view>
@@ -7,14 +7,14 @@
 #include <fmt/ranges.h>
 
 #include "compiler/config/reader.h"
-#include "compiler/driver/launch_reading.h"
+#include "compiler/pipeline/launch_reading.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/check.h"
 #include "compiler/sema/deepspeed_batch.h"
 #include "compiler/source/named_file.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 // A file with declarations but no job is a schema file: check that it resolves together with
@@ -42,7 +42,7 @@ const sema::Value* LaunchConfig(const sema::Value& root) {
 // A launch config that names a DeepSpeed JSON (`deepspeed_config_file`) is checked with it:
 // the JSON against its schema, and the batch arithmetic DeepSpeed asserts at start-up
 // (sema::CheckDeepSpeedBatch), which needs both files (world size from one, batch sizes from
-// the other). Finding and reading the second file is the driver's part: sema sees no file
+// the other). Finding and reading the second file is the pipeline's part: sema sees no file
 // system, and the JSON is a compilation of its own, kept in `referenced`. `named_by_spec`: the
 // referrer is a job spec, whose JSON accelrun reads (CompileOptions::params_from_job).
 void CheckReferencedDeepSpeed(Compilation& compilation, const Stdlib& stdlib,
@@ -371,4 +371,4 @@ Compilation CompileText(const std::string& name, std::string text, const Stdlib&
   return compilation;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

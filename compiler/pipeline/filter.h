@@ -1,5 +1,5 @@
-#ifndef ACCEL_COMPILER_DRIVER_FILTER_H_
-#define ACCEL_COMPILER_DRIVER_FILTER_H_
+#ifndef ACCEL_COMPILER_PIPELINE_FILTER_H_
+#define ACCEL_COMPILER_PIPELINE_FILTER_H_
 
 #include <string>
 #include <utility>
@@ -7,7 +7,7 @@
 
 #include "compiler/diagnostics/diagnostic.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // What `accelc check` reports of the diagnostics a compilation produced.
 struct FilterOptions {
@@ -30,6 +30,6 @@ bool PatternMatchesAny(const std::string& pattern, const std::vector<std::string
 diag::DiagnosticEngine Filter(const source::SourceFile* source, diag::DiagnosticEngine produced,
                               const FilterOptions& options, int* suppressed);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_FILTER_H_
+#endif  // ACCEL_COMPILER_PIPELINE_FILTER_H_

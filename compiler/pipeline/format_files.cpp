@@ -1,4 +1,4 @@
-#include "compiler/driver/format_files.h"
+#include "compiler/pipeline/format_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,13 +13,13 @@
 
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/diagnostics/render.h"
-#include "compiler/driver/compile.h"
-#include "compiler/driver/inputs.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/inputs.h"
 #include "compiler/format/format.h"
 #include "compiler/format/line_diff.h"
 #include "compiler/source/source_file.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 constexpr int kClean = 0;
@@ -159,4 +159,4 @@ int FormatFiles(const std::vector<std::string>& arguments, FormatMode mode, bool
   return status;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

@@ -1,5 +1,5 @@
-#ifndef ACCEL_COMPILER_DRIVER_STDLIB_H_
-#define ACCEL_COMPILER_DRIVER_STDLIB_H_
+#ifndef ACCEL_COMPILER_PIPELINE_STDLIB_H_
+#define ACCEL_COMPILER_PIPELINE_STDLIB_H_
 
 #include <memory>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/sema/schema.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // The sources the stdlib's schemas were modelled from, field by field: what `accelc --version`
 // and the docs name, so a user knows which Accelerate and DeepSpeed a finding speaks for.
@@ -36,6 +36,6 @@ class Stdlib {
   sema::Schema schema_;
 };
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_STDLIB_H_
+#endif  // ACCEL_COMPILER_PIPELINE_STDLIB_H_

@@ -1,10 +1,10 @@
-#include "compiler/driver/for_option.h"
+#include "compiler/pipeline/for_option.h"
 
 #include <fmt/format.h>
 
 #include "compiler/sema/releases.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 std::string CoveredList(sema::Tool tool) {
@@ -66,4 +66,4 @@ std::string ParseForOption(std::string_view value, CompileOptions& options) {
   }
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

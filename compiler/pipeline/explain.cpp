@@ -1,4 +1,4 @@
-#include "compiler/driver/explain.h"
+#include "compiler/pipeline/explain.h"
 
 #include <set>
 
@@ -7,7 +7,7 @@
 #include "compiler/diagnostics/explanations.h"
 #include "compiler/sema/evaluate.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 std::string Indent(const std::string& text) {
@@ -52,4 +52,4 @@ std::vector<std::string> KnownCodes(const sema::Schema& schema) {
   return codes;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

@@ -1,4 +1,4 @@
-#include "compiler/driver/inputs.h"
+#include "compiler/pipeline/inputs.h"
 
 #include <fnmatch.h>
 #include <glob.h>
@@ -13,7 +13,7 @@
 #include "compiler/source/source_file.h"
 #include "llvm/Support/JSON.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -149,4 +149,4 @@ Inputs ExpandInputs(const std::vector<std::string>& arguments,
   return inputs;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

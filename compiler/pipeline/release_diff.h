@@ -1,13 +1,13 @@
-#ifndef ACCEL_COMPILER_DRIVER_RELEASE_DIFF_H_
-#define ACCEL_COMPILER_DRIVER_RELEASE_DIFF_H_
+#ifndef ACCEL_COMPILER_PIPELINE_RELEASE_DIFF_H_
+#define ACCEL_COMPILER_PIPELINE_RELEASE_DIFF_H_
 
 #include <string>
 
-#include "compiler/driver/compile.h"
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/stdlib.h"
 #include "compiler/sema/environment.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // `accelc diff --for deepspeed@0.19.2..0.19.8 FILE`: what moving a config file from the older
 // release of a range to the newer changes (CompileOptions::releases to ::upgrade_to). The file
@@ -19,6 +19,6 @@ namespace accel::driver {
 std::string DiffReleases(const std::string& path, const Stdlib& stdlib, const sema::Environment& environment,
                          const CompileOptions& options, bool& unreadable);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_RELEASE_DIFF_H_
+#endif  // ACCEL_COMPILER_PIPELINE_RELEASE_DIFF_H_

@@ -1,4 +1,4 @@
-#include "compiler/driver/release_diff.h"
+#include "compiler/pipeline/release_diff.h"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 // A finding, as both checks place it: the same code at the same place of the same file.
@@ -72,4 +72,4 @@ std::string DiffReleases(const std::string& path, const Stdlib& stdlib, const se
   return out;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

@@ -1,4 +1,4 @@
-#include "compiler/driver/compose.h"
+#include "compiler/pipeline/compose.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,7 +12,7 @@
 #include "compiler/parse/parse.h"
 #include "compiler/source/named_file.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
@@ -277,4 +277,4 @@ void Compose(const ast::File& spec, const std::vector<std::string>& overrides, C
   Composer(out, diagnostics).Run(spec, overrides);
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

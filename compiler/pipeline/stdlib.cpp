@@ -1,10 +1,10 @@
-#include "compiler/driver/stdlib.h"
+#include "compiler/pipeline/stdlib.h"
 
 #include "compiler/ast/serialize.h"
 #include "compiler/parse/parse.h"
 #include "stdlib/embedded_stdlib.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 std::unique_ptr<Stdlib> Stdlib::Load(diag::DiagnosticEngine& diagnostics) {
   std::unique_ptr<Stdlib> stdlib(new Stdlib());
@@ -25,4 +25,4 @@ std::unique_ptr<Stdlib> Stdlib::Load(diag::DiagnosticEngine& diagnostics) {
   return stdlib;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

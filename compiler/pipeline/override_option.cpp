@@ -1,10 +1,10 @@
-#include "compiler/driver/override_option.h"
+#include "compiler/pipeline/override_option.h"
 
 #include <fmt/format.h>
 
 #include <string_view>
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 // Whether `text` ends one statement and starts another: a `;` or a line break outside a string.
@@ -51,4 +51,4 @@ cli::Option OverrideOption(std::vector<std::string>& overrides) {
                      .needs = "PATH=VALUE"};
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

@@ -1,4 +1,4 @@
-#include "compiler/driver/filter.h"
+#include "compiler/pipeline/filter.h"
 
 #include <regex>
 
@@ -6,7 +6,7 @@
 
 #include "compiler/config/reader.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 namespace {
 
 bool Matches(const std::string& pattern, const std::string& code) {
@@ -141,4 +141,4 @@ diag::DiagnosticEngine Filter(const source::SourceFile* source, diag::Diagnostic
   return kept;
 }
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline

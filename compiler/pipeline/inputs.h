@@ -1,5 +1,5 @@
-#ifndef ACCEL_COMPILER_DRIVER_INPUTS_H_
-#define ACCEL_COMPILER_DRIVER_INPUTS_H_
+#ifndef ACCEL_COMPILER_PIPELINE_INPUTS_H_
+#define ACCEL_COMPILER_PIPELINE_INPUTS_H_
 
 #include <functional>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "compiler/sema/schema.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 struct Inputs {
   std::vector<std::string> files;    // in argument order; a directory's files sorted by name
@@ -29,6 +29,6 @@ std::string WhyNotConfigJson(const std::string& path, const sema::Schema& schema
 Inputs ExpandInputs(const std::vector<std::string>& arguments,
                     const std::function<std::string(const std::string&)>& why_not_config = {});
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_INPUTS_H_
+#endif  // ACCEL_COMPILER_PIPELINE_INPUTS_H_

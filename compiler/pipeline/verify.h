@@ -1,5 +1,5 @@
-#ifndef ACCEL_COMPILER_DRIVER_VERIFY_H_
-#define ACCEL_COMPILER_DRIVER_VERIFY_H_
+#ifndef ACCEL_COMPILER_PIPELINE_VERIFY_H_
+#define ACCEL_COMPILER_PIPELINE_VERIFY_H_
 
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/source/source_file.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // `accelc check --verify`, as `clang -verify`: the file states the diagnostics it expects in
 // comments, and the check passes only if exactly those were produced.
@@ -25,6 +25,6 @@ namespace accel::driver {
 std::vector<std::string> Verify(const source::SourceFile& file,
                                 const std::vector<diag::Diagnostic>& produced);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_VERIFY_H_
+#endif  // ACCEL_COMPILER_PIPELINE_VERIFY_H_

@@ -1,5 +1,5 @@
-#ifndef ACCEL_COMPILER_DRIVER_LAUNCH_READING_H_
-#define ACCEL_COMPILER_DRIVER_LAUNCH_READING_H_
+#ifndef ACCEL_COMPILER_PIPELINE_LAUNCH_READING_H_
+#define ACCEL_COMPILER_PIPELINE_LAUNCH_READING_H_
 
 #include "compiler/config/reader.h"
 #include "compiler/diagnostics/diagnostic.h"
@@ -8,7 +8,7 @@
 // Where `accelerate launch` reads an Accelerate config's value otherwise than its type says:
 // a null it takes for a value, a null or a list it hands the worker as text. Each is one table
 // in launch_reading.cpp, with the launch code it follows.
-namespace accel::driver {
+namespace accel::pipeline {
 
 // A top-level null that launch reads as a value (`distributed_type: null` runs as `NO`) is
 // checked as that value, with a warning (A3013). Before the check: it rewrites `config`.
@@ -23,6 +23,6 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
 // as its Python text, where the plugin then reads it (A3014).
 void CheckListsPassedAsText(const sema::Value& launch, diag::DiagnosticEngine& diagnostics);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_LAUNCH_READING_H_
+#endif  // ACCEL_COMPILER_PIPELINE_LAUNCH_READING_H_

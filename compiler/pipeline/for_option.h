@@ -1,12 +1,12 @@
-#ifndef ACCEL_COMPILER_DRIVER_FOR_OPTION_H_
-#define ACCEL_COMPILER_DRIVER_FOR_OPTION_H_
+#ifndef ACCEL_COMPILER_PIPELINE_FOR_OPTION_H_
+#define ACCEL_COMPILER_PIPELINE_FOR_OPTION_H_
 
 #include <string>
 #include <string_view>
 
-#include "compiler/driver/compile.h"
+#include "compiler/pipeline/compile.h"
 
-namespace accel::driver {
+namespace accel::pipeline {
 
 // Reads `accelc check --for`: a comma-separated list whose first entry names the tool that runs
 // the config files (`accelerate`, `trainer` or `deepspeed`), and whose entries may pin a release
@@ -17,6 +17,6 @@ namespace accel::driver {
 // and `options.upgrade_to`; returns what is wrong with `value`, or "".
 std::string ParseForOption(std::string_view value, CompileOptions& options);
 
-}  // namespace accel::driver
+}  // namespace accel::pipeline
 
-#endif  // ACCEL_COMPILER_DRIVER_FOR_OPTION_H_
+#endif  // ACCEL_COMPILER_PIPELINE_FOR_OPTION_H_
