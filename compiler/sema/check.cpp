@@ -15,8 +15,8 @@
 #include "compiler/sema/key_versions.h"
 #include "compiler/sema/lax_values.h"
 #include "compiler/sema/unfilled_autos.h"
+#include "compiler/sema/unknown_fields.h"
 #include "compiler/sema/release_judge.h"
-#include "compiler/sema/trainer_arguments.h"
 
 namespace accel::sema {
 namespace {
@@ -30,15 +30,6 @@ struct Entry {
   const source::SourceFile* file;
   size_t layer;
 };
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ", ";
-    out += "`" + items[i] + "`";
-  }
-  return out;
-}
 
 // How an expression reads when it has the wrong type: "an integer `25`".
 std::string DescribeFound(const ast::Expr& e) {
@@ -124,7 +115,8 @@ class Checker {
         diagnostics_(diagnostics),
         options_(options),
         release_(options.release, options.section_prefixes, options.defaults_against),
-        unfilled_autos_(options, schema) {}
+        unfilled_autos_(options, schema),
+        unknown_fields_(schema, options, diagnostics) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -247,7 +239,7 @@ class Checker {
       }
       if (field == nullptr) {
         // A misspelt field is reported once, as unknown: it is not also missing.
-        std::string guess = ReportUnknownField(record, name, entry.file, prefix, set_here, ignored);
+        std::string guess = unknown_fields_.Report(record, name, entry.file, prefix, set_here, ignored);
         if (ignored) continue;  // the reader drops it and the meant field keeps its default
         if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
           misspelt.insert(meant->name);
@@ -359,9 +351,7 @@ class Checker {
   }
 
   // How the file being checked names `field`: its config-file key in a config file.
-  const std::string& NameOf(const FieldSchema& field) const {
-    return options_.file_keys && field.file_key ? *field.file_key : field.name;
-  }
+  const std::string& NameOf(const FieldSchema& field) const { return NameInFile(field, options_); }
 
   // A field set by one of its old names: warn, offer the new name, and carry on with it.
   const FieldSchema* Renamed(const RecordSchema& record, const ast::Name& name,
@@ -375,9 +365,7 @@ class Checker {
     return field;
   }
 
-  bool LoaderRefusesOldNames(const RecordSchema& record) const {
-    return options_.file_keys && !record.FileTakesOldNames();
-  }
+  bool LoaderRefusesOldNames(const RecordSchema& record) const { return LoaderRefusesOldNamesIn(record, options_); }
 
   // A key unknown in `record` (at `prefix`) that is a key of the file a ForeignKeys section
   // stands for: reports A2024 and returns true.
@@ -393,137 +381,6 @@ class Checker {
       return true;
     }
     return false;
-  }
-
-  // The one other top-level block of the job that declares `field` (`accelerator` for a
-  // `gradient_accumulation_steps` written in `compute`), or "" when none or several do. Only
-  // for blocks directly under a job spec's root (`prefix` like `compute.`).
-  std::string BlockThatHasField(const std::string& field, const std::string& prefix) const {
-    if (options_.file_keys || prefix.empty() || prefix.find('.') != prefix.size() - 1) return "";
-    auto root = schema_.records.find(options_.root);
-    if (root == schema_.records.end()) return "";
-    std::vector<std::string> found;
-    for (const FieldSchema& block : root->second.fields) {
-      const Type* type = &block.type;
-      if (type->kind == Type::Kind::Optional) type = &type->args[0];
-      if (type->kind != Type::Kind::Record || block.name + "." == prefix) continue;
-      auto record = schema_.records.find(type->name);
-      if (record != schema_.records.end() && record->second.Find(field) != nullptr)
-        found.push_back(block.name);
-    }
-    return found.size() == 1 ? found[0] : "";
-  }
-
-  // What a Trainer name (`save_steps`, trainer_arguments.def) written in a job spec at `prefix`
-  // means: the field's path from the block it is written in when that block holds the field
-  // (`checkpoint_every` in `train`, `train.checkpoint_every` at the top), or "" and its path from
-  // the job in `whole` when another block does. Empty when `name` is no Trainer name.
-  std::string TrainerMeaning(std::string_view name, const std::string& prefix, std::string& whole) const {
-    if (options_.file_keys || options_.root != "Job") return "";
-    for (const TrainerArgument& argument : kTrainerArguments) {
-      if (argument.name != name) continue;
-      whole = std::string(argument.path);
-      if (whole.compare(0, prefix.size(), prefix) != 0) return "";
-      std::string relative = whole.substr(prefix.size());
-      // A YAML job spec has no dotted keys: there only a field of the block itself is a fix.
-      if (options_.yaml_scalars && relative.find('.') != std::string::npos) return "";
-      return relative;
-    }
-    return "";
-  }
-
-  // Whether the block sets `name` already: a fix to it would set it twice (A2004). A dotted name
-  // (`project_config.total_limit`) refines a record the block may set too, and is no repeat.
-  static bool SetAlready(const std::set<std::string, std::less<>>& set_here, std::string_view name) {
-    return set_here.count(name) > 0;
-  }
-
-  // Whether `field.sub` written in `record` compiles as it stands: a dotted name reaches into
-  // its first field only when that field is a record (it has defaults to fill); a union
-  // (`optimizer`: SGD | Adam | AdamW) needs its alternative chosen first, which no fix can do.
-  static bool FixReaches(const RecordSchema& record, const std::string& relative) {
-    size_t dot = relative.find('.');
-    if (dot == std::string::npos) return true;
-    if (relative.find('.', dot + 1) != std::string::npos) return false;
-    const FieldSchema* first = record.Find(std::string_view(relative).substr(0, dot));
-    return first != nullptr && first->type.kind == Type::Kind::Record;
-  }
-
-  // The names a key of `record` may have here, built once per record: a file of many unknown
-  // keys asks for them at every key.
-  const std::vector<std::string>& NamesOf(const RecordSchema& record) {
-    auto [it, inserted] = names_.try_emplace(&record);
-    if (inserted) it->second = options_.file_keys ? record.FileKeys() : record.FieldNames();
-    return it->second;
-  }
-
-  // Reports A2003 (A2023 when the reader ignores unknown keys) and returns the suggested field
-  // name, if any.
-  // `set_here`: the names the block sets; a fix to one of them would set it twice (A2004).
-  std::string ReportUnknownField(const RecordSchema& record, const ast::Name& name,
-                                 const source::SourceFile* file, const std::string& prefix,
-                                 const std::set<std::string, std::less<>>& set_here, bool ignored = false) {
-    const std::vector<std::string>& names = NamesOf(record);
-    // A Trainer name is a surer sign than a near spelling: `max_steps` means `steps`, even
-    // where another field is a few edits away.
-    // A name that is also the field's own name in another top-level block (`seed` in `compute`)
-    // is better told as that block's field, below.
-    std::string trainer_path;
-    std::string trainer_guess =
-        BlockThatHasField(name.text, prefix).empty() ? TrainerMeaning(name.text, prefix, trainer_path) : "";
-    if (!trainer_path.empty()) {
-      std::string hint =
-          trainer_guess.empty()
-              ? fmt::format("; `{}` is the Trainer's name for `{}`: set that instead", name.text,
-                            trainer_path)
-              : fmt::format("; did you mean `{}`? (the Trainer's `{}`)", trainer_guess, name.text);
-      diag::Diagnostic& d = diagnostics_.Emit(ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField,
-                                              file, name.span, name.text, record.name, hint);
-      if (!trainer_guess.empty() && FixReaches(record, trainer_guess) &&
-          !SetAlready(set_here, trainer_guess)) {
-        d.fixit = diag::ReplaceKeepingQuotes(file, name.span, trainer_guess);
-      }
-      return trainer_guess;
-    }
-    std::string guess = diag::ClosestMatch(name.text, names);
-    // In a spec, a config file's key (`fsdp_offload_params`) means the field it sets (`cpu_offload`).
-    if (guess.empty() && !options_.file_keys) {
-      if (const FieldSchema* field = record.FindFileKey(name.text)) guess = field->name;
-    }
-    // In a config file, the plugin's field name (`tp_degree`) or the key without its section
-    // prefix means the key that carries it (`megatron_lm_tp_degree`).
-    if (guess.empty() && options_.file_keys) {
-      if (const FieldSchema* field = record.Find(name.text)) guess = NameOf(*field);
-    }
-    // An old name the loader does not take (`cpu`) means the key that replaced it (`use_cpu`).
-    if (guess.empty() && LoaderRefusesOldNames(record)) {
-      if (const FieldSchema* field = record.FindAlias(name.text)) guess = NameOf(*field);
-    }
-    if (guess.empty()) {
-      std::vector<std::string> suffixed;
-      for (const std::string& candidate : names) {
-        size_t stem = candidate.size() - name.text.size();
-        if (candidate.size() > name.text.size() && candidate[stem - 1] == '_' &&
-            candidate.compare(stem, std::string::npos, name.text) == 0) {
-          suffixed.push_back(candidate);
-        }
-      }
-      if (suffixed.size() == 1) guess = suffixed[0];
-    }
-    // A long list helps nobody; past a dozen fields the docs are the place to look.
-    std::string choices = names.size() <= 12 ? fmt::format("; expected one of {}", Join(names))
-                                             : fmt::format("; none of its {} fields is close", names.size());
-    std::string elsewhere = guess.empty() ? BlockThatHasField(name.text, prefix) : "";
-    if (!elsewhere.empty()) {
-      choices =
-          fmt::format("; `{}` is a field of `{}`: write `{}.{}`", name.text, elsewhere, elsewhere, name.text);
-    }
-    diag::Diagnostic& d = diagnostics_.Emit(
-        ignored ? diag::Kind::IgnoredField : diag::Kind::UnknownField, file, name.span, name.text,
-        record.name, guess.empty() ? choices : fmt::format("; did you mean `{}`?", guess));
-    if (!guess.empty() && !SetAlready(set_here, guess))
-      d.fixit = diag::ReplaceKeepingQuotes(file, name.span, guess);
-    return guess;
   }
 
   // The value of `field` from the statements that set it: one assignment, or any number of
@@ -1129,7 +986,7 @@ class Checker {
       for (const EnumSchema::Member& m : e.members) names.push_back(options_.file_keys ? m.value : m.name);
       std::string guess = diag::ClosestMatch(word, names);
       diag::Diagnostic& d =
-          diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, Join(names));
+          diagnostics_.Emit(diag::Kind::UnknownEnumMember, file, expr.span, word, e.name, QuotedList(names));
       if (!guess.empty()) d.fixit = diag::ReplaceKeepingQuotes(file, expr.span, guess);
       return std::nullopt;
     }
@@ -1168,7 +1025,7 @@ class Checker {
           std::vector<std::string> names;
           for (const Type& t : type.args) names.push_back(t.Describe());
           diagnostics_.Emit(diag::Kind::UnknownType, file, s.value->span, s.value->text,
-                            fmt::format("; `{}` takes one of {}", path, Join(names)));
+                            fmt::format("; `{}` takes one of {}", path, QuotedList(names)));
           return std::nullopt;
         }
         std::vector<Entry> entries;
@@ -1234,7 +1091,7 @@ class Checker {
         return true;
       case ReleaseJudge::Verdict::kIgnoredHere:
         if (field == nullptr) {
-          ReportUnknownField(record, name, file, prefix, set_here, /*ignored=*/true);
+          unknown_fields_.Report(record, name, file, prefix, set_here, /*ignored=*/true);
         } else {
           diagnostics_.Emit(diag::Kind::KeyIgnoredSince, file, name.span, name.text, judged.reading,
                             fmt::format("{} ignores it, so it has no effect there", judged.pinned));
@@ -1444,13 +1301,13 @@ class Checker {
   std::map<std::pair<const source::SourceFile*, std::string>, LetBinding> lets_;
   std::set<const ast::LetDecl*> active_lets_;         // lets being expanded, to catch cycles
   std::map<const ast::LetDecl*, bool> checked_lets_;  // typed lets already checked, and whether they fit
-  std::map<const RecordSchema*, std::vector<std::string>> names_;  // NamesOf
   // The record being checked is a DeepSpeed pydantic model in lax mode (CheckOptions::lax_models).
   bool lax_ = false;
   // The field being read there takes true and false as 1 and 0 where it wants a number.
   bool lax_bool_as_number_ = false;
   // The "auto"s Accelerate and the Trainer would leave, said once the whole file is read.
   UnfilledAutos unfilled_autos_;
+  UnknownFields unknown_fields_;
 };
 
 }  // namespace
