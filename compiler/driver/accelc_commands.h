@@ -35,7 +35,8 @@ class ReportedOnce {
 void Report(const std::vector<pipeline::Compilation>& compilations, const Options& options);
 bool WriteFile(const std::string& path, const std::string& text);
 // Compiles `files` on `jobs` threads; results keep the order of `files`.
-std::vector<pipeline::Compilation> CompileAll(const std::vector<std::string>& files, const pipeline::Stdlib& stdlib,
+std::vector<pipeline::Compilation> CompileAll(const std::vector<std::string>& files,
+                                              const pipeline::Stdlib& stdlib,
                                             const sema::Environment& environment,
                                             const pipeline::CompileOptions& compile_options, unsigned jobs);
 

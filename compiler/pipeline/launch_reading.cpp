@@ -123,8 +123,8 @@ constexpr SectionKey kSectionKeys[] = {
     // prepare_extend_env_parallelism_config, whenever the section is not empty.
     {"parallelism_config", "parallelism_config_dp_replicate_size", "PARALLELISM_CONFIG_DP_REPLICATE_SIZE",
      kParallelism, kByTorchrun | kByDeepSpeed, "", ""},
-    {"parallelism_config", "parallelism_config_dp_shard_size", "PARALLELISM_CONFIG_DP_SHARD_SIZE", kParallelism,
-     kByTorchrun | kByDeepSpeed, "", ""},
+    {"parallelism_config", "parallelism_config_dp_shard_size", "PARALLELISM_CONFIG_DP_SHARD_SIZE",
+     kParallelism, kByTorchrun | kByDeepSpeed, "", ""},
     {"parallelism_config", "parallelism_config_tp_size", "PARALLELISM_CONFIG_TP_SIZE", kParallelism,
      kByTorchrun | kByDeepSpeed, "", ""},
     {"parallelism_config", "parallelism_config_cp_size", "PARALLELISM_CONFIG_CP_SIZE", kParallelism,
@@ -145,8 +145,8 @@ constexpr SectionKey kSectionKeys[] = {
      kBySimple | kByTorchrun, "", ""},
     {"dynamo_config", "dynamo_use_dynamic", "ACCELERATE_DYNAMO_USE_DYNAMIC", kDynamo, kBySimple | kByTorchrun,
      "", ""},
-    {"dynamo_config", "dynamo_use_regional_compilation", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION", kDynamo,
-     kBySimple | kByTorchrun, "", ""},
+    {"dynamo_config", "dynamo_use_regional_compilation", "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION",
+     kDynamo, kBySimple | kByTorchrun, "", ""},
     // The mode goes in as it is: the simple launcher's Popen refuses None; torchrun's
     // patch_environment makes it the text "None", which only torch.compile reads.
     {"dynamo_config", "dynamo_mode", "ACCELERATE_DYNAMO_MODE", kDynamo, kBySimple, "", "", true},
@@ -155,8 +155,8 @@ constexpr SectionKey kSectionKeys[] = {
      "MEGATRON_LM", ""},
     {"megatron_lm_config", "megatron_lm_pp_degree", "MEGATRON_LM_PP_DEGREE", kMegatron, kByTorchrun,
      "MEGATRON_LM", ""},
-    {"megatron_lm_config", "megatron_lm_use_custom_fsdp", "MEGATRON_LM_USE_CUSTOM_FSDP", kMegatron, kByTorchrun,
-     "MEGATRON_LM", ""},
+    {"megatron_lm_config", "megatron_lm_use_custom_fsdp", "MEGATRON_LM_USE_CUSTOM_FSDP", kMegatron,
+     kByTorchrun, "MEGATRON_LM", ""},
     {"megatron_lm_config", "megatron_lm_gradient_clipping", "MEGATRON_LM_GRADIENT_CLIPPING", kMegatron,
      kByTorchrun, "MEGATRON_LM", ""},
 };
@@ -252,7 +252,8 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
     if ((key.launchers & (1u << static_cast<unsigned>(launcher))) == 0) continue;
     if (!key.engine.empty() && (engine == nullptr || engine->value->text != key.engine)) continue;
     const ast::Statement* section = Setting(top, key.section);
-    if (section == nullptr || section->value->kind != ast::ExprKind::Record || !section->value->block) continue;
+    if (section == nullptr || section->value->kind != ast::ExprKind::Record || !section->value->block)
+      continue;
     const std::vector<ast::Statement>& keys = section->value->block->statements;
     // Launch adds the `dynamo_` prefix to a key written without it, as for `fsdp_config`.
     std::string_view bare = key.section == "dynamo_config" ? key.key.substr(7) : std::string_view{};
@@ -264,11 +265,11 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
     }
     std::string effect =
         key.none_itself
-            ? fmt::format("`accelerate launch` puts into the worker's environment as `{}` without making it text, "
-                          "and starting the worker raises a TypeError",
+            ? fmt::format("`accelerate launch` puts into the worker's environment as `{}` without making "
+                          "it text, and starting the worker raises a TypeError",
                           key.variable)
-            : fmt::format("`accelerate launch` passes on as `{}=None`, and {} raises on that text", key.variable,
-                          key.reader);
+            : fmt::format("`accelerate launch` passes on as `{}=None`, and {} raises on that text",
+                          key.variable, key.reader);
     diagnostics.Emit(diag::Kind::NullReadAsNone, file.source, setting->value->span, key.key, effect);
   }
 

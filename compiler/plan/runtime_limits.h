@@ -40,7 +40,8 @@ bool WritesShardedCheckpoints(const Plan& plan);
 // Every reason the runtime cannot execute `plan`, in a fixed order; empty when it can.
 // `machines`: how many machines it runs on where that is not the plan's own count (`accelrun
 // --nnodes`, or a scheduler's placement); unset, the plan's.
-std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan, std::optional<int64_t> machines = std::nullopt);
+std::vector<RuntimeLimit> RuntimeLimitsBroken(const Plan& plan,
+                                              std::optional<int64_t> machines = std::nullopt);
 
 // The limit's kinds.def message with its code, "... [A4026]", for a program without a source span
 // to point at (accelrun on a plan file, the worker's assertion).

@@ -15,6 +15,7 @@
 #include "compiler/sema/key_versions.h"
 #include "compiler/sema/lax_values.h"
 #include "compiler/sema/unfilled_autos.h"
+#include "compiler/sema/rule_findings.h"
 #include "compiler/sema/unknown_fields.h"
 #include "compiler/sema/release_judge.h"
 
@@ -76,28 +77,6 @@ bool ReadsAnyOf(const ast::Expr& expr, const std::set<std::string>& fields) {
   return false;
 }
 
-// Every field path `expr` reads, in order of appearance, without repeats.
-void ReferencedPaths(const ast::Expr& expr, std::vector<std::vector<std::string>>& paths) {
-  if (expr.kind == ast::ExprKind::Path && !expr.path.empty()) {
-    std::vector<std::string> path;
-    for (const ast::Name& name : expr.path) path.push_back(name.text);
-    if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(std::move(path));
-  }
-  for (const ast::ExprPtr& operand : expr.operands) ReferencedPaths(*operand, paths);
-}
-
-// The value at `path` inside the record `root`, or null (a name that is an enum member, or a
-// field of an unset optional record).
-const Value* ValueAt(const Value& root, const std::vector<std::string>& path) {
-  const Value* value = &root;
-  for (const std::string& name : path) {
-    if (value->kind != Value::Kind::Record) return nullptr;
-    value = value->Field(name);
-    if (value == nullptr) return nullptr;
-  }
-  return value;
-}
-
 // Marks the values that a schema default expression produced as defaults; values that an
 // environment variable supplied inside that default keep saying so.
 void MarkDefault(Value& value, const Provenance& provenance) {
@@ -116,7 +95,8 @@ class Checker {
         options_(options),
         release_(options.release, options.section_prefixes, options.defaults_against),
         unfilled_autos_(options, schema),
-        unknown_fields_(schema, options, diagnostics) {}
+        unknown_fields_(schema, options, diagnostics),
+        names_{schema, options} {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -315,22 +295,6 @@ class Checker {
     return value;
   }
 
-  // `path` inside a record of type `record`, as the file being checked names it: by
-  // config-file keys in a config file (`fsdp_config.fsdp_offload_params`).
-  std::string PathText(const std::string& record, const std::vector<std::string>& path) const {
-    std::string text;
-    auto scope = schema_.records.find(record);
-    for (const std::string& segment : path) {
-      const FieldSchema* field = scope == schema_.records.end() ? nullptr : scope->second.Find(segment);
-      text += (text.empty() ? "" : ".") + (field ? NameOf(*field) : segment);
-      const Type* type = field ? &field->type : nullptr;
-      if (type && type->kind == Type::Kind::Optional) type = &type->args[0];
-      scope =
-          type && type->kind == Type::Kind::Record ? schema_.records.find(type->name) : schema_.records.end();
-    }
-    return text;
-  }
-
   // The field of `record` (reached at `prefix`) that config-file key `key` sets: the field with
   // that key, or, in a section the launcher reads with a prefix, the field whose key reads the
   // same after prefixing (`version` and `fsdp_version` in `fsdp_config`). Null if none.
@@ -365,7 +329,9 @@ class Checker {
     return field;
   }
 
-  bool LoaderRefusesOldNames(const RecordSchema& record) const { return LoaderRefusesOldNamesIn(record, options_); }
+  bool LoaderRefusesOldNames(const RecordSchema& record) const {
+    return LoaderRefusesOldNamesIn(record, options_);
+  }
 
   // A key unknown in `record` (at `prefix`) that is a key of the file a ForeignKeys section
   // stands for: reports A2024 and returns true.
@@ -1059,7 +1025,7 @@ class Checker {
     std::vector<std::vector<std::string>> paths;
     ReferencedPaths(expr, paths);
     for (const std::vector<std::string>& path : paths) {
-      std::string text = prefix + PathText(record.name, path);
+      std::string text = prefix + names_.PathText(record.name, path);
       for (const std::string& unknown : unknown_values_) {
         if (text == unknown || text.rfind(unknown + ".", 0) == 0) return true;
       }
@@ -1174,7 +1140,8 @@ class Checker {
       // have no line of their own is reported once.
       std::vector<std::tuple<const source::SourceFile*, uint32_t, uint32_t>> reported;
       for (const ast::Expr* broken : BrokenConclusions(*rule.condition, value, file)) {
-        diag::Diagnostic d = RuleViolation(rule, value, file, span, prefix, broken);
+        diag::Diagnostic d =
+            RuleViolation(names_, {file_.source, job_span_}, rule, value, file, span, prefix, broken);
         std::tuple<const source::SourceFile*, uint32_t, uint32_t> where{d.file, d.span.begin, d.span.end};
         if (std::find(reported.begin(), reported.end(), where) != reported.end()) continue;
         reported.push_back(where);
@@ -1193,99 +1160,6 @@ class Checker {
         diagnostics_.Add(std::move(d));
       }
     }
-  }
-
-  // The parts of a broken rule to report, one finding each: for `A implies C1 and ... and Cn`
-  // with several Ci false, each of them, when each reads a key this file sets (a file that sets
-  // two keys a rule forbids gets two findings, each at its key); otherwise the whole rule
-  // (null), reported once.
-  std::vector<const ast::Expr*> BrokenConclusions(const ast::Expr& condition, const Value& value,
-                                                  const source::SourceFile* file) {
-    std::vector<const ast::Expr*> conjuncts;
-    if (condition.kind == ast::ExprKind::Binary && condition.text == "implies")
-      Conjuncts(*condition.operands[1], conjuncts);
-    std::vector<const ast::Expr*> broken;
-    if (conjuncts.size() > 1) {
-      for (const ast::Expr* conjunct : conjuncts) {
-        std::string error;
-        std::optional<Value> holds = Evaluate(*conjunct, value, &error);
-        if (holds && holds->kind == Value::Kind::Bool && !holds->bool_value) broken.push_back(conjunct);
-      }
-    }
-    auto sets_a_key = [&](const ast::Expr* part) {
-      std::vector<std::vector<std::string>> paths;
-      ReferencedPaths(*part, paths);
-      return std::any_of(paths.begin(), paths.end(), [&](const std::vector<std::string>& path) {
-        const Value* input = ValueAt(value, path);
-        return input && input->provenance.kind == Provenance::Kind::Spec && input->provenance.file == file;
-      });
-    };
-    if (broken.size() < 2 || !std::all_of(broken.begin(), broken.end(), sets_a_key)) return {nullptr};
-    return broken;
-  }
-
-  static void Conjuncts(const ast::Expr& expr, std::vector<const ast::Expr*>& out) {
-    if (expr.kind == ast::ExprKind::Binary && expr.text == "and") {
-      Conjuncts(*expr.operands[0], out);
-      Conjuncts(*expr.operands[1], out);
-      return;
-    }
-    out.push_back(&expr);
-  }
-
-  // A broken rule is reported at the field the user most likely has to change: the first one
-  // its conclusion (the right of `implies`, or the one broken part of it `broken`) reads that
-  // this file sets, else the first field it reads that this file sets, else the record. Every
-  // other field it reads that this file sets gets a note, so the whole story is on screen.
-  diag::Diagnostic RuleViolation(const RuleSchema& rule, const Value& value, const source::SourceFile* file,
-                                 source::Span span, const std::string& prefix, const ast::Expr* broken) {
-    std::vector<std::vector<std::string>> paths;
-    const ast::Expr& condition = *rule.condition;
-    if (condition.kind == ast::ExprKind::Binary && condition.text == "implies") {
-      ReferencedPaths(broken ? *broken : *condition.operands[1], paths);
-      ReferencedPaths(*condition.operands[0], paths);
-    } else {
-      ReferencedPaths(condition, paths);
-    }
-    struct Input {
-      std::string path;
-      const Value* value;
-    };
-    std::vector<Input> inputs;
-    std::vector<std::string> from_environment;
-    for (const std::vector<std::string>& path : paths) {
-      const Value* input = ValueAt(value, path);
-      if (input == nullptr) continue;
-      std::string text = PathText(value.type_name, path);
-      // A value from the environment has no line to point at: the message names its variable.
-      if (input->provenance.kind == Provenance::Kind::Environment) {
-        from_environment.push_back(fmt::format("`{}{}` = {} from environment variable `{}`", prefix, text,
-                                               input->Describe(), input->provenance.env_var));
-      }
-      if (input->provenance.kind != Provenance::Kind::Spec || input->provenance.file != file) continue;
-      inputs.push_back({prefix + text, input});
-    }
-    diag::Diagnostic d;
-    d.code = rule.code;
-    d.severity = rule.severity;
-    d.message = prefix.empty()
-                    ? rule.message
-                    : fmt::format("{} (in `{}`)", rule.message, prefix.substr(0, prefix.size() - 1));
-    if (!from_environment.empty()) d.message += fmt::format(" ({})", fmt::join(from_environment, ", "));
-    d.file = file;
-    d.span = inputs.empty() ? span : inputs[0].value->provenance.span;
-    if (file != file_.source) {
-      // A record the spec left to its schema default (filled from the environment, say): the
-      // stdlib's line would mean nothing to the user, so point at their job.
-      d.file = file_.source;
-      d.span = job_span_;
-    }
-    for (size_t i = 1; i < inputs.size(); ++i) {
-      d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteRuleInput, file,
-                                                     inputs[i].value->provenance.span, inputs[i].path,
-                                                     inputs[i].value->Describe()));
-    }
-    return d;
   }
 
   const ast::File& file_;
@@ -1308,6 +1182,7 @@ class Checker {
   // The "auto"s Accelerate and the Trainer would leave, said once the whole file is read.
   UnfilledAutos unfilled_autos_;
   UnknownFields unknown_fields_;
+  FileNaming names_;
 };
 
 }  // namespace

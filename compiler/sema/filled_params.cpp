@@ -39,7 +39,8 @@ std::vector<std::string_view> FilledParams(std::string_view record, std::string_
                                            std::string_view target) {
   std::vector<std::string_view> keys;
   for (const FilledParam& param : kFilledParams) {
-    if (param.record == record && param.field == field && FilledFor(param.by, target)) keys.push_back(param.key);
+    if (param.record == record && param.field == field && FilledFor(param.by, target))
+      keys.push_back(param.key);
   }
   return keys;
 }

@@ -11,7 +11,9 @@
 namespace accel::sema {
 namespace {
 
-bool IsAutoText(const ast::Expr& value) { return value.kind == ast::ExprKind::String && value.text == "auto"; }
+bool IsAutoText(const ast::Expr& value) {
+  return value.kind == ast::ExprKind::String && value.text == "auto";
+}
 
 }  // namespace
 
@@ -22,7 +24,8 @@ bool AdmitsAuto(const Type& type) {
 }
 
 void UnfilledAutos::UnderKeyNobodyFills(const ast::Expr& value, const source::SourceFile* file,
-                                        const std::string& path, const std::string& why, const std::string& fix) {
+                                        const std::string& path, const std::string& why,
+                                        const std::string& fix) {
   if (!Walked()) return;
   if (IsAutoText(value)) {
     unfilled_.push_back({file, value.span, path, why, fix, false});
@@ -38,15 +41,17 @@ void UnfilledAutos::UnderKeyNobodyFills(const ast::Expr& value, const source::So
   }
 }
 
-void UnfilledAutos::OwnAuto(const FieldSchema& field, const ast::Expr& assigned, const source::SourceFile* file,
-                            const std::string& path) {
+void UnfilledAutos::OwnAuto(const FieldSchema& field, const ast::Expr& assigned,
+                            const source::SourceFile* file, const std::string& path) {
   if (!Walked() || AdmitsAuto(field.type) || !IsAutoText(assigned) || !TakesTextAuto(field.type)) return;
-  bool deepspeeds_own = field.type.kind != Type::Kind::String &&
-                        !(field.type.kind == Type::Kind::Optional && field.type.args[0].kind == Type::Kind::String);
+  bool deepspeeds_own =
+      field.type.kind != Type::Kind::String &&
+      !(field.type.kind == Type::Kind::Optional && field.type.args[0].kind == Type::Kind::String);
   std::string why = deepspeeds_own ? "this \"auto\" is DeepSpeed's own value" : "not this one";
   std::string fix = deepspeeds_own ? "leave the key out for DeepSpeed's default, or write the value"
                                    : "write the value";
-  unfilled_.push_back({file, assigned.span, path, "they fill in only the keys they compute, and " + why, fix, true});
+  unfilled_.push_back(
+      {file, assigned.span, path, "they fill in only the keys they compute, and " + why, fix, true});
 }
 
 void UnfilledAutos::InParams(const RecordSchema& record, const FieldSchema& field, const ast::Expr& assigned,
@@ -91,7 +96,8 @@ bool UnfilledAutos::TakesTextAuto(const Type& type) const {
     }
     case Type::Kind::Union:
     case Type::Kind::Optional:
-      return std::any_of(type.args.begin(), type.args.end(), [this](const Type& t) { return TakesTextAuto(t); });
+      return std::any_of(type.args.begin(), type.args.end(),
+                         [this](const Type& t) { return TakesTextAuto(t); });
     default:
       return false;
   }

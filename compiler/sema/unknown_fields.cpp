@@ -26,6 +26,20 @@ bool FixReaches(const RecordSchema& record, const std::string& relative) {
 
 }  // namespace
 
+std::string FileNaming::PathText(const std::string& record, const std::vector<std::string>& path) const {
+  std::string text;
+  auto scope = schema.records.find(record);
+  for (const std::string& segment : path) {
+    const FieldSchema* field = scope == schema.records.end() ? nullptr : scope->second.Find(segment);
+    text += (text.empty() ? "" : ".") + (field ? NameInFile(*field, options) : segment);
+    const Type* type = field ? &field->type : nullptr;
+    if (type && type->kind == Type::Kind::Optional) type = &type->args[0];
+    scope =
+        type && type->kind == Type::Kind::Record ? schema.records.find(type->name) : schema.records.end();
+  }
+  return text;
+}
+
 std::string QuotedList(const std::vector<std::string>& items) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {

@@ -24,6 +24,15 @@ inline bool LoaderRefusesOldNamesIn(const RecordSchema& record, const CheckOptio
   return options.file_keys && !record.FileTakesOldNames();
 }
 
+// Paths as the file being checked names them.
+struct FileNaming {
+  const Schema& schema;
+  const CheckOptions& options;
+  // `path` inside a record of type `record`, by config-file keys in a config file
+  // (`fsdp_config.fsdp_offload_params`).
+  std::string PathText(const std::string& record, const std::vector<std::string>& path) const;
+};
+
 // `a`, `b`, `c`: names as a message lists them.
 std::string QuotedList(const std::vector<std::string>& items);
 

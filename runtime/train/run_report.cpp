@@ -13,7 +13,8 @@ double UnixSeconds() {
 
 }  // namespace
 
-llvm::Expected<std::unique_ptr<RunReport>> RunReport::Open(const plan::Plan& plan, const plan::TrainLoop& loop,
+llvm::Expected<std::unique_ptr<RunReport>> RunReport::Open(const plan::Plan& plan,
+                                                            const plan::TrainLoop& loop,
                                                             const std::filesystem::path& output_dir,
                                                             int64_t first_step, bool resumed, bool tty) {
   llvm::Expected<observe::MetricsLog> metrics =

@@ -54,7 +54,9 @@ class RunReport {
 
  private:
   RunReport(const plan::TrainLoop& loop, int64_t first_step, bool tty, observe::MetricsLog metrics)
-      : loop_(loop), progress_(loop.steps, first_step, loop.log_every, tty, stdout), metrics_(std::move(metrics)) {}
+      : loop_(loop),
+        progress_(loop.steps, first_step, loop.log_every, tty, stdout),
+        metrics_(std::move(metrics)) {}
 
   const plan::TrainLoop& loop_;
   observe::ProgressReporter progress_;

@@ -100,7 +100,8 @@ class TrainingRun {
     const int64_t first_step = progress_.step + 1;
     if (main_process_) {
       llvm::Expected<std::unique_ptr<RunReport>> report =
-          RunReport::Open(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0, context_.progress_tty);
+          RunReport::Open(plan_, loop_, dir_, first_step, /*resumed=*/progress_.step > 0,
+                          context_.progress_tty);
       if (!report) return report.takeError();
       report_ = std::move(*report);
       if (llvm::Error error = MarkResume()) return error;
@@ -113,9 +114,8 @@ class TrainingRun {
       StepResult result = Step(step);
       // Every skipped step, reported or not: the scale it tried and the one it backed off to.
       if (result.skipped && report_) {
-        if (llvm::Error error = report_->LogEvent(
-                step, "overflow", {}, {{"loss_scale", result.loss_scale}, {"next_loss_scale", loss_scaler_.scale()}}))
-          return error;
+        observe::Scalars scales{{"loss_scale", result.loss_scale}, {"next_loss_scale", loss_scaler_.scale()}};
+        if (llvm::Error error = report_->LogEvent(step, "overflow", {}, scales)) return error;
       }
       if (llvm::Error error = CheckpointIfDue(step, result.epoch_ended)) return error;
       if (llvm::Error error = EvaluateIfDue(step)) return error;

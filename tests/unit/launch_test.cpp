@@ -273,7 +273,8 @@ TEST(Launcher, PicksAUsablePort) {
 // could not print), and the other pipes and the watchdog get their turn.
 TEST(PosixSpawner, ReadsABoundedShareOfAFloodingPipePerRound) {
   PosixSpawner spawner;
-  llvm::Expected<pid_t> pid = spawner.Spawn({"/bin/sh", "-c", "exec dd if=/dev/zero bs=1M count=64 2>/dev/null"}, {});
+  llvm::Expected<pid_t> pid =
+      spawner.Spawn({"/bin/sh", "-c", "exec dd if=/dev/zero bs=1M count=64 2>/dev/null"}, {});
   ASSERT_TRUE(static_cast<bool>(pid)) << llvm::toString(pid.takeError());
   size_t total = 0;
   size_t largest = 0;
