@@ -156,19 +156,6 @@ void CheckReferencedModel(Compilation& compilation) {
       located ? path->provenance.span : source::Span{}, path->text, where.lexically_normal().string());
 }
 
-// How `accelerate launch` copies a config file's sections onto its arguments
-// (`_validate_launch_command` in accelerate/commands/launch.py): `fsdp_config`, `fp8_config` and
-// `dynamo_config` keys get their section's prefix unless they start with it, so published files
-// write `auto_wrap_policy` and `fsdp_auto_wrap_policy`, `backend` and `dynamo_backend`, alike.
-const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes() {
-  static const std::vector<sema::SectionKeyPrefix> prefixes = {
-      {"fsdp_config", "fsdp", "fsdp_"},
-      {"fp8_config", "fp8", "fp8_"},
-      {"dynamo_config", "dynamo_", "dynamo_"},
-  };
-  return prefixes;
-}
-
 // The tool a config file is checked for (CompileOptions::tool). A DeepSpeed JSON written for
 // the `deepspeed` launcher and one written for Accelerate or the Trainer look alike, except that
 // only the second may say "auto"; without one, the rules only those tools apply become notes.

@@ -190,18 +190,46 @@ bool Written(const sema::Value* value) {
          value->provenance.file != nullptr;
 }
 
-// The statement that sets `key` among `statements`, or null. `fsdp_config` keys may leave out
-// their prefix, which launch adds (pipeline::LaunchKeyPrefixes): `bare` is the key without it.
-const ast::Statement* Setting(const std::vector<ast::Statement>& statements, std::string_view key,
-                              std::string_view bare = {}) {
+// The statement that sets the top-level `key` among `statements`, or null.
+const ast::Statement* Setting(const std::vector<ast::Statement>& statements, std::string_view key) {
+  for (const ast::Statement& statement : statements) {
+    if (statement.path.size() == 1 && statement.path[0].text == key) return &statement;
+  }
+  return nullptr;
+}
+
+// The statement among `statements`, the keys of `section`, that launch reads as `key`: written
+// as it is, or without the prefix launch adds to that section's keys (LaunchKeyPrefixes). Null
+// if none.
+const ast::Statement* SectionSetting(const std::vector<ast::Statement>& statements, std::string_view section,
+                                     std::string_view key) {
+  const sema::SectionKeyPrefix* prefixing = nullptr;
+  for (const sema::SectionKeyPrefix& p : LaunchKeyPrefixes()) {
+    if (p.section == section) prefixing = &p;
+  }
   for (const ast::Statement& statement : statements) {
     if (statement.path.size() != 1) continue;
-    if (statement.path[0].text == key || (!bare.empty() && statement.path[0].text == bare)) return &statement;
+    const std::string& written = statement.path[0].text;
+    bool prefixed = prefixing != nullptr && written.compare(0, prefixing->unless.size(), prefixing->unless) != 0;
+    if ((prefixed ? prefixing->prefix + written : written) == key) return &statement;
   }
   return nullptr;
 }
 
 }  // namespace
+
+// How `accelerate launch` copies a config file's sections onto its arguments
+// (`_validate_launch_command` in accelerate/commands/launch.py): `fsdp_config`, `fp8_config` and
+// `dynamo_config` keys get their section's prefix unless they start with it, so published files
+// write `auto_wrap_policy` and `fsdp_auto_wrap_policy`, `backend` and `dynamo_backend`, alike.
+const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes() {
+  static const std::vector<sema::SectionKeyPrefix> prefixes = {
+      {"fsdp_config", "fsdp", "fsdp_"},
+      {"fp8_config", "fp8", "fp8_"},
+      {"dynamo_config", "dynamo_", "dynamo_"},
+  };
+  return prefixes;
+}
 
 void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine& diagnostics) {
   for (const ast::Name& name : config.null_keys) {
@@ -255,12 +283,10 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
     if (section == nullptr || section->value->kind != ast::ExprKind::Record || !section->value->block)
       continue;
     const std::vector<ast::Statement>& keys = section->value->block->statements;
-    // Launch adds the `dynamo_` prefix to a key written without it, as for `fsdp_config`.
-    std::string_view bare = key.section == "dynamo_config" ? key.key.substr(7) : std::string_view{};
-    const ast::Statement* setting = Setting(keys, key.key, bare);
+    const ast::Statement* setting = SectionSetting(keys, key.section, key.key);
     if (!is_null(setting)) continue;
     if (!key.read_above_one.empty()) {
-      const ast::Statement* size = Setting(keys, key.read_above_one);
+      const ast::Statement* size = SectionSetting(keys, key.section, key.read_above_one);
       if (size == nullptr || size->value->kind != ast::ExprKind::Int || size->value->int_value <= 1) continue;
     }
     std::string effect =
@@ -278,7 +304,7 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
       section->value->kind != ast::ExprKind::Record || !section->value->block)
     return;
   const std::vector<ast::Statement>& keys = section->value->block->statements;
-  const ast::Statement* version = Setting(keys, "fsdp_version", "version");
+  const ast::Statement* version = SectionSetting(keys, "fsdp_config", "fsdp_version");
   // Unset, the plugin's version is 1; launch passes a quoted '2' on as the same text.
   int64_t read_as = 1;
   if (version != nullptr && version->value->kind == ast::ExprKind::Int) read_as = version->value->int_value;
@@ -286,7 +312,7 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
     read_as = 2;
   for (const FsdpVariable& fsdp : kFsdpVariables) {
     if (fsdp.fsdp_version != 0 && fsdp.fsdp_version != read_as) continue;
-    const ast::Statement* setting = Setting(keys, fsdp.key, fsdp.key.substr(5));
+    const ast::Statement* setting = SectionSetting(keys, "fsdp_config", fsdp.key);
     if (!is_null(setting)) continue;
     std::string effect = fmt::format(
         "`accelerate launch` passes on as `{}={}`, and FullyShardedDataParallelPlugin raises on that text",

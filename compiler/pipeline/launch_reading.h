@@ -1,14 +1,21 @@
 #ifndef ACCEL_COMPILER_PIPELINE_LAUNCH_READING_H_
 #define ACCEL_COMPILER_PIPELINE_LAUNCH_READING_H_
 
+#include <vector>
+
 #include "compiler/config/reader.h"
 #include "compiler/diagnostics/diagnostic.h"
+#include "compiler/sema/check.h"
 #include "compiler/sema/value.h"
 
 // Where `accelerate launch` reads an Accelerate config's value otherwise than its type says:
 // a null it takes for a value, a null or a list it hands the worker as text. Each is one table
 // in launch_reading.cpp, with the launch code it follows.
 namespace accel::pipeline {
+
+// How `accelerate launch` copies a config file's sections onto its arguments: the keys of a
+// section it prefixes, as the checker reads them too (sema::CheckOptions::section_prefixes).
+const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes();
 
 // A top-level null that launch reads as a value (`distributed_type: null` runs as `NO`) is
 // checked as that value, with a warning (A3013). Before the check: it rewrites `config`.

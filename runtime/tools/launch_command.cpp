@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -331,13 +332,6 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
   }
   std::vector<std::string> rehearsal_changes;
   if (int refused = ChooseDevice(*plan, options, argv0, rehearsal_changes); refused != 0) return refused;
-  // A plan file may break a limit that `accelc build` refuses (written by hand, or by another
-  // version): every one is named here, before any process starts.
-  if (std::vector<plan::RuntimeLimit> broken = plan::RuntimeLimitsBroken(*plan); !broken.empty()) {
-    for (const plan::RuntimeLimit& limit : broken)
-      fmt::print(stderr, "accelrun: error: `{}`: {}\n", options.input, plan::Describe(limit));
-    return kExitUsage;
-  }
   launch::Environment env = launch::CurrentEnvironment();
   // The plan's input files are relative to the plan file's directory (a spec compiles them
   // relative to the working directory); the workers read the copy in the output directory, so
@@ -371,16 +365,18 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     return kExitUsage;
   }
   const launch::Topology& topology = placement->topology;
-  // `--nnodes`, or a scheduler's placement, may spread the plan over more machines than it was
-  // built for (a rehearsal too): the limits are asked again for the machines it runs on.
-  if (topology.nnodes > init->num_machines) {
-    if (std::vector<plan::RuntimeLimit> broken = plan::RuntimeLimitsBroken(*plan, topology.nnodes);
-        !broken.empty()) {
-      for (const plan::RuntimeLimit& limit : broken)
-        fmt::print(stderr, "accelrun: error: `{}` on {} machines: {}\n", options.input, topology.nnodes,
-                   plan::Describe(limit));
-      return kExitUsage;
-    }
+  // A plan file may break a limit that `accelc build` refuses (written by hand, or by another
+  // version), and `--nnodes` or a scheduler's placement may spread it over more machines than it
+  // was built for (a rehearsal too): every limit is named here, for the machines it runs on,
+  // before any process starts.
+  const bool spread = topology.nnodes > init->num_machines;
+  if (std::vector<plan::RuntimeLimit> broken =
+          plan::RuntimeLimitsBroken(*plan, std::max<int64_t>(topology.nnodes, init->num_machines));
+      !broken.empty()) {
+    std::string where = spread ? fmt::format(" on {} machines", topology.nnodes) : "";
+    for (const plan::RuntimeLimit& limit : broken)
+      fmt::print(stderr, "accelrun: error: `{}`{}: {}\n", options.input, where, plan::Describe(limit));
+    return kExitUsage;
   }
   if (topology.launched_by.empty() && env.count("SLURM_JOB_ID") && !env.count("SLURM_STEP_ID")) {
     placement->notes.push_back(
