@@ -3,11 +3,13 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/plan/plan.h"
 #include "compiler/sema/value.h"
+#include "stdlib/spec_views.h"
 
 // The sharding engines a launch config names (FSDP, DeepSpeed), lowered to the plan's
 // `train.sharding` and, for a DeepSpeed JSON, to the loop settings the JSON owns. Part of
@@ -24,19 +26,20 @@ struct Refusal {
 };
 
 // FullyShardedDataParallelPlugin (`compute.fsdp_config`) as the plan's sharding. `plugin` is
-// null when the launch config has no `fsdp_config`: `accelerate launch`'s defaults then apply.
+// unset when the launch config has no `fsdp_config`: `accelerate launch`'s defaults then apply.
 // Settings accelrun cannot run are refused by native_support.def, not here.
-plan::Sharding LowerFsdp(const sema::Value* plugin);
+plan::Sharding LowerFsdp(const std::optional<spec::FullyShardedDataParallelPlugin>& plugin);
 
-// ParallelismConfig (`compute.parallelism_config`; `config` never null) over the sharding FSDP's
+// ParallelismConfig (`compute.parallelism_config`) over the sharding FSDP's
 // plugin lowered: tp_size becomes `tensor_parallel`, dp_shard_size the shard groups and
 // dp_replicate_size > 1 hybrid sharding across them. The mesh runs under FSDP version 2 only
 // (LCH-003 already requires it for a mesh of more than one process), and the built-in models'
 // split widths tp_size must divide. `model` is the job's model record. Appends to `refusals`
 // what accelrun cannot run; the limits the plan itself shows (a TorchScript model, clipping)
 // are plan::RuntimeLimitsBroken's.
-void LowerParallelism(const sema::Value& config, const std::string& distributed_type,
-                      const sema::Value& model, plan::Sharding& s, std::vector<Refusal>& refusals);
+void LowerParallelism(const spec::ParallelismConfig& config, spec::DistributedType distributed_type,
+                      const std::variant<spec::MLP, spec::Transformer, spec::TorchScript>& model,
+                      plan::Sharding& s, std::vector<Refusal>& refusals);
 
 // What the job itself says, for the DeepSpeed values written "auto" (as transformers'
 // HfTrainerDeepSpeedConfig and Accelerate's deepspeed_config_process fill them in).
@@ -49,12 +52,13 @@ struct DeepSpeedJob {
   std::optional<int64_t> hidden_size;
 };
 
-// DeepSpeedPlugin (`compute.deepspeed_config`, null when absent) and, when it names one, the
-// checked DeepSpeed JSON (`json`, root record DeepSpeedConfig; null without one). Returns the
+// DeepSpeedPlugin (`compute.deepspeed_config`, unset when absent) and, when it names one, the
+// checked DeepSpeed JSON (`json`; unset without one). Returns the
 // sharding and updates `loop` with what the JSON owns: precision, accumulation, clipping, and
 // the optimizer and schedule of its `optimizer` and `scheduler` sections. Appends to
 // `refusals` what accelrun cannot run (NVMe offload, other optimizers, pipeline stages, ...).
-plan::Sharding LowerDeepSpeed(const sema::Value* plugin, const sema::Value* json, const DeepSpeedJob& job,
+plan::Sharding LowerDeepSpeed(const std::optional<spec::DeepSpeedPlugin>& plugin,
+                              const std::optional<spec::DeepSpeedConfig>& json, const DeepSpeedJob& job,
                               plan::TrainLoop& loop, std::vector<Refusal>& refusals);
 
 }  // namespace accel::lower
