@@ -339,19 +339,6 @@ void RefuseSections(const Json& json, std::vector<Refusal>& refusals) {
   refuse_enabled(In(json.hybrid_engine(), &spec::DeepSpeedHybridEngineConfig::enabled_value), "hybrid_engine");
 }
 
-// Precision under DeepSpeed: the JSON's `fp16` / `bf16` sections decide, `"enabled": "auto"`
-// following the job's mixed_precision; without a JSON the plugin passes the job's on.
-plan::MixedPrecision JsonPrecision(const Json& json, plan::MixedPrecision job) {
-  auto enabled = [&](const Value* on, plan::MixedPrecision when_auto) {
-    return Flag(on).value_or(false) || (IsAuto(on) && job == when_auto);
-  };
-  if (enabled(In(json.fp16(), &spec::DeepSpeedFp16Config::enabled_value), plan::MixedPrecision::fp16))
-    return plan::MixedPrecision::fp16;
-  if (enabled(In(json.bf16(), &spec::DeepSpeedBf16Config::enabled_value), plan::MixedPrecision::bf16))
-    return plan::MixedPrecision::bf16;
-  return plan::MixedPrecision::no;
-}
-
 // DeepSpeed's fp16 loss scaler from the JSON's `fp16` section, with DeepSpeed's defaults for
 // what it leaves out: dynamic (DynamicLossScaler) unless `loss_scale` is a positive number.
 plan::LossScaling JsonLossScaling(const std::optional<Json>& json) {
@@ -556,7 +543,8 @@ plan::Sharding LowerDeepSpeed(const std::optional<Plugin>& plugin, const std::op
   const Value* json_ga = In(json, &Json::gradient_accumulation_steps_value);
   const Value* ga = Written(json_ga) ? json_ga : In(plugin, &Plugin::gradient_accumulation_steps_value);
   if (std::optional<int64_t> n = Count(ga)) loop.gradient_accumulation.num_steps = *n;
-  // DeepSpeed scales fp16 losses itself, also under a plugin without a JSON (its defaults).
+  // DeepSpeed scales fp16 losses itself, also under a plugin without a JSON (its defaults). The
+  // precision, the JSON's when there is one, was decided with the job's (target.h).
   loop.loss_scaling = JsonLossScaling(json);
   loop.loss_scaling.enabled = loop.mixed_precision == plan::MixedPrecision::fp16;
   if (!json) {
@@ -567,8 +555,6 @@ plan::Sharding LowerDeepSpeed(const std::optional<Plugin>& plugin, const std::op
   // DeepSpeed 0.19.3 (no clipping before).
   if (std::optional<double> n = Number(&json->gradient_clipping_value())) loop.max_grad_norm = *n;
 
-  loop.mixed_precision = JsonPrecision(*json, job.precision);
-  loop.loss_scaling.enabled = loop.mixed_precision == plan::MixedPrecision::fp16;
   // The JSON's batch sizes describe the job's loader; a number must agree with it.
   int64_t micro = job.batch_size;
   if (const Value* v = &json->train_micro_batch_size_per_gpu_value(); Count(v) && *Count(v) != micro) {

@@ -44,8 +44,7 @@ void LowerParallelism(const spec::ParallelismConfig& config, spec::DistributedTy
 // What the job itself says, for the DeepSpeed values written "auto" (as transformers'
 // HfTrainerDeepSpeedConfig and Accelerate's deepspeed_config_process fill them in).
 struct DeepSpeedJob {
-  plan::MixedPrecision precision = plan::MixedPrecision::no;  // the job's mixed_precision
-  int64_t batch_size = 0;                                     // data.batch_size, per process
+  int64_t batch_size = 0;  // data.batch_size, per process
   int64_t world_size = 1;
   // The model's width (a built-in Transformer's d_model), which sizes the buckets written
   // "auto"; unset: DeepSpeed's own defaults, as for a model without `config.hidden_size`.
@@ -54,7 +53,7 @@ struct DeepSpeedJob {
 
 // DeepSpeedPlugin (`compute.deepspeed_config`, unset when absent) and, when it names one, the
 // checked DeepSpeed JSON (`json`; unset without one). Returns the
-// sharding and updates `loop` with what the JSON owns: precision, accumulation, clipping, and
+// sharding and updates `loop` with what the JSON owns: accumulation, clipping, loss scaling, and
 // the optimizer and schedule of its `optimizer` and `scheduler` sections. Appends to
 // `refusals` what accelrun cannot run (NVMe offload, other optimizers, pipeline stages, ...).
 plan::Sharding LowerDeepSpeed(const std::optional<spec::DeepSpeedPlugin>& plugin,

@@ -147,7 +147,6 @@ void LowerEngine(Lowering& lowering, const plan::BuildDataloader& data, const pl
   } else if (type == spec::DistributedType::DEEPSPEED) {
     std::optional<spec::DeepSpeedPlugin> plugin = compute.deepspeed_config();
     DeepSpeedJob deepspeed;
-    deepspeed.precision = loop.mixed_precision;
     deepspeed.batch_size = data.batch_size;
     deepspeed.world_size = init.num_machines * init.processes_per_machine;
     auto model = job.model();

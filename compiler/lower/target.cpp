@@ -75,6 +75,54 @@ std::optional<plan::Backend> PlanBackend(spec::Backend backend) {
   InternalNoCase("backend", "?");
 }
 
+// Whether a DeepSpeed precision section's `enabled` turns it on: `true`, or "auto" when the job
+// asks for that precision.
+bool SectionOn(const sema::Value& enabled, bool job_asks) {
+  if (enabled.kind == sema::Value::Kind::Bool) return enabled.bool_value;
+  return sema::views::Holds<spec::Auto>(enabled) && job_asks;
+}
+
+// Precision under DeepSpeed with a JSON: its `fp16` / `bf16` sections decide, `"enabled": "auto"`
+// following the job's; without a JSON the plugin passes the job's on.
+plan::MixedPrecision JsonPrecision(const spec::DeepSpeedConfig& json, plan::MixedPrecision job) {
+  using plan::MixedPrecision;
+  std::optional<spec::DeepSpeedFp16Config> fp16 = json.fp16();
+  if (fp16 && SectionOn(fp16->enabled_value(), job == MixedPrecision::fp16)) return MixedPrecision::fp16;
+  std::optional<spec::DeepSpeedBf16Config> bf16 = json.bf16();
+  if (bf16 && SectionOn(bf16->enabled_value(), job == MixedPrecision::bf16)) return MixedPrecision::bf16;
+  return MixedPrecision::no;
+}
+
+// The job's own precision, from the Accelerator or the launch config.
+plan::MixedPrecision JobPrecision(Lowering& lowering, const spec::ClusterConfig& compute,
+                                  const spec::Accelerator& accelerator, const Target& target) {
+  bool own = accelerator.mixed_precision().has_value();
+  std::optional<spec::PrecisionType> precision = own ? accelerator.mixed_precision() : compute.mixed_precision();
+  const sema::Value& where = own ? accelerator.mixed_precision_value() : compute.mixed_precision_value();
+  if (!precision) return plan::MixedPrecision::no;
+  switch (*precision) {
+    case spec::PrecisionType::NO:
+      return plan::MixedPrecision::no;
+    case spec::PrecisionType::BF16:
+      return plan::MixedPrecision::bf16;
+    case spec::PrecisionType::FP16:
+      // A GPU job keeps fp16, also when rehearsed on the CPU (the launcher runs it as bf16 and
+      // says so): the plan stays the GPU job's.
+      if (target.gpu_job) return plan::MixedPrecision::fp16;
+      lowering.Unsupported(diag::Kind::NativeFp16OnCpu, where, "`mixed_precision = fp16` on the CPU",
+                           "; fp16 autocast and its gradient scaler need CUDA, and a NO or MULTI_CPU job runs "
+                           "on the CPU: use `bf16` on the CPU" +
+                               std::string(kExport));
+      return plan::MixedPrecision::no;
+    case spec::PrecisionType::FP8:
+      lowering.Unsupported(
+          diag::Kind::NativeFp8, where, "`mixed_precision = fp8`",
+          "; fp8 needs TransformerEngine, MS-AMP or torchao, which exist only in Python" + std::string(kExport));
+      return plan::MixedPrecision::no;
+  }
+  InternalNoCase("mixed_precision", "?");
+}
+
 }  // namespace
 
 Target ChooseTarget(Lowering& lowering, const spec::ClusterConfig& compute, const spec::Accelerator& accelerator) {
@@ -111,31 +159,10 @@ Target ChooseTarget(Lowering& lowering, const spec::ClusterConfig& compute, cons
 
 plan::MixedPrecision LowerPrecision(Lowering& lowering, const spec::ClusterConfig& compute,
                                     const spec::Accelerator& accelerator, const Target& target) {
-  bool own = accelerator.mixed_precision().has_value();
-  std::optional<spec::PrecisionType> precision = own ? accelerator.mixed_precision() : compute.mixed_precision();
-  const sema::Value& where = own ? accelerator.mixed_precision_value() : compute.mixed_precision_value();
-  if (!precision) return plan::MixedPrecision::no;
-  switch (*precision) {
-    case spec::PrecisionType::NO:
-      return plan::MixedPrecision::no;
-    case spec::PrecisionType::BF16:
-      return plan::MixedPrecision::bf16;
-    case spec::PrecisionType::FP16:
-      // A GPU job keeps fp16, also when rehearsed on the CPU (the launcher runs it as bf16 and
-      // says so): the plan stays the GPU job's.
-      if (target.gpu_job) return plan::MixedPrecision::fp16;
-      lowering.Unsupported(diag::Kind::NativeFp16OnCpu, where, "`mixed_precision = fp16` on the CPU",
-                           "; fp16 autocast and its gradient scaler need CUDA, and a NO or MULTI_CPU job runs "
-                           "on the CPU: use `bf16` on the CPU" +
-                               std::string(kExport));
-      return plan::MixedPrecision::no;
-    case spec::PrecisionType::FP8:
-      lowering.Unsupported(
-          diag::Kind::NativeFp8, where, "`mixed_precision = fp8`",
-          "; fp8 needs TransformerEngine, MS-AMP or torchao, which exist only in Python" + std::string(kExport));
-      return plan::MixedPrecision::no;
-  }
-  InternalNoCase("mixed_precision", "?");
+  plan::MixedPrecision job = JobPrecision(lowering, compute, accelerator, target);
+  if (compute.distributed_type() == DistributedType::DEEPSPEED && lowering.deepspeed_json() != nullptr)
+    return JsonPrecision(spec::DeepSpeedConfig(*lowering.deepspeed_json()), job);
+  return job;
 }
 
 plan::InitProcessGroup LowerProcessGroup(Lowering& lowering, const spec::ClusterConfig& compute,

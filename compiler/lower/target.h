@@ -23,8 +23,11 @@ struct Target {
 
 Target ChooseTarget(Lowering& lowering, const spec::ClusterConfig& compute, const spec::Accelerator& accelerator);
 
-// The job's mixed precision: the Accelerator's own argument wins over the launch config, as in
-// Accelerate, where the launcher passes the config's through ACCELERATE_MIXED_PRECISION.
+// The plan's mixed precision, decided here and nowhere else in lowering: the Accelerator's own
+// argument wins over the launch config, as in Accelerate, where the launcher passes the
+// config's through ACCELERATE_MIXED_PRECISION; under DeepSpeed a JSON's `fp16` / `bf16`
+// sections decide, "auto" following the job's. (accelrun's CPU rehearsal later trains an fp16
+// plan in bf16 and says so: the plan stays the GPU job's.)
 plan::MixedPrecision LowerPrecision(Lowering& lowering, const spec::ClusterConfig& compute,
                                     const spec::Accelerator& accelerator, const Target& target);
 
