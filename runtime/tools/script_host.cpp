@@ -90,6 +90,8 @@ acc::Host ThisHost(const launch::Environment& env) {
   host.env = env;
   host.cuda_devices = CudaDeviceCount(env);
   host.physical_cores = launch::PhysicalCoreCount();
+  // Python's os.cpu_count(): the online logical CPUs, whatever the affinity mask.
+  host.logical_cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   host.python = FindOnPath({"python3", "python"});
   std::error_code ec;
   host.cwd = fs::current_path(ec).string();

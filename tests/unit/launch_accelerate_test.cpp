@@ -133,6 +133,41 @@ TEST(ScriptLaunch, MultiGpuRunsTorchrunWithTheConfigsMachineRankAndPort) {
   EXPECT_EQ(worker.count("TORCHELASTIC_USE_AGENT_STORE"), 0u);
 }
 
+// torchrun's --nproc_per_node words, which a config's `num_processes` reaches on one machine.
+TEST(ScriptLaunch, NumProcessesAutoCountsTheDevicesAsTorchrunDoes) {
+  ConfigFile config = Config({{"distributed_type", T("MULTI_GPU")}, {"num_processes", T("auto")}});
+  Host gpus = TestHost();
+  gpus.cuda_devices = 4;
+  gpus.logical_cpus = 16;
+  EXPECT_EQ(Plan({}, config, gpus).nproc_per_node, 4);
+  Host cpus = TestHost();
+  cpus.logical_cpus = 6;
+  EXPECT_EQ(Plan({}, config, cpus).nproc_per_node, 6);
+  ConfigFile deepspeed = Config({{"distributed_type", T("DEEPSPEED")}, {"num_processes", T("cpu")}});
+  EXPECT_EQ(Plan({}, deepspeed, gpus).nproc_per_node, 16);
+}
+
+TEST(ScriptLaunch, NumProcessesWordsFailWhereTorchrunOrLaunchFails) {
+  std::string error;
+  LaunchNamespace ns = Parse({}, error);
+  auto failure = [&](PyDict values, const Host& host) {
+    llvm::Expected<ScriptLaunch> launch = PlanScriptLaunch(ns, Config(std::move(values)), "train.py", {}, host);
+    return launch ? std::string() : llvm::toString(launch.takeError());
+  };
+  // Several machines divide the total, which text cannot be.
+  EXPECT_NE(failure({{"distributed_type", T("MULTI_GPU")}, {"num_processes", T("auto")}, {"num_machines", N(2)},
+                     {"main_process_ip", T("10.0.0.1")}},
+                    TestHost())
+                .find("unsupported operand type(s) for //"),
+            std::string::npos);
+  EXPECT_NE(failure({{"distributed_type", T("MULTI_GPU")}, {"num_processes", T("gpu")}}, TestHost())
+                .find("Cuda is not available."),
+            std::string::npos);
+  EXPECT_NE(failure({{"distributed_type", T("FSDP")}, {"num_processes", T("many")}}, TestHost())
+                .find("Unsupported nproc_per_node value: many"),
+            std::string::npos);
+}
+
 TEST(ScriptLaunch, PortZeroPicksAFreeOneAndAPortInUseMovesOnOneMachine) {
   ConfigFile config =
       Config({{"distributed_type", T("MULTI_GPU")}, {"num_processes", N(2)}, {"main_process_port", N(0)}});

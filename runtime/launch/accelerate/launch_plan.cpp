@@ -39,15 +39,38 @@ llvm::Expected<std::vector<std::string>> ScriptCommand(const LaunchNamespace& ns
   return command;
 }
 
+// torchrun's determine_local_world_size: `--nproc_per_node` is a count, or a word that counts
+// this machine's devices: "gpu" the CUDA devices, "cpu" the logical CPUs, and "auto" the CUDA
+// devices when there are any, else the CPUs. A config file's `num_processes: auto` reaches it
+// unchanged on one machine.
+llvm::Expected<int64_t> LocalWorldSize(const PyValue& nproc_per_node, const Host& host) {
+  if (std::optional<int64_t> count = AsInt(nproc_per_node)) return *count;
+  const std::string* word = nproc_per_node.String();
+  if (word != nullptr && *word == "cpu") return host.logical_cpus;
+  if (word != nullptr && *word == "gpu") {
+    if (host.cuda_devices == 0) return Fail("Cuda is not available.");
+    return host.cuda_devices;
+  }
+  if (word != nullptr && *word == "auto") return host.cuda_devices > 0 ? host.cuda_devices : host.logical_cpus;
+  if (nproc_per_node.IsNone()) return 1;
+  return Fail(fmt::format("Unsupported nproc_per_node value: {}", Str(nproc_per_node)));
+}
+
 // The rendezvous of the torchrun launches (prepare_multi_gpu_env, prepare_deepspeed_cmd_env).
 llvm::Error PlaceTorchrun(LaunchNamespace& ns, const Host& host, ScriptLaunch& launch) {
   std::optional<int64_t> port = AsInt(ns.Get("main_process_port"));
   int64_t chosen_port = !port ? 29500 : *port == 0 ? host.free_port() : *port;
   ns.Set("main_process_port", {chosen_port});
-  int64_t processes = AsInt(ns.Get("num_processes")).value_or(1);
   int64_t machines = AsInt(ns.Get("num_machines")).value_or(1);
   int64_t machine_rank = AsInt(ns.Get("machine_rank")).value_or(0);
   launch.master_port = static_cast<int>(chosen_port);
+  // Several machines divide the total (`num_processes // num_machines`), which only a number can.
+  if (machines > 1 && !ns.Get("num_processes").IsNone() && !AsInt(ns.Get("num_processes")))
+    return Fail(fmt::format("unsupported operand type(s) for //: 'str' and 'int' (`num_processes` is {})",
+                            Repr(ns.Get("num_processes"))));
+  llvm::Expected<int64_t> local = LocalWorldSize(ns.Get("num_processes"), host);
+  if (!local) return local.takeError();
+  int64_t processes = *local;
   if (machines > 1) {
     launch.nproc_per_node = static_cast<int>(processes / machines);
     launch.nnodes = static_cast<int>(machines);

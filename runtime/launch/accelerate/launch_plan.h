@@ -26,6 +26,7 @@ struct Host {
   std::map<std::string, std::string> env;  // the launcher's environment
   int cuda_devices = 0;                    // torch.cuda.device_count()
   int physical_cores = 1;                  // psutil.cpu_count(logical=False)
+  int logical_cpus = 1;                    // os.cpu_count()
   std::string python;                      // sys.executable: the interpreter scripts run with
   std::string cwd;                         // the working directory, absolute
   std::function<bool(int port)> port_in_use = [](int) { return false; };
