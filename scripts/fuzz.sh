@@ -9,6 +9,7 @@
 #   FUZZ_TARGET=torch_pickle_fuzzer scripts/fuzz.sh   # the torch.save reader of import-state
 #   FUZZ_TARGET=plan_fuzzer scripts/fuzz.sh   # the plan reader every worker starts with
 #   FUZZ_TARGET=manifest_fuzzer scripts/fuzz.sh   # the checkpoint manifest
+#   FUZZ_TARGET=csv_fuzzer scripts/fuzz.sh   # the CSV dataset reader
 #   scripts/fuzz.sh --smoke         # CI: every target, 3,000 inputs each from its seeds, seed 1
 # Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
 set -euo pipefail
@@ -30,6 +31,7 @@ seeds_of() {
     safetensors_fuzzer)
       seeds="$root/tests/fuzz/safetensors-corpus" dict="$root/tests/fuzz/safetensors.dict" ;;
     plan_fuzzer) seeds="$root/tests/fuzz/plan-corpus" dict="$root/tests/fuzz/config.dict" ;;
+    csv_fuzzer) seeds="$root/tests/fuzz/csv-corpus" dict="$root/tests/fuzz/csv.dict" ;;
     manifest_fuzzer) seeds="$root/tests/fuzz/manifest-corpus" dict="$root/tests/fuzz/config.dict" ;;
     torch_pickle_fuzzer)
       seeds="$root/tests/fuzz/torch-pickle-corpus" dict="$root/tests/fuzz/torch_pickle.dict" ;;

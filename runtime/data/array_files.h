@@ -10,6 +10,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/data/suggest.h"
 
 // The file readers the datasets share (dataset.cpp, columns.cpp): whole arrays out of `.npy`
 // and safetensors files, in the dtype the file stores. Not part of the data library's entry
@@ -28,12 +29,6 @@ llvm::Expected<at::Tensor> ReadNpy(const std::string& path);
 // tensor (with a did-you-mean), a dtype datasets do not hold.
 llvm::Expected<at::Tensor> ReadSafetensorsTensor(const checkpoint::SafetensorsFile& file,
                                                  const std::string& path, const std::string& key);
-
-// "; did you mean `x`?" for a close candidate, otherwise "; the <what> are `a`, `b`", or
-// without `list_candidates` "; it has 2 <what>" (names read from a file that may be of another
-// kind, a CSV header being any file's first line, are not shown).
-std::string Suggest(const std::string& name, const std::vector<std::string>& candidates,
-                    const std::string& what, bool list_candidates = true);
 
 // A shape as NumPy prints it: `(3,)`, `(2, 4)`.
 std::string ShapeText(at::IntArrayRef shape);
