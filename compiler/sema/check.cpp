@@ -5,17 +5,16 @@
 #include <cstdlib>
 #include <set>
 #include <string_view>
-#include <tuple>
 
 #include <fmt/format.h>
 
 #include "compiler/scalars/bool_words.h"
 #include "compiler/scalars/host_names.h"
+#include "compiler/sema/constraints.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_versions.h"
 #include "compiler/sema/lax_values.h"
 #include "compiler/sema/unfilled_autos.h"
-#include "compiler/sema/rule_findings.h"
 #include "compiler/sema/unknown_fields.h"
 #include "compiler/sema/release_judge.h"
 
@@ -65,16 +64,6 @@ std::string DescribeFound(const ast::Expr& e) {
       return fmt::format("an expression `{}`", ExprText(e));
   }
   return "a value";
-}
-
-// Whether `expr` reads one of `fields` (of the record in scope): the first segment of a name.
-// A walk, not a set of the names: every rule of every record asks, once per checked file.
-bool ReadsAnyOf(const ast::Expr& expr, const std::set<std::string>& fields) {
-  if (expr.kind == ast::ExprKind::Path && !expr.path.empty() && fields.count(expr.path[0].text)) return true;
-  for (const ast::ExprPtr& operand : expr.operands) {
-    if (ReadsAnyOf(*operand, fields)) return true;
-  }
-  return false;
 }
 
 // Marks the values that a schema default expression produced as defaults; values that an
@@ -290,7 +279,8 @@ class Checker {
     }
     // Constraints and rules that read a field in error would only echo that error; the rest
     // still run, so one pass reports every independent mistake.
-    CheckConstraints(record, value, failed, file, span, prefix);
+    CheckConstraints({options_, release_, names_, {file_.source, job_span_}, unknown_values_}, record, value,
+                     failed, file, span, prefix, diagnostics_);
     if (!ok) return std::nullopt;
     return value;
   }
@@ -1018,21 +1008,6 @@ class Checker {
     return Mismatch(expr, type, file, path);
   }
 
-  // Whether `expr`, evaluated in `record` at `prefix`, reads a field of unknown_values_ or
-  // something inside one.
-  bool ReadsUnknownValue(const ast::Expr& expr, const RecordSchema& record, const std::string& prefix) const {
-    if (unknown_values_.empty()) return false;
-    std::vector<std::vector<std::string>> paths;
-    ReferencedPaths(expr, paths);
-    for (const std::vector<std::string>& path : paths) {
-      std::string text = prefix + names_.PathText(record.name, path);
-      for (const std::string& unknown : unknown_values_) {
-        if (text == unknown || text.rfind(unknown + ".", 0) == 0) return true;
-      }
-    }
-    return false;
-  }
-
   // Under a pinned release (CheckOptions::release), a key it reads otherwise than the newest,
   // which the schema models: reported as that release reads it. Returns whether it was (and so
   // is not also checked against the schema).
@@ -1065,101 +1040,6 @@ class Checker {
         return true;
     }
     return false;
-  }
-
-  // Under a pinned release, a field whose bounds or validating check differ from the newest's
-  // (which its `where` models) is judged by that release instead. Returns whether it was.
-  bool CheckedByRelease(const FieldSchema& field, const Value& value, const source::SourceFile* file,
-                        source::Span span, const std::string& prefix) {
-    std::optional<std::string> bounds = release_.BoundsChange(prefix, NameOf(field));
-    if (!bounds) return false;
-    bool number = value.kind == Value::Kind::Int || value.kind == Value::Kind::Float;
-    double x = value.kind == Value::Kind::Int ? static_cast<double>(value.int_value) : value.float_value;
-    if (number && !WithinBounds(x, *bounds)) {
-      bool from_spec = value.provenance.kind == Provenance::Kind::Spec && value.provenance.file == file;
-      diagnostics_.Emit(diag::Kind::ConstraintViolated, file, from_spec ? value.provenance.span : span,
-                        prefix + NameOf(field), value.Describe(),
-                        fmt::format("{} ({})", BoundsText(NameOf(field), *bounds), release_.PinnedName()));
-    }
-    return true;
-  }
-
-  void CheckConstraints(const RecordSchema& record, const Value& value, std::set<std::string> failed,
-                        const source::SourceFile* file, source::Span span, const std::string& prefix) {
-    auto reads_failed = [&](const ast::Expr& expr) {
-      return (!failed.empty() && ReadsAnyOf(expr, failed)) || ReadsUnknownValue(expr, record, prefix);
-    };
-    for (size_t i = 0; i < record.fields.size(); ++i) {
-      const FieldSchema& field = record.fields[i];
-      const Value& field_value = value.items[i];
-      // Constraints speak about present values; `none` for an optional passes.
-      if (field_value.kind == Value::Kind::None || failed.count(field.name)) continue;
-      if (CheckedByRelease(field, field_value, file, span, prefix)) continue;
-      if (field.constraint == nullptr || reads_failed(*field.constraint)) continue;
-      std::string error;
-      std::optional<Value> result = Evaluate(*field.constraint, value, &error);
-      if (!result || result->kind != Value::Kind::Bool) {
-        diagnostics_.Emit(diag::Kind::BadSchemaExpression, field.file, field.constraint->span,
-                          ExprText(*field.constraint), record.name,
-                          error.empty() ? "it is not a bool" : error);
-        continue;
-      }
-      if (result->bool_value) continue;
-      // Rules reading this field would only restate the violation.
-      failed.insert(field.name);
-      bool from_spec =
-          field_value.provenance.kind == Provenance::Kind::Spec && field_value.provenance.file == file;
-      source::Span where = from_spec ? field_value.provenance.span : span;
-      const source::SourceFile* where_file = file;
-      if (file != file_.source) {  // inside a schema default: point at the user's job
-        where_file = file_.source;
-        where = job_span_;
-      }
-      diag::Diagnostic& d =
-          diagnostics_.Emit(diag::Kind::ConstraintViolated, where_file, where, prefix + NameOf(field),
-                            field_value.Describe(), ExprText(*field.constraint));
-      if (field_value.provenance.kind == Provenance::Kind::Environment) {
-        d.message += fmt::format(" (value from environment variable `{}`)", field_value.provenance.env_var);
-      }
-      if (std::optional<std::string> not_run = release_.CheckNotRun(prefix, NameOf(field))) {
-        d.severity = diag::Severity::Warning;  // the pinned release lets the file through
-        d.message += fmt::format(" ({})", *not_run);
-      }
-    }
-    for (const RuleSchema& rule : record.rules) {
-      if (reads_failed(*rule.condition)) continue;
-      std::string error;
-      std::optional<Value> result = Evaluate(*rule.condition, value, &error);
-      if (!result || result->kind != Value::Kind::Bool) {
-        diagnostics_.Emit(diag::Kind::BadSchemaExpression, rule.file, rule.condition->span,
-                          ExprText(*rule.condition), record.name, error.empty() ? "it is not a bool" : error);
-        continue;
-      }
-      if (result->bool_value) continue;
-      // Broken parts that come to the same place are one finding: a rule whose missing keys
-      // have no line of their own is reported once.
-      std::vector<std::tuple<const source::SourceFile*, uint32_t, uint32_t>> reported;
-      for (const ast::Expr* broken : BrokenConclusions(*rule.condition, value, file)) {
-        diag::Diagnostic d =
-            RuleViolation(names_, {file_.source, job_span_}, rule, value, file, span, prefix, broken);
-        std::tuple<const source::SourceFile*, uint32_t, uint32_t> where{d.file, d.span.begin, d.span.end};
-        if (std::find(reported.begin(), reported.end(), where) != reported.end()) continue;
-        reported.push_back(where);
-        if (!options_.target.empty() && !rule.targets.empty() &&
-            std::find(rule.targets.begin(), rule.targets.end(), options_.target) == rule.targets.end()) {
-          // The tool this file is for does not need it; the tools that do are worth a line.
-          d.severity = diag::Severity::Note;
-          d.message += fmt::format(" ({} not applied: checked for `{}`; `--for {}` applies it)", rule.code,
-                                   options_.target, fmt::join(rule.targets, "` or `--for "));
-          d.notes.clear();
-        } else if (std::optional<std::string> not_run = release_.CheckNotRun(prefix, rule.code)) {
-          // The pinned release lets the file through: what the rule warns of may still happen.
-          d.severity = diag::Severity::Warning;
-          d.message += fmt::format(" ({})", *not_run);
-        }
-        diagnostics_.Add(std::move(d));
-      }
-    }
   }
 
   const ast::File& file_;
