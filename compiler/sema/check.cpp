@@ -12,24 +12,15 @@
 #include "compiler/scalars/host_names.h"
 #include "compiler/sema/constraints.h"
 #include "compiler/sema/evaluate.h"
-#include "compiler/sema/key_versions.h"
+#include "compiler/sema/key_resolution.h"
 #include "compiler/sema/lax_values.h"
+#include "compiler/sema/record_entries.h"
+#include "compiler/sema/release_judge.h"
 #include "compiler/sema/unfilled_autos.h"
 #include "compiler/sema/unknown_fields.h"
-#include "compiler/sema/release_judge.h"
 
 namespace accel::sema {
 namespace {
-
-// A statement seen after its first `depth` path segments were consumed by enclosing records
-// (`accelerator.ddp.bucket_cap_mb = 50` is seen at depth 1 inside `Accelerator`), with the file
-// it is written in and its composition layer (a later layer overrides an earlier one).
-struct Entry {
-  const ast::Statement* statement;
-  size_t depth;
-  const source::SourceFile* file;
-  size_t layer;
-};
 
 // How an expression reads when it has the wrong type: "an integer `25`".
 std::string DescribeFound(const ast::Expr& e) {
@@ -84,7 +75,7 @@ class Checker {
         options_(options),
         release_(options.release, options.section_prefixes, options.defaults_against),
         unfilled_autos_(options, schema),
-        unknown_fields_(schema, options, diagnostics),
+        keys_(schema, options, release_, unfilled_autos_, diagnostics),
         names_{schema, options} {}
 
   std::optional<Spec> Run() {
@@ -168,75 +159,10 @@ class Checker {
     std::set<std::string, std::less<>> set_here;
     for (const Entry& entry : entries) set_here.insert(entry.statement->path[entry.depth].text);
     for (const Entry& entry : entries) {
-      const ast::Name& name = entry.statement->path[entry.depth];
-      // A config file names fields by their keys only: Accelerate ignores `tp_degree` where it
-      // reads `megatron_lm_tp_degree`, so accepting the field name would hide a dead setting.
-      const FieldSchema* field =
-          options_.file_keys ? FindFileKey(record, name.text, prefix) : record.Find(name.text);
-      if (field == nullptr) field = record.FindSynonym(name.text);
-      if (field == nullptr) field = Renamed(record, name, entry.file);
-      // Set by another name than its key (`bfloat16`, `prefetch_bucket_size`): Accelerate fills
-      // "auto" in by the key's name only.
-      if (field != nullptr && options_.auto_filled_by_key && name.text != NameOf(*field)) {
-        if (const ast::Expr* value = AssignedValue(entry))
-          unfilled_autos_.UnderKeyNobodyFills(
-              *value, entry.file, prefix + name.text,
-              fmt::format("they fill in `{}{}` by that name only", prefix, NameOf(*field)),
-              fmt::format("write `{}` for `{}`", NameOf(*field), name.text));
-      } else if (field != nullptr && IsAuto(entry) && AdmitsAuto(field->type)) {
-        unfilled_autos_.NoteFilled();  // a key Accelerate fills: the file is written for it
-      }
-      // DeepSpeed reads its dict sections with `.get`: a key it does not know is dead, not
-      // fatal, and `_comment`-style keys are the usual way to annotate a JSON file.
-      bool ignored = options_.file_keys && record.open;
-      if (field == nullptr && ignored) {
-        if (const ast::Expr* value = AssignedValue(entry))
-          unfilled_autos_.UnderKeyNobodyFills(
-              *value, entry.file, prefix + name.text,
-              "DeepSpeed does not read the key, and they fill in only the keys they compute",
-              "write a value, or remove the key");
-      }
-      if (field == nullptr && ignored && !name.text.empty() && name.text[0] == '_') continue;
-      if (field == nullptr && ReportKeyOfAnotherFile(record, name, entry.file, prefix)) continue;
-      if (JudgedByRelease(record, field, name, entry.file, prefix, set_here, ok)) continue;
-      // A key other releases read: say which, rather than that no release knows it.
-      if (const KeyVersion* versions = field == nullptr ? FindKeyVersion(record.name, name.text) : nullptr) {
-        diagnostics_.Emit(versions->refused ? diag::Kind::KeyOfOtherReleases : diag::Kind::KeyIgnoredSince,
-                          entry.file, name.span, name.text, versions->accepted_by, versions->since);
-        if (versions->refused) ok = false;
-        continue;
-      }
-      if (field == nullptr) {
-        // A misspelt field is reported once, as unknown: it is not also missing.
-        std::string guess = unknown_fields_.Report(record, name, entry.file, prefix, set_here, ignored);
-        if (ignored) continue;  // the reader drops it and the meant field keeps its default
-        if (const FieldSchema* meant = options_.file_keys ? record.FindFileKey(guess) : record.Find(guess)) {
-          misspelt.insert(meant->name);
-        }
-        // The key is an error, but the record's other fields are known: rules that read only
-        // them still run (CheckConstraints), so one pass reports every independent mistake.
-        continue;
-      }
-      if (field->deprecated) {
-        diagnostics_.Emit(diag::Kind::DeprecatedField, entry.file, name.span, prefix + NameOf(*field),
-                          *field->deprecated);
-      }
-      const ast::Expr* assigned = AssignedValue(entry);
-      if (options_.null_is_unset && assigned != nullptr && assigned->kind == ast::ExprKind::None) continue;
-      if (const ast::Expr* assigned = AssignedValue(entry)) {
-        unfilled_autos_.OwnAuto(*field, *assigned, entry.file, prefix + NameOf(*field));
-        unfilled_autos_.InParams(record, *field, *assigned, entry.file, prefix + NameOf(*field));
-      }
-      if (ReportNullDeepSpeedRefuses(record, *field, entry, prefix + NameOf(*field))) {
-        ok = false;
-        continue;
-      }
-      if (const ast::Expr* dropped = DroppedAuto(record, entry)) {
-        diagnostics_.Emit(diag::Kind::AutoDroppedByDeepSpeed, entry.file, dropped->span,
-                          prefix + NameOf(*field));
-        continue;  // as DeepSpeed does: the key is left out and the default applies
-      }
-      by_field[field->name].push_back(entry);
+      KeyResolver::Resolved key = keys_.Resolve(record, entry, prefix, set_here);
+      if (key.refused) ok = false;
+      if (key.meant != nullptr) misspelt.insert(key.meant->name);
+      if (key.field != nullptr) by_field[key.field->name].push_back(entry);
     }
 
     Value value;
@@ -285,59 +211,8 @@ class Checker {
     return value;
   }
 
-  // The field of `record` (reached at `prefix`) that config-file key `key` sets: the field with
-  // that key, or, in a section the launcher reads with a prefix, the field whose key reads the
-  // same after prefixing (`version` and `fsdp_version` in `fsdp_config`). Null if none.
-  const FieldSchema* FindFileKey(const RecordSchema& record, std::string_view key,
-                                 const std::string& prefix) const {
-    if (const FieldSchema* field = record.FindFileKey(key)) return field;
-    for (const SectionKeyPrefix& section : options_.section_prefixes) {
-      if (prefix != section.section + ".") continue;
-      auto launched = [&](std::string_view k) {
-        return k.substr(0, section.unless.size()) == section.unless ? std::string(k)
-                                                                    : section.prefix + std::string(k);
-      };
-      for (const FieldSchema& field : record.fields) {
-        if (launched(NameOf(field)) == launched(key)) return &field;
-      }
-    }
-    return nullptr;
-  }
-
   // How the file being checked names `field`: its config-file key in a config file.
   const std::string& NameOf(const FieldSchema& field) const { return NameInFile(field, options_); }
-
-  // A field set by one of its old names: warn, offer the new name, and carry on with it.
-  const FieldSchema* Renamed(const RecordSchema& record, const ast::Name& name,
-                             const source::SourceFile* file) {
-    if (LoaderRefusesOldNames(record)) return nullptr;
-    const FieldSchema* field = record.FindAlias(name.text);
-    if (field == nullptr) return nullptr;
-    diag::Diagnostic& d =
-        diagnostics_.Emit(diag::Kind::DeprecatedAlias, file, name.span, name.text, field->name, field->name);
-    d.fixit = diag::ReplaceKeepingQuotes(file, name.span, field->name);
-    return field;
-  }
-
-  bool LoaderRefusesOldNames(const RecordSchema& record) const {
-    return LoaderRefusesOldNamesIn(record, options_);
-  }
-
-  // A key unknown in `record` (at `prefix`) that is a key of the file a ForeignKeys section
-  // stands for: reports A2024 and returns true.
-  bool ReportKeyOfAnotherFile(const RecordSchema& record, const ast::Name& name,
-                              const source::SourceFile* file, const std::string& prefix) {
-    if (!options_.file_keys) return false;
-    for (const ForeignKeys& foreign : options_.foreign_keys) {
-      if (prefix != (foreign.section.empty() ? "" : foreign.section + ".")) continue;
-      auto other = schema_.records.find(foreign.record);
-      if (other == schema_.records.end() || other->second.FindFileKey(name.text) == nullptr) continue;
-      diagnostics_.Emit(diag::Kind::KeyOfAnotherFile, file, name.span, name.text, foreign.record, record.name,
-                        foreign.reader, foreign.where);
-      return true;
-    }
-    return false;
-  }
 
   // The value of `field` from the statements that set it: one assignment, or any number of
   // blocks and dotted paths that together describe a record. Across composition layers a later
@@ -531,70 +406,6 @@ class Checker {
     value.text = member.name;
     value.enum_value = member.value;
     return value;
-  }
-
-  // The "auto" that `entry` assigns, when DeepSpeed's constructor of `record` drops it
-  // (dropped_auto.def) and the file is checked for the `deepspeed` launcher; else null.
-  const ast::Expr* DroppedAuto(const RecordSchema& record, const Entry& entry) const {
-    static const std::set<std::string_view> kDroppingRecords = {
-#define ACCEL_DROPPED_AUTO(name) #name,
-#include "compiler/sema/dropped_auto.def"
-#undef ACCEL_DROPPED_AUTO
-    };
-    if (!options_.file_keys || options_.target != "deepspeed" || kDroppingRecords.count(record.name) == 0)
-      return nullptr;
-    return IsAuto(entry) ? AssignedValue(entry) : nullptr;
-  }
-
-  // A null in a DeepSpeed JSON that DeepSpeed does not take as an absent key (deepspeed_nulls.def):
-  // a top-level section it builds from the None (all but the ones it takes as absent, by the key
-  // as written: `bf16`, not its old name `bfloat16`), or a key whose None it passes on. Reported
-  // as A3019; true if so.
-  bool ReportNullDeepSpeedRefuses(const RecordSchema& record, const FieldSchema& field, const Entry& entry,
-                                  const std::string& path) {
-    static const std::set<std::pair<std::string_view, std::string_view>> kSectionsTaken = {
-#define ACCEL_NULL_SECTION_TAKEN(record, field) {#record, #field},
-#define ACCEL_NULL_VALUE_REFUSED(record, field, what)
-#include "compiler/sema/deepspeed_nulls.def"
-#undef ACCEL_NULL_VALUE_REFUSED
-#undef ACCEL_NULL_SECTION_TAKEN
-    };
-    static const std::map<std::pair<std::string_view, std::string_view>, std::string_view> kValuesRefused = {
-#define ACCEL_NULL_SECTION_TAKEN(record, field)
-#define ACCEL_NULL_VALUE_REFUSED(record, field, what) {{#record, #field}, what},
-#include "compiler/sema/deepspeed_nulls.def"
-#undef ACCEL_NULL_VALUE_REFUSED
-#undef ACCEL_NULL_SECTION_TAKEN
-    };
-    const ast::Expr* value = AssignedValue(entry);
-    if (!options_.lax_models || value == nullptr || value->kind != ast::ExprKind::None) return false;
-    auto refused = kValuesRefused.find({record.name, field.name});
-    if (refused != kValuesRefused.end()) {
-      diagnostics_.Emit(diag::Kind::NullReadAsNone, entry.file, value->span, path, refused->second);
-      return true;
-    }
-    // Only the top level is read so; inside a model an optional section takes null.
-    const Type& type = field.type.kind == Type::Kind::Optional ? field.type.args[0] : field.type;
-    if (!IsRoot(record) || type.kind != Type::Kind::Record ||
-        kSectionsTaken.count({record.name, entry.statement->path[entry.depth].text}) > 0)
-      return false;
-    diagnostics_.Emit(diag::Kind::NullReadAsNone, entry.file, value->span, path,
-                      "DeepSpeed builds the section from, and fails (`param_dict.get` returns the None)");
-    return true;
-  }
-
-  bool IsRoot(const RecordSchema& record) const { return record.name == options_.root; }
-
-  // The value `entry` assigns to its own key (not to a key below it, `a.b = 1` seen at `a`), or null.
-  static const ast::Expr* AssignedValue(const Entry& entry) {
-    if (entry.depth + 1 != entry.statement->path.size()) return nullptr;
-    return entry.statement->value.get();
-  }
-
-  // True when `entry` assigns "auto" to its own key.
-  static bool IsAuto(const Entry& entry) {
-    const ast::Expr* value = AssignedValue(entry);
-    return value != nullptr && value->kind == ast::ExprKind::String && value->text == "auto";
   }
 
   std::optional<Value> Mismatch(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
@@ -1008,40 +819,6 @@ class Checker {
     return Mismatch(expr, type, file, path);
   }
 
-  // Under a pinned release (CheckOptions::release), a key it reads otherwise than the newest,
-  // which the schema models: reported as that release reads it. Returns whether it was (and so
-  // is not also checked against the schema).
-  bool JudgedByRelease(const RecordSchema& record, const FieldSchema* field, const ast::Name& name,
-                       const source::SourceFile* file, const std::string& prefix,
-                       const std::set<std::string, std::less<>>& set_here, bool& ok) {
-    ReleaseJudge::KeyJudgement judged = release_.JudgeKey(prefix, name.text);
-    switch (judged.verdict) {
-      case ReleaseJudge::Verdict::kAsModelled:
-        return false;
-      case ReleaseJudge::Verdict::kReadOnlyHere:
-        if (field != nullptr) return false;  // the schema knows it too
-        diagnostics_.Emit(diag::Kind::KeyDroppedLater, file, name.span, name.text, judged.reading,
-                          judged.newest);
-        return true;
-      case ReleaseJudge::Verdict::kRefusedHere:
-        diagnostics_.Emit(diag::Kind::KeyOfOtherReleases, file, name.span, name.text, judged.reading,
-                          fmt::format("{} refuses a file that has it; remove it, or run a release that "
-                                      "reads it",
-                                      judged.pinned));
-        ok = false;
-        return true;
-      case ReleaseJudge::Verdict::kIgnoredHere:
-        if (field == nullptr) {
-          unknown_fields_.Report(record, name, file, prefix, set_here, /*ignored=*/true);
-        } else {
-          diagnostics_.Emit(diag::Kind::KeyIgnoredSince, file, name.span, name.text, judged.reading,
-                            fmt::format("{} ignores it, so it has no effect there", judged.pinned));
-        }
-        return true;
-    }
-    return false;
-  }
-
   const ast::File& file_;
   const Schema& schema_;
   const Environment& environment_;
@@ -1061,7 +838,7 @@ class Checker {
   bool lax_bool_as_number_ = false;
   // The "auto"s Accelerate and the Trainer would leave, said once the whole file is read.
   UnfilledAutos unfilled_autos_;
-  UnknownFields unknown_fields_;
+  KeyResolver keys_;
   FileNaming names_;
 };
 
