@@ -14,6 +14,7 @@
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/key_resolution.h"
 #include "compiler/sema/lax_values.h"
+#include "compiler/sema/lets.h"
 #include "compiler/sema/record_entries.h"
 #include "compiler/sema/release_judge.h"
 #include "compiler/sema/unfilled_autos.h"
@@ -76,7 +77,8 @@ class Checker {
         release_(options.release, options.section_prefixes, options.defaults_against),
         unfilled_autos_(options, schema),
         keys_(schema, options, release_, unfilled_autos_, diagnostics),
-        names_{schema, options} {}
+        names_{schema, options},
+        lets_(schema, diagnostics) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -98,15 +100,7 @@ class Checker {
         own.lets.push_back({let.name.text, &let, file_.source, file_.source});
       composition = &own;
     }
-    for (const LetBinding& binding : composition->lets) {
-      auto [it, inserted] = lets_.emplace(std::make_pair(binding.visible_in, binding.name), binding);
-      if (!inserted) {
-        diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::DuplicateDeclaration, binding.file,
-                                                binding.let->name.span, binding.name);
-        d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, it->second.file,
-                                                       it->second.let->name.span, binding.name));
-      }
-    }
+    lets_.Declare(composition->lets);
     auto root_schema = schema_.records.find(options_.root);
     if (root_schema == schema_.records.end()) {
       diagnostics_.Emit(diag::Kind::UnknownType, file_.source, job.name.span, options_.root,
@@ -461,7 +455,12 @@ class Checker {
   // Converts `expr` to a value of `type`, reporting what does not fit.
   std::optional<Value> Convert(const ast::Expr& expr, const Type& type, const source::SourceFile* file,
                                const std::string& path) {
-    if (const LetBinding* let = LetNamed(expr, file)) return ConvertLet(*let, expr, type, file, path);
+    if (const LetBinding* let = lets_.Named(expr, file)) {
+      // A let's value is read as the type of the field it sets, by this conversion.
+      auto convert = [this](const ast::Expr& e, const Type& t, const source::SourceFile* f,
+                            const std::string& p) { return Convert(e, t, f, p); };
+      return lets_.Expand(*let, expr, type, file, path, convert);
+    }
     Value value;
     value.provenance = {Provenance::Kind::Spec, file, expr.span, ""};
     switch (type.kind) {
@@ -521,7 +520,7 @@ class Checker {
         }
         if (expr.kind != ast::ExprKind::String) return Mismatch(expr, type, file, path);
         value.kind = Value::Kind::String;
-        std::optional<std::string> text = Interpolate(expr, file);
+        std::optional<std::string> text = Interpolated(expr, file);
         if (!text) return std::nullopt;
         // The bad byte is named, never printed: a line break would forge the next log line.
         if (std::string why = type.kind == Type::Kind::Host ? scalars::WhyNotAHost(*text)
@@ -600,38 +599,16 @@ class Checker {
     return Mismatch(expr, type, file, path);
   }
 
-  // `${VAR}` and `${VAR:-default}` in a spec's string, from the explicit environment; `$${`
-  // writes a literal `${`. Config files are taken literally, as Accelerate takes them.
-  std::optional<std::string> Interpolate(const ast::Expr& expr, const source::SourceFile* file) {
-    const std::string& text = expr.text;
-    if (options_.file_keys || text.find("${") == std::string::npos) return text;
-    std::string out;
-    for (size_t i = 0; i < text.size();) {
-      if (text.compare(i, 3, "$${") == 0) {
-        out += "${";
-        i += 3;
-        continue;
-      }
-      size_t close = text.compare(i, 2, "${") == 0 ? text.find('}', i + 2) : std::string::npos;
-      if (close == std::string::npos) {
-        out += text[i++];
-        continue;
-      }
-      std::string inside = text.substr(i + 2, close - i - 2);
-      size_t dash = inside.find(":-");
-      std::string name = inside.substr(0, dash);
-      std::optional<std::string> set = environment_.Get(name);
-      if (set && !set->empty()) {
-        out += *set;
-      } else if (dash != std::string::npos) {
-        out += inside.substr(dash + 2);
-      } else {
-        diagnostics_.Emit(diag::Kind::UnsetInterpolation, file, expr.span, name, text, name, name);
-        return std::nullopt;
-      }
-      i = close + 1;
+  // `${VAR}` and `${VAR:-default}` in a spec's string, from the explicit environment. Config
+  // files are taken literally, as Accelerate takes them.
+  std::optional<std::string> Interpolated(const ast::Expr& expr, const source::SourceFile* file) {
+    if (options_.file_keys) return expr.text;
+    std::string unset;
+    std::optional<std::string> text = Interpolate(expr.text, environment_, unset);
+    if (!text) {
+      diagnostics_.Emit(diag::Kind::UnsetInterpolation, file, expr.span, unset, expr.text, unset, unset);
     }
-    return out;
+    return text;
   }
 
   struct MapEntry {
@@ -666,49 +643,6 @@ class Checker {
       value.items.push_back(std::move(*item));
     }
     if (!ok) return std::nullopt;
-    return value;
-  }
-
-  // A typed `let` (`let port: int = 8080`) must hold a value of its own type, checked once at
-  // its first use; the use site then checks it against the field.
-  bool LetTypeAccepts(const LetBinding& binding) {
-    const ast::LetDecl& let = *binding.let;
-    if (!let.type) return true;
-    auto [it, first] = checked_lets_.emplace(binding.let, true);
-    if (!first) return it->second;
-    const ast::Name* unknown = nullptr;
-    std::optional<Type> type = ResolveType(*let.type, schema_, &unknown);
-    if (!type) {
-      if (unknown) diagnostics_.Emit(diag::Kind::UnknownType, binding.file, unknown->span, unknown->text, "");
-      return it->second = false;
-    }
-    return it->second = Convert(*let.value, *type, binding.file, binding.name).has_value();
-  }
-
-  // The `let` a name in a value refers to (`lr`, or `base.lr` from an aliased import), or null.
-  // Lets are visible in the files of the composition, not in the stdlib's defaults.
-  const LetBinding* LetNamed(const ast::Expr& expr, const source::SourceFile* file) const {
-    if (expr.kind != ast::ExprKind::Path || expr.path.empty()) return nullptr;
-    std::string name;
-    for (const ast::Name& part : expr.path) name += (name.empty() ? "" : ".") + part.text;
-    auto it = lets_.find(std::make_pair(file, name));
-    return it == lets_.end() ? nullptr : &it->second;
-  }
-
-  std::optional<Value> ConvertLet(const LetBinding& binding, const ast::Expr& use, const Type& type,
-                                  const source::SourceFile* file, const std::string& path) {
-    const ast::LetDecl& let = *binding.let;
-    if (!active_lets_.insert(binding.let).second) {
-      diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::CyclicLet, file, use.span, binding.name);
-      d.notes.push_back(diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, binding.file,
-                                                     let.name.span, binding.name));
-      return std::nullopt;
-    }
-    std::optional<Value> value;
-    if (let.value && LetTypeAccepts(binding)) value = Convert(*let.value, type, binding.file, path);
-    active_lets_.erase(binding.let);
-    // The value's provenance is the use site: that is where the user set the field.
-    if (value) value->provenance = {Provenance::Kind::Spec, file, use.span, ""};
     return value;
   }
 
@@ -805,8 +739,7 @@ class Checker {
     for (const Type& alternative : type.args) {
       diag::DiagnosticEngine scratch;
       Checker trial(file_, schema_, environment_, scratch, options_);
-      trial.lets_ = lets_;
-      trial.active_lets_ = active_lets_;
+      trial.lets_.ContinueFrom(lets_);
       trial.lax_ = lax_;  // the alternative is read by the same reader
       if (std::optional<Value> value = trial.Convert(expr, alternative, file, path)) {
         if (scratch.has_errors()) continue;
@@ -828,10 +761,6 @@ class Checker {
   source::Span job_span_;  // where problems in values the spec did not write are reported
   // Paths (as the file names them) of fields whose key was misspelt: their value is unknown.
   std::set<std::string> unknown_values_;
-  // Lets by the file whose values may name them and the name written there.
-  std::map<std::pair<const source::SourceFile*, std::string>, LetBinding> lets_;
-  std::set<const ast::LetDecl*> active_lets_;         // lets being expanded, to catch cycles
-  std::map<const ast::LetDecl*, bool> checked_lets_;  // typed lets already checked, and whether they fit
   // The record being checked is a DeepSpeed pydantic model in lax mode (CheckOptions::lax_models).
   bool lax_ = false;
   // The field being read there takes true and false as 1 and 0 where it wants a number.
@@ -840,6 +769,7 @@ class Checker {
   UnfilledAutos unfilled_autos_;
   KeyResolver keys_;
   FileNaming names_;
+  Lets lets_;
 };
 
 }  // namespace

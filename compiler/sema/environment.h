@@ -31,6 +31,12 @@ class MapEnvironment final : public Environment {
   std::map<std::string, std::string> values_;
 };
 
+// `text` with `${VAR}` and `${VAR:-default}` replaced by the variable's value from `environment`
+// (the default where it is unset or empty); `$${` writes a literal `${`. Null when a variable
+// without a default is unset or empty, whose name is then put in `unset`.
+std::optional<std::string> Interpolate(const std::string& text, const Environment& environment,
+                                       std::string& unset);
+
 }  // namespace accel::sema
 
 #endif  // ACCEL_COMPILER_SEMA_ENVIRONMENT_H_
