@@ -1,15 +1,13 @@
 #include "compiler/sema/check.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "compiler/scalars/bool_words.h"
-#include "compiler/scalars/host_names.h"
 #include "compiler/sema/constraints.h"
+#include "compiler/sema/field_defaults.h"
 #include "compiler/sema/key_resolution.h"
 #include "compiler/sema/lax_values.h"
 #include "compiler/sema/lets.h"
@@ -19,15 +17,12 @@
 #include "compiler/sema/unknown_fields.h"
 #include "compiler/sema/value_conversion.h"
 
+// The checker's walk over a job: its layers and lets, then each record of its body in turn: the
+// keys resolved (key_resolution.h), each field's value gathered from every layer that sets it
+// and converted (value_conversion.h) or defaulted (field_defaults.h), then the record's
+// constraints judged (constraints.h). A record value inside a value comes back here to be walked.
 namespace accel::sema {
 namespace {
-
-// Marks the values that a schema default expression produced as defaults; values that an
-// environment variable supplied inside that default keep saying so.
-void MarkDefault(Value& value, const Provenance& provenance) {
-  if (value.provenance.kind == Provenance::Kind::Spec) value.provenance = provenance;
-  for (Value& item : value.items) MarkDefault(item, provenance);
-}
 
 class Checker final : public RecordReader {
  public:
@@ -43,7 +38,8 @@ class Checker final : public RecordReader {
         keys_(schema, options, release_, unfilled_autos_, diagnostics),
         names_{schema, options},
         lets_(schema, diagnostics),
-        converter_(schema, environment, options, lets_, lax_, *this, diagnostics) {}
+        converter_(schema, environment, options, lets_, lax_, *this, diagnostics),
+        defaults_(schema, environment, converter_, diagnostics) {}
 
   std::optional<Spec> Run() {
     if (file_.jobs.empty()) {
@@ -135,14 +131,14 @@ class Checker final : public RecordReader {
         lax_.bool_as_number = lax_.models && !RefusesBoolForNumber(record.name, field.name);
         field_value = FromEntries(field, it->second, path);
       } else if (misspelt.count(field.name) == 0) {
-        field_value = DefaultFor(field, record, file, span, path, recovered);
+        field_value = defaults_.For(field, record, file, span, path, recovered);
         if (std::optional<std::string> change = release_.DefaultChange(prefix, NameOf(field))) {
           diagnostics_.Emit(diag::Kind::DefaultDiffersByRelease, file, span, path, *change);
         }
       } else {
         // Meant but misspelt: its value is unknown. The default stands in so that the record
         // is whole; rules here and above that read the field are not run.
-        field_value = DefaultFor(field, record, file, span, path, true);
+        field_value = defaults_.For(field, record, file, span, path, true);
         unknown_values_.insert(path);
         failed.insert(field.name);
       }
@@ -262,93 +258,6 @@ class Checker final : public RecordReader {
     return trial.converter_.Convert(expr, alternative, file, path);
   }
 
-  // The value of an unset field: its environment variable, its schema default, `none` for an
-  // optional, or a missing-field error.
-  std::optional<Value> DefaultFor(const FieldSchema& field, const RecordSchema& record,
-                                  const source::SourceFile* file, source::Span span, const std::string& path,
-                                  bool recovered) {
-    for (const std::string& name : field.env_vars) {
-      std::optional<std::string> text = environment_.Get(name);
-      if (!text) continue;
-      std::optional<Value> value = FromEnvironment(field.type, *text);
-      if (!value) {
-        diagnostics_.Emit(diag::Kind::InvalidEnvValue, file, span, name, *text, field.type.Describe(), path);
-        return std::nullopt;
-      }
-      value->provenance = {Provenance::Kind::Environment, nullptr, {}, name};
-      return value;
-    }
-    if (field.default_value != nullptr) {
-      std::optional<Value> value = converter_.Convert(*field.default_value, field.type, field.file, path);
-      if (value) MarkDefault(*value, {Provenance::Kind::SchemaDefault, field.file, field.span, ""});
-      return value;
-    }
-    if (field.type.kind == Type::Kind::Optional) {
-      Value none;
-      none.provenance = {Provenance::Kind::SchemaDefault, field.file, field.span, ""};
-      return none;
-    }
-    if (recovered) return std::nullopt;
-    diag::Diagnostic& d = diagnostics_.Emit(diag::Kind::MissingField, file, span, path, record.name);
-    d.notes.push_back(
-        diag::DiagnosticEngine::Note(diag::Kind::NoteDeclaredHere, field.file, field.span, field.name));
-    return std::nullopt;
-  }
-
-  std::optional<Value> FromEnvironment(const Type& type, const std::string& text) {
-    Value value;
-    char* end = nullptr;
-    switch (type.kind) {
-      case Type::Kind::Optional:
-        return FromEnvironment(type.args[0], text);
-      case Type::Kind::Union:
-        // The first alternative the text parses as, in declaration order.
-        for (const Type& alternative : type.args) {
-          if (std::optional<Value> parsed = FromEnvironment(alternative, text)) return parsed;
-        }
-        return std::nullopt;
-      case Type::Kind::Bool: {
-        std::optional<bool> b = scalars::StrToBool(text);
-        if (!b) return std::nullopt;
-        value.kind = Value::Kind::Bool;
-        value.bool_value = *b;
-        return value;
-      }
-      case Type::Kind::Int:
-        value.kind = Value::Kind::Int;
-        value.int_value = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0') return std::nullopt;
-        return value;
-      case Type::Kind::Float:
-        value.kind = Value::Kind::Float;
-        value.float_value = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0') return std::nullopt;
-        return value;
-      case Type::Kind::Duration:
-        // Seconds, as Accelerate's timeout variables are.
-        value.kind = Value::Kind::Duration;
-        value.int_value = std::strtoll(text.c_str(), &end, 10) * 1000;
-        if (text.empty() || *end != '\0') return std::nullopt;
-        return value;
-      case Type::Kind::Host:
-        if (!scalars::WhyNotAHost(text).empty()) return std::nullopt;
-        [[fallthrough]];
-      case Type::Kind::String:
-      case Type::Kind::Path:
-        value.kind = Value::Kind::String;
-        value.text = text;
-        return value;
-      case Type::Kind::Enum: {
-        const EnumSchema& e = schema_.enums.find(type.name)->second;
-        const EnumSchema::Member* member = e.Find(text);
-        if (member == nullptr) return std::nullopt;
-        return EnumValue(e, *member);
-      }
-      default:
-        return std::nullopt;
-    }
-  }
-
   const ast::File& file_;
   const Schema& schema_;
   const Environment& environment_;
@@ -366,6 +275,7 @@ class Checker final : public RecordReader {
   FileNaming names_;
   Lets lets_;
   ValueConverter converter_;
+  FieldDefaults defaults_;
 };
 
 }  // namespace
