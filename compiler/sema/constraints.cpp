@@ -58,6 +58,21 @@ bool CheckedByRelease(const ConstraintContext& context, const FieldSchema& field
   return true;
 }
 
+// Whether `condition`, a `where` or a rule of `record` declared in `declared_in`, holds on
+// `value`. Null when it does not evaluate to a bool: the schema's mistake, reported at it.
+std::optional<bool> Holds(const ast::Expr& condition, const source::SourceFile* declared_in,
+                          const RecordSchema& record, const Value& value,
+                          diag::DiagnosticEngine& diagnostics) {
+  std::string error;
+  std::optional<Value> result = Evaluate(condition, value, &error);
+  if (!result || result->kind != Value::Kind::Bool) {
+    diagnostics.Emit(diag::Kind::BadSchemaExpression, declared_in, condition.span, ExprText(condition),
+                     record.name, error.empty() ? "it is not a bool" : error);
+    return std::nullopt;
+  }
+  return result->bool_value;
+}
+
 }  // namespace
 
 void CheckConstraints(const ConstraintContext& context, const RecordSchema& record, const Value& value,
@@ -74,14 +89,8 @@ void CheckConstraints(const ConstraintContext& context, const RecordSchema& reco
     if (field_value.kind == Value::Kind::None || failed.count(field.name)) continue;
     if (CheckedByRelease(context, field, field_value, file, span, prefix, diagnostics)) continue;
     if (field.constraint == nullptr || reads_failed(*field.constraint)) continue;
-    std::string error;
-    std::optional<Value> result = Evaluate(*field.constraint, value, &error);
-    if (!result || result->kind != Value::Kind::Bool) {
-      diagnostics.Emit(diag::Kind::BadSchemaExpression, field.file, field.constraint->span,
-                       ExprText(*field.constraint), record.name, error.empty() ? "it is not a bool" : error);
-      continue;
-    }
-    if (result->bool_value) continue;
+    std::optional<bool> holds = Holds(*field.constraint, field.file, record, value, diagnostics);
+    if (!holds || *holds) continue;
     // Rules reading this field would only restate the violation.
     failed.insert(field.name);
     bool from_spec =
@@ -105,14 +114,8 @@ void CheckConstraints(const ConstraintContext& context, const RecordSchema& reco
   }
   for (const RuleSchema& rule : record.rules) {
     if (reads_failed(*rule.condition)) continue;
-    std::string error;
-    std::optional<Value> result = Evaluate(*rule.condition, value, &error);
-    if (!result || result->kind != Value::Kind::Bool) {
-      diagnostics.Emit(diag::Kind::BadSchemaExpression, rule.file, rule.condition->span,
-                       ExprText(*rule.condition), record.name, error.empty() ? "it is not a bool" : error);
-      continue;
-    }
-    if (result->bool_value) continue;
+    std::optional<bool> holds = Holds(*rule.condition, rule.file, record, value, diagnostics);
+    if (!holds || *holds) continue;
     // Broken parts that come to the same place are one finding: a rule whose missing keys
     // have no line of their own is reported once.
     std::vector<std::tuple<const source::SourceFile*, uint32_t, uint32_t>> reported;
