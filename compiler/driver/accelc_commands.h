@@ -1,44 +1,16 @@
 #ifndef ACCEL_COMPILER_DRIVER_ACCELC_COMMANDS_H_
 #define ACCEL_COMPILER_DRIVER_ACCELC_COMMANDS_H_
 
-// accelc's commands other than check and build, which its main runs itself, and what they share.
+// accelc's commands other than check and build, which its main runs itself; what they share is
+// in accelc_shared.h.
 
-#include <cstdint>
-#include <map>
 #include <string>
-#include <unordered_set>
-#include <vector>
 
-#include "compiler/diagnostics/diagnostic.h"
 #include "compiler/driver/accelc_options.h"
-#include "compiler/pipeline/compile.h"
 #include "compiler/pipeline/stdlib.h"
 #include "compiler/sema/schema.h"
 
 namespace accel::accelc {
-
-// One file reached by several paths (`x.json`, `probes/../x.json`, a DeepSpeed JSON that two
-// configs name, or that is also checked itself) is reported once: a diagnostic of a file already
-// reported at the same place, with the same code and message, is left out of later inputs.
-class ReportedOnce {
- public:
-  diag::DiagnosticEngine Unseen(diag::DiagnosticEngine engine);
-
- private:
-  std::string KeyOf(const diag::Diagnostic& d);
-
-  std::map<std::string, std::string> files_;  // a file's name as given -> the file it is
-  std::unordered_set<uint64_t> seen_;
-};
-
-// Prints the diagnostics of every compilation, in the requested format, as one document.
-void Report(const std::vector<pipeline::Compilation>& compilations, const Options& options);
-bool WriteFile(const std::string& path, const std::string& text);
-// Compiles `files` on `jobs` threads; results keep the order of `files`.
-std::vector<pipeline::Compilation> CompileAll(const std::vector<std::string>& files,
-                                              const pipeline::Stdlib& stdlib,
-                                            const sema::Environment& environment,
-                                            const pipeline::CompileOptions& compile_options, unsigned jobs);
 
 int ParseOnly(const Options& options);
 int ExplainCodes(const Options& options, const sema::Schema& schema);
@@ -47,8 +19,6 @@ int DiffAcrossReleases(const Options& options, const pipeline::Stdlib& stdlib);
 int Convert(const Options& options, const pipeline::Stdlib& stdlib);
 int ExportBatchScript(const Options& options, const pipeline::Stdlib& stdlib);
 int WriteReference(const std::string& out_dir, const sema::Schema& schema);
-// An unknown code in --disable/--enable; returns an error message, or "".
-std::string CheckToggles(const Options& options, const sema::Schema& schema);
 
 }  // namespace accel::accelc
 

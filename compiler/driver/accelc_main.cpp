@@ -39,6 +39,7 @@
 #include "llvm/Support/BuryPointer.h"
 #include "compiler/driver/accelc_commands.h"
 #include "compiler/driver/accelc_options.h"
+#include "compiler/driver/accelc_shared.h"
 
 namespace accel::accelc {
 namespace {
