@@ -44,22 +44,6 @@ namespace accel::accelc {
 
 using pipeline::Compilation;
 
-// `accelc explain-code CODE...`
-int ExplainCodes(const Options& options, const accel::sema::Schema& schema) {
-  int status = kExitClean;
-  for (const std::string& code : options.files) {
-    if (std::optional<std::string> text = accel::pipeline::ExplainCode(code, schema)) {
-      fmt::print("{}", *text);
-      continue;
-    }
-    std::string guess = accel::diag::ClosestMatch(code, accel::pipeline::KnownCodes(schema));
-    fmt::print(stderr, "accelc: error: unknown code `{}`{}\n", code,
-               guess.empty() ? "" : fmt::format("; did you mean `{}`?", guess));
-    status = kExitUsage;
-  }
-  return status;
-}
-
 namespace {
 
 // A file's resolved settings as a plan without steps, for explain and diff: an Accelerate config
