@@ -19,6 +19,7 @@
 #include "compiler/plan/describe.h"
 #include "compiler/plan/plan.h"
 #include "compiler/sema/check.h"
+#include "compiler/sema/environment.h"
 #include "llvm/Support/Error.h"
 
 namespace accel::accelc {
