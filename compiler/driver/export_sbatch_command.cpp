@@ -1,44 +1,24 @@
+// `accelc export --to sbatch`: a Slurm batch script that runs the spec's plan, with the plan
+// compiled now and written beside it.
 #include "compiler/driver/accelc_commands.h"
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <optional>
-#include <set>
 #include <string>
-#include <thread>
-#include <unordered_set>
-#include <vector>
+#include <system_error>
 
 #include <fmt/format.h>
 
-#include "compiler/ast/ast.h"
-#include "compiler/diagnostics/diagnostic.h"
 #include "compiler/diagnostics/render.h"
-#include "compiler/docs/docs.h"
-#include "compiler/pipeline/compile.h"
-#include "compiler/pipeline/explain.h"
-#include "compiler/pipeline/filter.h"
-#include "compiler/pipeline/release_diff.h"
-#include "compiler/pipeline/format_files.h"
-#include "compiler/pipeline/inputs.h"
-#include "compiler/pipeline/stdlib.h"
-#include "compiler/pipeline/verify.h"
-#include "compiler/interop/interop.h"
-#include "compiler/lower/lower.h"
-#include "compiler/parse/parse.h"
-#include "compiler/plan/describe.h"
-#include "compiler/plan/plan_paths.h"
-#include "compiler/source/named_file.h"
-#include "llvm/ADT/STLExtras.h"
 #include "compiler/driver/accelc_shared.h"
+#include "compiler/interop/interop.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/plan/plan.h"
+#include "compiler/plan/plan_paths.h"
+#include "compiler/sema/environment.h"
+#include "llvm/Support/Error.h"
 
 namespace accel::accelc {
 
