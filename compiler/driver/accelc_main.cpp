@@ -1,45 +1,38 @@
 // accelc: checks `.accel` job specs and compiles them to execution plans. Links no LibTorch.
+// Its main reads the command line, routes each command to its own file (accelc_commands.h),
+// and runs check and build itself, which share the loop over many files' compilations.
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
-#include <map>
-#include <optional>
-#include <set>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "compiler/ast/ast.h"
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/diagnostics/render.h"
-#include "compiler/pipeline/compile.h"
-#include "compiler/pipeline/explain.h"
-#include "compiler/pipeline/filter.h"
-#include "compiler/pipeline/format_files.h"
-#include "compiler/driver/init_command.h"
-#include "compiler/pipeline/inputs.h"
-#include "compiler/pipeline/stdlib.h"
-#include "compiler/pipeline/verify.h"
-#include "compiler/lower/lower.h"
-#include "compiler/lsp/links.h"
-#include "compiler/lsp/server.h"
-#include "compiler/lsp/transport.h"
-#include "compiler/plan/describe.h"
-#include "compiler/plan/plan_paths.h"
-#include "compiler/source/named_file.h"
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/BuryPointer.h"
 #include "compiler/driver/accelc_commands.h"
 #include "compiler/driver/accelc_options.h"
 #include "compiler/driver/accelc_shared.h"
+#include "compiler/driver/init_command.h"
+#include "compiler/lsp/links.h"
+#include "compiler/lsp/server.h"
+#include "compiler/lsp/transport.h"
+#include "compiler/pipeline/compile.h"
+#include "compiler/pipeline/filter.h"
+#include "compiler/pipeline/format_files.h"
+#include "compiler/pipeline/inputs.h"
+#include "compiler/pipeline/stdlib.h"
+#include "compiler/pipeline/verify.h"
+#include "compiler/plan/plan.h"
+#include "compiler/plan/plan_paths.h"
+#include "llvm/Support/BuryPointer.h"
 
 namespace accel::accelc {
 namespace {
@@ -63,7 +56,8 @@ int Main(int argc, char** argv) {
   }
   if (options.version) {
     fmt::print("accelc {} (plan format {})\nschemas modelled from {} and {}\n", kVersion,
-               accel::plan::kFormat, accel::pipeline::kModelledAccelerate, accel::pipeline::kModelledDeepSpeed);
+               accel::plan::kFormat, accel::pipeline::kModelledAccelerate,
+               accel::pipeline::kModelledDeepSpeed);
     return kExitClean;
   }
   if (!error.empty()) {
@@ -124,9 +118,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> files = options.files;
   if (options.command == "check") {
     const accel::sema::Schema& schema = stdlib->schema();
-    accel::pipeline::Inputs inputs = accel::pipeline::ExpandInputs(options.files, [&](const std::string& path) {
-      return accel::pipeline::WhyNotConfigJson(path, schema);
-    });
+    accel::pipeline::Inputs inputs =
+        accel::pipeline::ExpandInputs(options.files, [&](const std::string& path) {
+          return accel::pipeline::WhyNotConfigJson(path, schema);
+        });
     for (const std::string& error : inputs.errors) fmt::print(stderr, "accelc: error: {}\n", error);
     for (const std::string& skipped : inputs.skipped) {
       fmt::print(stderr, "accelc: note: skipped {}\n", skipped);

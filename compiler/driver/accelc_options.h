@@ -1,7 +1,9 @@
 #ifndef ACCEL_COMPILER_DRIVER_ACCELC_OPTIONS_H_
 #define ACCEL_COMPILER_DRIVER_ACCELC_OPTIONS_H_
 
-// accelc's command line: its commands, its options, and how they are read.
+// accelc's command line: its commands, its options, and how they are read. Each is one table:
+// kCommands below, and OptionTable in accelc_options.cpp. `--help` and the parser both read
+// them, so a command or an option added to its table is both listed and accepted.
 
 #include <string>
 #include <vector>
