@@ -34,12 +34,14 @@ class ReportedOnce {
 
 // Prints the diagnostics of every compilation, in the requested format, as one document.
 void Report(const std::vector<pipeline::Compilation>& compilations, const Options& options);
+// Writes `text` to `path`, replacing what was there; false when it could not be written.
 bool WriteFile(const std::string& path, const std::string& text);
 // Compiles `files` on `jobs` threads; results keep the order of `files`.
 std::vector<pipeline::Compilation> CompileAll(const std::vector<std::string>& files,
                                               const pipeline::Stdlib& stdlib,
-                                            const sema::Environment& environment,
-                                            const pipeline::CompileOptions& compile_options, unsigned jobs);
+                                              const sema::Environment& environment,
+                                              const pipeline::CompileOptions& compile_options,
+                                              unsigned jobs);
 // An unknown code in --disable/--enable; returns an error message, or "".
 std::string CheckToggles(const Options& options, const sema::Schema& schema);
 
