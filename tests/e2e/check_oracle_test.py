@@ -102,7 +102,9 @@ HOST_CUDA_DEVICES = 8
 # torch_xla. The file is taken as accepted.
 HOST_ERRORS = ("ModuleNotFoundError: No module named 'torch_xla'",
                "worker: ImportError: TransformerEngine is not available",
-               "worker: ImportError: MS-AMP is not available", "worker: ImportError: torchao is not available")
+               "worker: ImportError: MS-AMP is not available", "worker: ImportError: torchao is not available",
+               # Accelerate 1.13.0 on spell it so
+               "worker: ImportError: TorchAO is not available")
 
 
 # ---------------------------------------------------------------------------------------------
