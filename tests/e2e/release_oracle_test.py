@@ -39,6 +39,8 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import check_oracle_test
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBES = os.path.join(HERE, "release_oracle")
 SKIPPED = 77
@@ -86,14 +88,6 @@ print(json.dumps(verdicts))
 """
 
 
-def uses_auto(node):
-    if isinstance(node, dict):
-        return any(uses_auto(v) for v in node.values())
-    if isinstance(node, list):
-        return any(uses_auto(v) for v in node)
-    return node == "auto"
-
-
 def is_deepspeed_input(path):
     """A DeepSpeed JSON without "auto": only DeepSpeed's own parser judges it."""
     if not path.endswith(".json"):
@@ -103,7 +97,7 @@ def is_deepspeed_input(path):
             config = json.load(f)
     except ValueError:
         return False  # not JSON: no DeepSpeed release reads it
-    return isinstance(config, dict) and not uses_auto(config)
+    return isinstance(config, dict) and not check_oracle_test.uses_auto(config)
 
 
 def is_accelerate_input(path):
