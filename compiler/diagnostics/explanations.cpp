@@ -21,6 +21,12 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "`accelc check --for TOOL@VERSION`: the file leaves a key unset whose default differs between the "
        "release named and the newest covered one (DeepSpeed 0.19.3 turned `gradient_clipping` on at 1.0), "
        "so the same file trains differently after an upgrade.\nFix: set the key to the value you mean."},
+      {"A0007",
+       "A config file's \"auto\" that the launcher passes on as is to a tool that resolves it: "
+       "`num_processes: auto` on one machine becomes torchrun's `--nproc_per_node auto`, one process per "
+       "GPU of the machine (per CPU without one), and accelrun counts the same. The count is unknown "
+       "until then, so the rules that compare it are not run.\nFix: nothing; write a number to fix the "
+       "count, or to launch on several machines (launch divides the total by the machines)."},
       {"A1001",
        "The parser expected something else at this point, e.g. a missing `}` or `=`.\n"
        "Fix: the message says what was expected; compare with docs/language.md.\n"

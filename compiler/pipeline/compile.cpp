@@ -198,6 +198,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   check.file_keys = config.kind != config::FileKind::JobSpec;
   if (config.kind == config::FileKind::AccelerateConfig) {
     check.section_prefixes = LaunchKeyPrefixes();
+    check.autos_passed_on = AutosPassedOn(file);
     // launch copies `deepspeed_config` keys onto its arguments; a DeepSpeed JSON key among
     // them matches no argument and is dropped, though published configs put them there.
     check.foreign_keys = {{"deepspeed_config", "DeepSpeedConfig", "`accelerate launch`",

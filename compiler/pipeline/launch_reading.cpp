@@ -216,6 +216,33 @@ const ast::Statement* SectionSetting(const std::vector<ast::Statement>& statemen
   return nullptr;
 }
 
+// A config on several machines: prepare_multi_gpu_env and prepare_deepspeed_cmd_env read
+// `num_machines > 1` (unset is 1).
+bool SeveralMachines(const std::vector<ast::Statement>& top) {
+  const ast::Statement* machines = Setting(top, "num_machines");
+  return machines != nullptr && machines->value->kind == ast::ExprKind::Int && machines->value->int_value > 1;
+}
+
+// Python's truth of a YAML value: launch tests `args.cpu` (the file's `use_cpu`) with `if`.
+bool PythonTruthy(const ast::Expr& value) {
+  switch (value.kind) {
+    case ast::ExprKind::None:
+      return false;
+    case ast::ExprKind::Bool:
+      return value.bool_value;
+    case ast::ExprKind::Int:
+      return value.int_value != 0;
+    case ast::ExprKind::Float:
+      return value.float_value != 0;
+    case ast::ExprKind::String:
+      return !value.text.empty();
+    case ast::ExprKind::List:
+      return !value.operands.empty();
+    default:
+      return true;
+  }
+}
+
 }  // namespace
 
 // How `accelerate launch` copies a config file's sections onto its arguments
@@ -246,6 +273,27 @@ void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine
   }
 }
 
+std::vector<sema::AutoPassedOn> AutosPassedOn(const ast::File& file) {
+  if (file.jobs.empty()) return {};
+  const std::vector<ast::Statement>& top = file.jobs.front().body.statements;
+  // With `use_cpu`, _validate_launch_command compares the count with 1 (TypeError on text).
+  if (const ast::Statement* cpu = Setting(top, "use_cpu"); cpu != nullptr && PythonTruthy(*cpu->value)) return {};
+  switch (LauncherFor(Setting(top, "distributed_type"))) {
+    case Launcher::kTorchrun:
+    case Launcher::kDeepSpeed:
+      // Several machines divide the total by their number (TypeError on text).
+      if (SeveralMachines(top)) return {};
+      return {{"num_processes",
+               "on one machine launch passes it to torchrun as `--nproc_per_node auto`, which starts one "
+               "process per GPU (per CPU without a GPU), as accelrun does"}};
+    case Launcher::kTpu:
+      return {{"num_processes", "the TPU launcher does not read `num_processes`"}};
+    case Launcher::kSimple:
+      return {};  // launch compares the count with 1 (TypeError on text)
+  }
+  return {};
+}
+
 void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagnostics) {
   if (file.jobs.empty()) return;
   const std::vector<ast::Statement>& top = file.jobs.front().body.statements;
@@ -254,9 +302,7 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
   };
   const ast::Statement* engine = Setting(top, "distributed_type");
   Launcher launcher = LauncherFor(engine);
-  const ast::Statement* machines = Setting(top, "num_machines");
-  bool several_machines = machines != nullptr && machines->value->kind == ast::ExprKind::Int &&
-                          machines->value->int_value > 1;
+  bool several_machines = SeveralMachines(top);
   for (const TopLevelNull& null : kTopLevelNulls) {
     const ast::Statement* setting = Setting(top, null.key);
     if (!is_null(setting)) continue;

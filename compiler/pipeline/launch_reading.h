@@ -26,6 +26,13 @@ void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine
 // the file as written (the checker takes every other null of a known key as unset).
 void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagnostics);
 
+// The top-level keys whose "auto" launch passes on as is for this file, before the check
+// (sema::CheckOptions::autos_passed_on): `num_processes` becomes torchrun's `--nproc_per_node` on
+// one machine, which counts the machine's devices, and the TPU launcher does not read it. Where
+// launch compares or divides the count instead (the simple launcher, `use_cpu`, several
+// machines) "auto" stays an error.
+std::vector<sema::AutoPassedOn> AutosPassedOn(const ast::File& file);
+
 // After the check, on the checked launch config (`ClusterConfig`): a YAML list launch passes on
 // as its Python text, where the plugin then reads it (A3014).
 void CheckListsPassedAsText(const sema::Value& launch, diag::DiagnosticEngine& diagnostics);

@@ -127,7 +127,16 @@ class Checker final : public RecordReader {
       std::string path = prefix + NameOf(field);
       auto it = by_field.find(field.name);
       std::optional<Value> field_value;
-      if (it != by_field.end()) {
+      const AutoPassedOn* passed_on = it != by_field.end() ? PassedOn(it->second, path) : nullptr;
+      if (passed_on != nullptr) {
+        // The launcher hands this "auto" to a tool that resolves it: the value is unknown here,
+        // so the default stands in and rules here and above that read the field are not run.
+        diagnostics_.Emit(diag::Kind::AutoPassedOn, it->second[0].file, AssignedValue(it->second[0])->span, path,
+                          passed_on->reader);
+        field_value = defaults_.For(field, record, file, span, path, true);
+        unknown_values_.insert(path);
+        failed.insert(field.name);
+      } else if (it != by_field.end()) {
         lax_.bool_as_number = lax_.models && !RefusesBoolForNumber(record.name, field.name);
         field_value = FromEntries(field, it->second, path);
       } else if (misspelt.count(field.name) == 0) {
@@ -159,6 +168,15 @@ class Checker final : public RecordReader {
                      failed, file, span, prefix, diagnostics_);
     if (!ok) return std::nullopt;
     return value;
+  }
+
+  // The launcher's handling of the file key `path` when `entries` only assign it "auto" and the
+  // launcher passes that on (CheckOptions::autos_passed_on), else null.
+  const AutoPassedOn* PassedOn(const std::vector<Entry>& entries, const std::string& path) const {
+    if (!options_.file_keys || entries.size() != 1 || !IsAuto(entries[0])) return nullptr;
+    for (const AutoPassedOn& passed_on : options_.autos_passed_on)
+      if (passed_on.key == path) return &passed_on;
+    return nullptr;
   }
 
   // How the file being checked names `field`: its config-file key in a config file.

@@ -57,6 +57,13 @@ struct ForeignKeys {
   std::string where;    // where the key belongs, e.g. "the JSON file `deepspeed_config_file` names"
 };
 
+// A config-file key whose "auto" the launcher passes on as is to a tool that resolves it
+// (torchrun's `--nproc_per_node auto` counts the machine's devices).
+struct AutoPassedOn {
+  std::string key;     // the config-file key, e.g. `num_processes`
+  std::string reader;  // what becomes of it, for the note
+};
+
 // How a launcher reads the keys of one top-level section of a config file: `accelerate launch`
 // takes `fsdp_config: {version: 2}` as `fsdp_version`, prefixing every key that does not start
 // with `unless`. Both spellings then set the same field.
@@ -96,6 +103,9 @@ struct CheckOptions {
   // Sections whose unknown keys that belong to another file get A2024 (a warning: the reader
   // ignores them) instead of A2003 (file_keys only).
   std::vector<ForeignKeys> foreign_keys;
+  // Top-level keys whose "auto" is passed on (file_keys only; the pipeline decides by the
+  // launcher): a note, and the value is unknown, so the rules that read it are not run.
+  std::vector<AutoPassedOn> autos_passed_on;
   // The tool the file is checked for (`accelerate`, `trainer`, `deepspeed`; `accelc check
   // --for`). A rule declared `for` other tools is reported as a note, not an error or warning,
   // and under `deepspeed` a value `auto` is an error (only Accelerate and the Trainer fill it

@@ -77,6 +77,10 @@ _CLEARED_NAMES = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP
                   "HF_HOME", "XDG_CACHE_HOME"}
 
 
+# The most processes one case starts: `num_processes: auto` counts this machine's CPUs.
+MAX_PROCESSES = 8
+
+
 @dataclasses.dataclass
 class Case:
     name: str
@@ -95,6 +99,9 @@ CASES = [
     Case("MULTI_GPU", "multi_gpu.yaml", processes=2, world_size=1),
     Case("MULTI_GPU rehearsed on CPU", "multi_gpu.yaml", processes=2, world_size=2, rehearsal=True),
     Case("FSDP", "fsdp.yaml", processes=2, world_size=1),
+    # torchrun's `--nproc_per_node auto` without CUDA: os.cpu_count() processes.
+    Case("MULTI_GPU with num_processes auto", "multi_gpu_auto.yaml", processes=os.cpu_count() or 1,
+         world_size=1),
     Case("DEEPSPEED", "deepspeed.yaml", processes=2, world_size=1, train=False,
          needs=("deepspeed", "transformers"), timeout=DEEPSPEED_TIMEOUT_S),
 ]
@@ -503,6 +510,10 @@ def main():
     found = importable(venv_python, sorted({m for case in CASES for m in case.needs}))
     started = time.monotonic()
     for case in CASES:
+        if case.processes > MAX_PROCESSES:
+            print(f"skipped: {case.name}: it would start {case.processes} processes (one per CPU), "
+                  f"more than the {MAX_PROCESSES} this test runs", flush=True)
+            continue
         missing = [m for m in case.needs if not found.get(m)]
         if missing:
             test.fail(f"{case.name}: {', '.join(missing)} cannot be imported by {venv_python} (run scripts/setup.sh)")
