@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/train/trainer.h"
+#include "runtime/model/trainer.h"
 
 namespace {
 

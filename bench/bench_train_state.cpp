@@ -16,8 +16,8 @@
 
 #include "bench/disk_baselines.h"
 #include "runtime/checkpoint/checkpoint_store.h"
-#include "runtime/train/train_state.h"
-#include "runtime/train/trainer.h"
+#include "runtime/engine/train_state.h"
+#include "runtime/model/trainer.h"
 
 namespace {
 

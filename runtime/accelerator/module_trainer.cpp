@@ -4,8 +4,8 @@
 
 #include <stdexcept>
 
-#include "runtime/train/loss_scaler.h"
-#include "runtime/train/optimizer_state.h"
+#include "runtime/model/loss_scaler.h"
+#include "runtime/model/optimizer_state.h"
 
 namespace accel::rt::accelerator {
 namespace {

@@ -6,7 +6,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include "runtime/train/trainer.h"
+#include "runtime/model/trainer.h"
 
 namespace accel::rt::accelerator {
 

@@ -10,12 +10,12 @@
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/python_rng.h"
 #include "runtime/checkpoint/safetensors.h"
-#include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/checkpoint/sharded_index.h"
+#include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/checkpoint/torch_zip.h"
+#include "runtime/engine/checkpoint_limits.h"
 #include "runtime/tools/accelerate_state.h"
 #include "runtime/tools/accelerate_state_files.h"
-#include "runtime/train/checkpoint_limits.h"
 
 namespace accel::tools {
 namespace {

@@ -12,9 +12,9 @@
 #include "runtime/checkpoint/json.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/torch_zip.h"
+#include "runtime/engine/checkpoint_limits.h"
 #include "runtime/tools/accelerate_state.h"
 #include "runtime/tools/accelerate_state_files.h"
-#include "runtime/train/checkpoint_limits.h"
 #include "runtime/train/data_identity.h"
 
 namespace accel::tools {

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/engine/train_state.h"
 #include "runtime/memory/executable_batch_size.h"
-#include "runtime/train/train_state.h"
 
 namespace accel::rt::train {
 namespace {

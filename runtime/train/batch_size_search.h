@@ -6,8 +6,8 @@
 
 #include "runtime/data/dataset.h"
 #include "runtime/distributed/collectives.h"
-#include "runtime/train/reducer.h"
-#include "runtime/train/trainer.h"
+#include "runtime/engine/reducer.h"
+#include "runtime/model/trainer.h"
 
 namespace accel::rt::train {
 

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/engine/sharded_checkpoint.h"
 #include "runtime/support/error.h"
-#include "runtime/train/sharded_checkpoint.h"
-#include "runtime/train/worker.h"
+#include "runtime/train/worker_context.h"
 
 namespace accel::rt::train {
 namespace {

@@ -9,9 +9,9 @@
 #include "llvm/Support/Error.h"
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/distributed/collectives.h"
-#include "runtime/train/sharded_engine.h"
-#include "runtime/train/train_state.h"
-#include "runtime/train/trainer.h"
+#include "runtime/engine/sharded_engine.h"
+#include "runtime/engine/train_state.h"
+#include "runtime/model/trainer.h"
 
 // The worker's checkpoint phase: where a plan's `checkpoint` step saves, what `--resume` loads,
 // and save_state at a trigger point (docs/checkpoints.md).

@@ -6,7 +6,7 @@
 #include "llvm/Support/Error.h"
 #include "runtime/data/loader.h"
 #include "runtime/distributed/operations.h"
-#include "runtime/train/trainer.h"
+#include "runtime/model/trainer.h"
 
 // The worker's evaluation phase over the held-out rows (train.eval_samples).
 namespace accel::rt::train {

@@ -5,7 +5,7 @@
 
 #include "compiler/plan/plan.h"
 #include "runtime/distributed/collectives.h"
-#include "runtime/train/worker.h"
+#include "runtime/train/worker_context.h"
 
 // Joining the job accelrun started: where this process sits (from the environment the launcher
 // sets, docs/launch.md) and the default process group. Shared by the built-in executor and the

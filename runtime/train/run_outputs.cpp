@@ -12,9 +12,9 @@
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/shards.h"
+#include "runtime/engine/train_state.h"
 #include "runtime/support/blas.h"
 #include "runtime/tensor/host_bytes.h"
-#include "runtime/train/train_state.h"
 
 namespace accel::rt::train {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "compiler/plan/plan.h"
 #include "llvm/Support/Error.h"
-#include "runtime/train/trainer.h"
-#include "runtime/train/worker.h"
+#include "runtime/model/trainer.h"
+#include "runtime/train/worker_context.h"
 
 // The worker's finish phase: what a run leaves in its output directory.
 namespace accel::rt::train {

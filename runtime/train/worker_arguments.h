@@ -6,7 +6,7 @@
 
 #include "compiler/cli/arguments.h"
 #include "compiler/plan/plan.h"
-#include "runtime/train/worker.h"
+#include "runtime/train/worker_context.h"
 
 // What accelrun passes every worker after the plan (runtime/tools/launch_command.cpp builds the
 // command line), read the same way by accelrun-worker and by the Accelerator of a user's own

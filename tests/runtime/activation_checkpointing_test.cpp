@@ -1,4 +1,4 @@
-// Which forward blocks activation checkpointing recomputes (runtime/train/activation_checkpointing.h):
+// Which forward blocks activation checkpointing recomputes (runtime/model/activation_checkpointing.h):
 // those whose every parameter lies inside a module the wrap policy checkpoints.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/activation_checkpointing.h"
+#include "runtime/model/activation_checkpointing.h"
 
 namespace accel::rt::train {
 namespace {

@@ -1,5 +1,5 @@
 // How the worker words an exception: one line for what failed, indented lines for where.
-#include "runtime/train/error_text.h"
+#include "runtime/model/error_text.h"
 
 #include <gtest/gtest.h>
 

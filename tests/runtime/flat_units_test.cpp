@@ -1,4 +1,4 @@
-// The sharded engine's units (runtime/train/flat_units.h): which parameters each wrap policy
+// The sharded engine's units (runtime/engine/flat_units.h): which parameters each wrap policy
 // groups, in which order, and how each unit is padded into shards.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/flat_units.h"
+#include "runtime/engine/flat_units.h"
 
 namespace accel::rt::train {
 namespace {

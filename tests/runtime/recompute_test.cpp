@@ -1,4 +1,4 @@
-// Activation checkpointing in the trainer (runtime/train/recompute.h): the recomputed blocks
+// Activation checkpointing in the trainer (runtime/model/recompute.h): the recomputed blocks
 // give the same gradients bit for bit, in fp32 and under bf16 autocast, and the training step
 // holds less memory at its peak.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/trainer.h"
+#include "runtime/model/trainer.h"
 #include "tests/support/peak_memory.h"
 #include "tests/support/plan_builders.h"
 

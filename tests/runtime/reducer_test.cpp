@@ -1,4 +1,4 @@
-// The hook-driven gradient reducer (runtime/train/reducer.h) at world sizes 2 and 4: ranks are
+// The hook-driven gradient reducer (runtime/engine/reducer.h) at world sizes 2 and 4: ranks are
 // threads of this process joined in a Gloo group over loopback, each training its own copy of a
 // small torch::nn model; every rank also computes every other rank's gradients on its own to
 // know what the mean must be.
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "runtime/distributed/collectives.h"
+#include "runtime/engine/reducer.h"
 #include "runtime/launch/launcher.h"
-#include "runtime/train/reducer.h"
 #include "tests/support/gloo_ranks.h"
 
 namespace accel::rt::train {

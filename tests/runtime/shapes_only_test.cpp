@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/train/trainer.h"
-#include "runtime/train/weight_storage.h"
+#include "runtime/model/trainer.h"
+#include "runtime/model/weight_storage.h"
 #include "tests/support/plan_builders.h"
 #include "tests/unit/scratch_dir.h"
 

@@ -1,4 +1,4 @@
-// The sharded engine's gradient reductions (runtime/train/shard_reductions.h) over Gloo, on 2
+// The sharded engine's gradient reductions (runtime/engine/shard_reductions.h) over Gloo, on 2
 // and 4 ranks (threads of this process): units coalesce into buckets in launch order, and
 // whatever the buckets and whatever order the units become ready in, each rank gets exactly its
 // shard of the sum, and stage 1 keeps each unit's whole gradient buffer.
@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "runtime/train/flat_units.h"
-#include "runtime/train/shard_groups.h"
-#include "runtime/train/shard_reductions.h"
+#include "runtime/engine/flat_units.h"
+#include "runtime/engine/shard_groups.h"
+#include "runtime/engine/shard_reductions.h"
 #include "tests/support/fault_injection.h"
 #include "tests/support/gloo_ranks.h"
 

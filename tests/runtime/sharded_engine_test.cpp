@@ -1,4 +1,4 @@
-// The sharded engine (runtime/train/sharded_engine.h) in a world of one process, against the
+// The sharded engine (runtime/engine/sharded_engine.h) in a world of one process, against the
 // plain trainer: every stage steps the same weights and optimizer state bit for bit, the whole
 // state it gathers for checkpoints is the plain trainer's, its shard slices round-trip, and a
 // `state_dict_type = sharded` checkpoint written from them resumes the engine and a plain
@@ -25,9 +25,9 @@
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/sharded_state.h"
 #include "runtime/distributed/collectives.h"
-#include "runtime/train/sharded_checkpoint.h"
-#include "runtime/train/sharded_engine.h"
-#include "runtime/train/train_state.h"
+#include "runtime/engine/sharded_checkpoint.h"
+#include "runtime/engine/sharded_engine.h"
+#include "runtime/engine/train_state.h"
 #include "tests/support/fault_injection.h"
 #include "tests/support/gloo_ranks.h"
 #include "tests/support/peak_memory.h"

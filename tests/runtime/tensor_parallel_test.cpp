@@ -1,4 +1,4 @@
-// Tensor parallelism (runtime/train/tensor_parallel.h): where each rank sits in the
+// Tensor parallelism (runtime/engine/tensor_parallel.h): where each rank sits in the
 // (dp_replicate, dp_shard, tp) mesh, the groups formed over Gloo (threads of this process on
 // loopback), Megatron's two communication operators, and a tensor-parallel MLP on 2 ranks
 // against the same MLP whole on one. (Equivalence through accelrun on real processes:
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "runtime/distributed/collectives.h"
-#include "runtime/train/tensor_parallel.h"
+#include "runtime/engine/tensor_parallel.h"
 #include "tests/support/gloo_ranks.h"
 #include "tests/support/plan_builders.h"
 

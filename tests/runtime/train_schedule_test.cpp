@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include "runtime/model/lr_schedule.h"
 #include "runtime/train/gradient_accumulation.h"
-#include "runtime/train/lr_schedule.h"
 #include "runtime/train/training_length.h"
 
 namespace accel::rt::train {

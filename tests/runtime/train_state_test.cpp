@@ -11,11 +11,11 @@
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/dtype.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/engine/train_state.h"
+#include "runtime/model/trainer.h"
 #include "runtime/tensor/scalar_type.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/train/data_source.h"
-#include "runtime/train/train_state.h"
-#include "runtime/train/trainer.h"
 #include "tests/support/plan_builders.h"
 #include "tests/unit/scratch_dir.h"
 

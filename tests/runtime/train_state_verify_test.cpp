@@ -13,8 +13,8 @@
 #include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/checkpoint/manifest.h"
 #include "runtime/checkpoint/sha256.h"
-#include "runtime/train/train_state.h"
-#include "runtime/train/trainer.h"
+#include "runtime/engine/train_state.h"
+#include "runtime/model/trainer.h"
 #include "tests/support/plan_builders.h"
 #include "tests/unit/scratch_dir.h"
 

@@ -13,12 +13,12 @@
 #include <sstream>
 
 #include "compiler/plan/builtin_modules.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "runtime/data/dataset.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/environment.h"
-#include "runtime/checkpoint/safetensors.h"
+#include "runtime/model/trainer.h"
 #include "runtime/train/data_source.h"
-#include "runtime/train/trainer.h"
 #include "runtime/train/worker.h"
 #include "tests/support/plan_builders.h"
 

@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 
 #include "runtime/distributed/collectives.h"
+#include "runtime/engine/reducer.h"
+#include "runtime/engine/sharded_engine.h"
 #include "runtime/memory/training_estimate.h"
-#include "runtime/train/reducer.h"
-#include "runtime/train/sharded_engine.h"
 #include "tests/support/gloo_ranks.h"
 #include "tests/support/peak_memory.h"
 #include "tests/support/plan_builders.h"
