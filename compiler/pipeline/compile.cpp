@@ -197,7 +197,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   // A YAML job spec is a spec like any other; Accelerate's own files are checked, not lowered.
   check.file_keys = config.kind != config::FileKind::JobSpec;
   if (config.kind == config::FileKind::AccelerateConfig) {
-    check.section_prefixes = LaunchKeyPrefixes();
+    check.section_prefixes = LaunchKeyPrefixes(options.releases.accelerate);
     check.autos_passed_on = AutosPassedOn(file);
     // launch copies `deepspeed_config` keys onto its arguments; a DeepSpeed JSON key among
     // them matches no argument and is dropped, though published configs put them there.

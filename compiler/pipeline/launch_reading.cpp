@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/sema/releases.h"
+
 namespace accel::pipeline {
 namespace {
 
@@ -204,7 +206,7 @@ const ast::Statement* Setting(const std::vector<ast::Statement>& statements, std
 const ast::Statement* SectionSetting(const std::vector<ast::Statement>& statements, std::string_view section,
                                      std::string_view key) {
   const sema::SectionKeyPrefix* prefixing = nullptr;
-  for (const sema::SectionKeyPrefix& p : LaunchKeyPrefixes()) {
+  for (const sema::SectionKeyPrefix& p : LaunchKeyPrefixes(nullptr)) {
     if (p.section == section) prefixing = &p;
   }
   for (const ast::Statement& statement : statements) {
@@ -249,13 +251,24 @@ bool PythonTruthy(const ast::Expr& value) {
 // (`_validate_launch_command` in accelerate/commands/launch.py): `fsdp_config`, `fp8_config` and
 // `dynamo_config` keys get their section's prefix unless they start with it, so published files
 // write `auto_wrap_policy` and `fsdp_auto_wrap_policy`, `backend` and `dynamo_backend`, alike.
-const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes() {
-  static const std::vector<sema::SectionKeyPrefix> prefixes = {
-      {"fsdp_config", "fsdp", "fsdp_"},
-      {"fp8_config", "fp8", "fp8_"},
-      {"dynamo_config", "dynamo_", "dynamo_"},
+std::vector<sema::SectionKeyPrefix> LaunchKeyPrefixes(const sema::Release* accelerate) {
+  // Each with the first Accelerate release that adds it ("": every covered one): 1.12 and 1.13
+  // copy `dynamo_config` keys as written, so `backend` there is read by nothing.
+  struct Prefixing {
+    sema::SectionKeyPrefix prefix;
+    std::string_view since;
   };
-  return prefixes;
+  static const std::vector<Prefixing> kPrefixes = {
+      {{"fsdp_config", "fsdp", "fsdp_"}, ""},
+      {{"fp8_config", "fp8", "fp8_"}, ""},
+      {{"dynamo_config", "dynamo_", "dynamo_"}, "1.14.0"},
+  };
+  std::vector<sema::SectionKeyPrefix> applied;
+  for (const Prefixing& p : kPrefixes) {
+    const sema::Release* first = p.since.empty() ? nullptr : sema::FindRelease(sema::Tool::kAccelerate, p.since);
+    if (accelerate == nullptr || first == nullptr || first->index <= accelerate->index) applied.push_back(p.prefix);
+  }
+  return applied;
 }
 
 void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine& diagnostics) {

@@ -6,6 +6,7 @@
 #include "compiler/config/reader.h"
 #include "compiler/diagnostics/diagnostic.h"
 #include "compiler/sema/check.h"
+#include "compiler/sema/releases.h"
 #include "compiler/sema/value.h"
 
 // Where `accelerate launch` reads an Accelerate config's value otherwise than its type says:
@@ -14,8 +15,9 @@
 namespace accel::pipeline {
 
 // How `accelerate launch` copies a config file's sections onto its arguments: the keys of a
-// section it prefixes, as the checker reads them too (sema::CheckOptions::section_prefixes).
-const std::vector<sema::SectionKeyPrefix>& LaunchKeyPrefixes();
+// section it prefixes, as the checker reads them too (sema::CheckOptions::section_prefixes), in
+// the Accelerate release `accelc check --for accelerate@X` names (null: the newest covered).
+std::vector<sema::SectionKeyPrefix> LaunchKeyPrefixes(const sema::Release* accelerate);
 
 // A top-level null that launch reads as a value (`distributed_type: null` runs as `NO`) is
 // checked as that value, with a warning (A3013). Before the check: it rewrites `config`.
