@@ -205,8 +205,10 @@ const ast::Statement* Setting(const std::vector<ast::Statement>& statements, std
 // if none.
 const ast::Statement* SectionSetting(const std::vector<ast::Statement>& statements, std::string_view section,
                                      std::string_view key) {
+  // Kept for the loop below, which points into it.
+  const std::vector<sema::SectionKeyPrefix> prefixes = LaunchKeyPrefixes(nullptr);
   const sema::SectionKeyPrefix* prefixing = nullptr;
-  for (const sema::SectionKeyPrefix& p : LaunchKeyPrefixes(nullptr)) {
+  for (const sema::SectionKeyPrefix& p : prefixes) {
     if (p.section == section) prefixing = &p;
   }
   for (const ast::Statement& statement : statements) {
