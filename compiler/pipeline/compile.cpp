@@ -228,7 +228,7 @@ void CheckYaml(Compilation& compilation, const Stdlib& stdlib, const sema::Envir
   compilation.spec = sema::Check(file, stdlib.schema(), environment, compilation.diagnostics, check);
   CheckReferencedDeepSpeed(compilation, stdlib, environment, options, false);
   if (config.kind == config::FileKind::AccelerateConfig) {
-    CheckNullsLaunchReads(file, compilation.diagnostics);
+    CheckNullsLaunchReads(file, options.releases.accelerate, compilation.diagnostics);
     // A file with errors is still read as launch reads it, on the values it did write.
     const std::optional<sema::Spec>& checked =
         compilation.spec ? compilation.spec : compilation.despite_errors;

@@ -201,12 +201,10 @@ const ast::Statement* Setting(const std::vector<ast::Statement>& statements, std
 }
 
 // The statement among `statements`, the keys of `section`, that launch reads as `key`: written
-// as it is, or without the prefix launch adds to that section's keys (LaunchKeyPrefixes). Null
-// if none.
+// as it is, or without the prefix launch adds to that section's keys (`prefixes`, the release's
+// LaunchKeyPrefixes). Null if none.
 const ast::Statement* SectionSetting(const std::vector<ast::Statement>& statements, std::string_view section,
-                                     std::string_view key) {
-  // Kept for the loop below, which points into it.
-  const std::vector<sema::SectionKeyPrefix> prefixes = LaunchKeyPrefixes(nullptr);
+                                     std::string_view key, const std::vector<sema::SectionKeyPrefix>& prefixes) {
   const sema::SectionKeyPrefix* prefixing = nullptr;
   for (const sema::SectionKeyPrefix& p : prefixes) {
     if (p.section == section) prefixing = &p;
@@ -309,8 +307,10 @@ std::vector<sema::AutoPassedOn> AutosPassedOn(const ast::File& file) {
   return {};
 }
 
-void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagnostics) {
+void CheckNullsLaunchReads(const ast::File& file, const sema::Release* accelerate,
+                           diag::DiagnosticEngine& diagnostics) {
   if (file.jobs.empty()) return;
+  const std::vector<sema::SectionKeyPrefix> prefixes = LaunchKeyPrefixes(accelerate);
   const std::vector<ast::Statement>& top = file.jobs.front().body.statements;
   auto is_null = [](const ast::Statement* setting) {
     return setting != nullptr && setting->value->kind == ast::ExprKind::None;
@@ -344,10 +344,10 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
     if (section == nullptr || section->value->kind != ast::ExprKind::Record || !section->value->block)
       continue;
     const std::vector<ast::Statement>& keys = section->value->block->statements;
-    const ast::Statement* setting = SectionSetting(keys, key.section, key.key);
+    const ast::Statement* setting = SectionSetting(keys, key.section, key.key, prefixes);
     if (!is_null(setting)) continue;
     if (!key.read_above_one.empty()) {
-      const ast::Statement* size = SectionSetting(keys, key.section, key.read_above_one);
+      const ast::Statement* size = SectionSetting(keys, key.section, key.read_above_one, prefixes);
       if (size == nullptr || size->value->kind != ast::ExprKind::Int || size->value->int_value <= 1) continue;
     }
     std::string effect =
@@ -365,7 +365,7 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
       section->value->kind != ast::ExprKind::Record || !section->value->block)
     return;
   const std::vector<ast::Statement>& keys = section->value->block->statements;
-  const ast::Statement* version = SectionSetting(keys, "fsdp_config", "fsdp_version");
+  const ast::Statement* version = SectionSetting(keys, "fsdp_config", "fsdp_version", prefixes);
   // Unset, the plugin's version is 1; launch passes a quoted '2' on as the same text.
   int64_t read_as = 1;
   if (version != nullptr && version->value->kind == ast::ExprKind::Int) read_as = version->value->int_value;
@@ -373,7 +373,7 @@ void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagno
     read_as = 2;
   for (const FsdpVariable& fsdp : kFsdpVariables) {
     if (fsdp.fsdp_version != 0 && fsdp.fsdp_version != read_as) continue;
-    const ast::Statement* setting = SectionSetting(keys, "fsdp_config", fsdp.key);
+    const ast::Statement* setting = SectionSetting(keys, "fsdp_config", fsdp.key, prefixes);
     if (!is_null(setting)) continue;
     std::string effect = fmt::format(
         "`accelerate launch` passes on as `{}={}`, and FullyShardedDataParallelPlugin raises on that text",

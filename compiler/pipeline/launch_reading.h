@@ -25,8 +25,10 @@ void ReadNullKeysAsLaunchDoes(config::ConfigFile& config, diag::DiagnosticEngine
 
 // A null that launch reads as None where None fails (A3019): a section key it writes into the
 // worker's environment as the text `None`, or a top-level key it compares or dispatches on. On
-// the file as written (the checker takes every other null of a known key as unset).
-void CheckNullsLaunchReads(const ast::File& file, diag::DiagnosticEngine& diagnostics);
+// the file as written (the checker takes every other null of a known key as unset), with the
+// section prefixes of the Accelerate release `accelerate` (null: the newest covered).
+void CheckNullsLaunchReads(const ast::File& file, const sema::Release* accelerate,
+                           diag::DiagnosticEngine& diagnostics);
 
 // The top-level keys whose "auto" launch passes on as is for this file, before the check
 // (sema::CheckOptions::autos_passed_on): `num_processes` becomes torchrun's `--nproc_per_node` on
