@@ -114,6 +114,12 @@ void CheckConstraints(const ConstraintContext& context, const RecordSchema& reco
   }
   for (const RuleSchema& rule : record.rules) {
     if (reads_failed(*rule.condition)) continue;
+    // A rule about a release's own default holds trivially in the releases whose default works.
+    std::optional<std::string> refused_default;
+    if (ReleaseJudge::StandsForRefusedDefault(rule.code)) {
+      refused_default = context.release.RefusedDefault(prefix, rule.code);
+      if (!refused_default) continue;
+    }
     std::optional<bool> holds = Holds(*rule.condition, rule.file, record, value, diagnostics);
     if (!holds || *holds) continue;
     // Broken parts that come to the same place are one finding: a rule whose missing keys
@@ -136,6 +142,7 @@ void CheckConstraints(const ConstraintContext& context, const RecordSchema& reco
         d.severity = diag::Severity::Warning;
         d.message += fmt::format(" ({})", *not_run);
       }
+      if (refused_default) d.message += fmt::format(" ({})", *refused_default);
       diagnostics.Add(std::move(d));
     }
   }

@@ -1,5 +1,7 @@
 #include "compiler/sema/release_judge.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -21,6 +23,28 @@ constexpr ValidatorCheck kValidatorChecks[] = {
     {"fp16", "DSJ-010", "_validate_dynamic_loss_scale_params"},
     {"fp16", "loss_scale", "_validate_loss_scale"},
 };
+
+// Rules of the schemas that stand for a launch default which a release's own reader refuses:
+// `accelerate launch` exports the default of `key` as its text, and the reader parses that with
+// int(). The rule is checked only under a release whose default (releases.def) is not the text of
+// an integer; stdlib/fsdp.accel cites the reader where it declares the rule.
+struct IntegerDefaultCheck {
+  Tool tool;
+  std::string_view section;
+  std::string_view rule;
+  std::string_view key;
+};
+constexpr IntegerDefaultCheck kIntegerDefaultChecks[] = {
+    {Tool::kAccelerate, "fsdp_config", "FSDP-031", "fsdp_min_num_params"},
+};
+
+// Whether the JSON `json` is an integer, whose Python text int() reads back: `100000000`, not
+// `100000000.0` or `1e8`.
+bool IsIntegerJson(std::string_view json) {
+  if (!json.empty() && json[0] == '-') json.remove_prefix(1);
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  return !json.empty() && std::all_of(json.begin(), json.end(), digit);
+}
 
 // Two JSON defaults that mean the same value: `1e8` and `100000000`.
 bool SameDefault(std::string_view a, std::string_view b) {
@@ -146,6 +170,29 @@ std::optional<std::string> ReleaseJudge::CheckNotRun(std::string_view prefix,
     });
     return fmt::format("{} does not check it: `{}` runs `{}` from {} on", PinnedName(), section,
                        check.validator, since);
+  }
+  return std::nullopt;
+}
+
+bool ReleaseJudge::StandsForRefusedDefault(std::string_view rule) {
+  return std::any_of(std::begin(kIntegerDefaultChecks), std::end(kIntegerDefaultChecks),
+                     [&](const IntegerDefaultCheck& check) { return check.rule == rule; });
+}
+
+std::optional<std::string> ReleaseJudge::RefusedDefault(std::string_view prefix,
+                                                        std::string_view rule) const {
+  std::string section = SectionOf(prefix);
+  for (const IntegerDefaultCheck& check : kIntegerDefaultChecks) {
+    if (check.rule != rule || check.section != section) continue;
+    // Unpinned, or pinned to the other tool: the newest release of the rule's tool judges.
+    const Release& judged =
+        pinned_ != nullptr && pinned_->tool == check.tool ? *pinned_ : NewestRelease(check.tool);
+    KeyInRelease key = LookUpKey(judged, check.section, check.key);
+    if (key.fate != KeyFate::kRead || key.default_json.empty() || IsIntegerJson(key.default_json)) {
+      return std::nullopt;
+    }
+    return fmt::format("{} {} exports `{}`'s default as `{}`, which is not an integer", ToolName(judged.tool),
+                       judged.version, check.key, key.default_json);
   }
   return std::nullopt;
 }

@@ -53,6 +53,15 @@ class ReleaseJudge {
   // "DeepSpeed 0.19.2 does not check it (`_validate_dynamic_loss_scale_params` runs from 0.19.3)".
   std::optional<std::string> CheckNotRun(std::string_view prefix, std::string_view rule_or_key) const;
 
+  // Rules (by code) that stand for a launch default which some covered releases' own readers
+  // refuse, such as a float default whose text the FSDP plugin reads with int(). Such a rule is
+  // checked only where `RefusedDefault` gives a reason: the judged release (the pinned one, else
+  // the newest) refuses its default, "Accelerate 1.12.0 exports `fsdp_min_num_params`'s default
+  // as 100000000.0". Nullopt where it does not, where the table knows no default, and for any
+  // other rule.
+  static bool StandsForRefusedDefault(std::string_view rule);
+  std::optional<std::string> RefusedDefault(std::string_view prefix, std::string_view rule) const;
+
   // "DeepSpeed 0.19.2".
   std::string PinnedName() const;
 
