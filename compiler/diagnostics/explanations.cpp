@@ -128,8 +128,9 @@ const std::map<std::string, std::string, std::less<>>& Explanations() {
        "A value of the wrong type (a string where an int is expected, a block for a union...).\nFix: write "
        "a value of the expected type, shown in the message."},
       {"A3002",
-       "A value outside the range its field allows (the field's `where`).\nFix: pick a value that "
-       "satisfies the constraint shown."},
+       "A value outside the range its field allows (the field's `where`). Where the constraint keeps a "
+       "string to a list of names (`lower(log_level) in [\"debug\", \"info\", ...]`), the name closest "
+       "to the value is offered as the fix.\nFix: pick a value that satisfies the constraint shown."},
       {"A3003",
        "An environment variable that supplies a field's default holds text that does not parse as the "
        "field's type.\nFix: correct the variable (booleans: yes/no/true/false/on/off/1/0)."},

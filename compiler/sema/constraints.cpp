@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/diagnostics/diagnostic.h"
 #include "compiler/sema/evaluate.h"
 #include "compiler/sema/releases.h"
 
@@ -37,6 +38,22 @@ bool ReadsUnknownValue(const ConstraintContext& context, const ast::Expr& expr, 
     }
   }
   return false;
+}
+
+// For a `where` that keeps a string to a list of names (`x in ["a", "b"]`, `lower(x) in [...]`):
+// the name closest to the string `value`, up to case, or "" when none is close or the
+// constraint is not such a list.
+std::string NameMeant(const ast::Expr& constraint, const Value& value) {
+  if (value.kind != Value::Kind::String || constraint.kind != ast::ExprKind::Binary || constraint.text != "in" ||
+      constraint.operands[1]->kind != ast::ExprKind::List) {
+    return "";
+  }
+  std::vector<std::string> names;
+  for (const ast::ExprPtr& item : constraint.operands[1]->operands) {
+    if (item->kind != ast::ExprKind::String) return "";
+    names.push_back(item->text);
+  }
+  return diag::ClosestMatch(value.text, names);
 }
 
 // Under a pinned release, a field whose bounds or validating check differ from the newest's
@@ -106,6 +123,10 @@ void CheckConstraints(const ConstraintContext& context, const RecordSchema& reco
                                            field_value.Describe(), ExprText(*field.constraint));
     if (field_value.provenance.kind == Provenance::Kind::Environment) {
       d.message += fmt::format(" (value from environment variable `{}`)", field_value.provenance.env_var);
+    }
+    if (std::string meant = NameMeant(*field.constraint, field_value); !meant.empty()) {
+      d.message += fmt::format("; did you mean `{}`?", meant);
+      if (from_spec && where_file == file) d.fixit = diag::ReplaceKeepingQuotes(file, where, meant);
     }
     if (std::optional<std::string> not_run = context.release.CheckNotRun(prefix, name)) {
       d.severity = diag::Severity::Warning;  // the pinned release lets the file through
