@@ -25,17 +25,19 @@ constexpr ValidatorCheck kValidatorChecks[] = {
 };
 
 // Rules of the schemas that stand for a launch default which a release's own reader refuses:
-// `accelerate launch` exports the default of `key` as its text, and the reader parses that with
-// int(). The rule is checked only under a release whose default (releases.def) is not the text of
-// an integer; stdlib/fsdp.accel cites the reader where it declares the rule.
+// `accelerate launch` exports the default of `key` in `section` as its text, and the reader
+// parses that with int(). The rule, declared in the record at `rule_section` of a config file,
+// is checked only under a release whose default (releases.def) is not the text of an integer;
+// stdlib/fsdp.accel cites the reader where it declares the rule.
 struct IntegerDefaultCheck {
   Tool tool;
-  std::string_view section;
+  std::string_view rule_section;
   std::string_view rule;
+  std::string_view section;
   std::string_view key;
 };
 constexpr IntegerDefaultCheck kIntegerDefaultChecks[] = {
-    {Tool::kAccelerate, "fsdp_config", "FSDP-031", "fsdp_min_num_params"},
+    {Tool::kAccelerate, "", "FSDP-031", "fsdp_config", "fsdp_min_num_params"},
 };
 
 // Whether the JSON `json` is an integer, whose Python text int() reads back: `100000000`, not
@@ -183,7 +185,7 @@ std::optional<std::string> ReleaseJudge::RefusedDefault(std::string_view prefix,
                                                         std::string_view rule) const {
   std::string section = SectionOf(prefix);
   for (const IntegerDefaultCheck& check : kIntegerDefaultChecks) {
-    if (check.rule != rule || check.section != section) continue;
+    if (check.rule != rule || check.rule_section != section) continue;
     // Unpinned, or pinned to the other tool: the newest release of the rule's tool judges.
     const Release& judged =
         pinned_ != nullptr && pinned_->tool == check.tool ? *pinned_ : NewestRelease(check.tool);
