@@ -184,16 +184,22 @@ struct Hyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0, momentum = 0;
 };
 
+// Read by name from whichever optimizer the job has, so that a new one needs no case here: a
+// hyperparameter it lacks keeps DeepSpeed's default above.
 Hyper JobHyper(const plan::Optimizer& optimizer) {
   Hyper h;
+  const std::pair<std::string_view, double*> by_name[] = {{"lr", &h.lr},   {"beta1", &h.beta1},
+                                                          {"beta2", &h.beta2}, {"eps", &h.eps},
+                                                          {"weight_decay", &h.weight_decay}, {"momentum", &h.momentum}};
   std::visit(
-      plan::Overloaded{[&](const plan::SGD& o) {
-                         h.lr = o.lr;
-                         h.weight_decay = o.weight_decay;
-                         h.momentum = o.momentum;
-                       },
-                       [&](const plan::Adam& o) { h = {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, 0}; },
-                       [&](const plan::AdamW& o) { h = {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, 0}; }},
+      [&](const auto& o) {
+        plan::ForEachField(o, [&](const plan::FieldInfo& field, const auto& member) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(member)>, double>) {
+            for (const auto& [name, out] : by_name)
+              if (name == field.name) *out = member;
+          }
+        });
+      },
       optimizer);
   return h;
 }

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "compiler/lower/lowering.h"
+#include "compiler/lower/native_support.h"
 #include "compiler/plan/plan.h"
 
 // Spec records and enum members copied into the plan's of the same name. The plan's table
 // uses the spec's field names and JSON strings, so a new model, dataset or optimizer field
-// needs no code here; the field-fate test keeps the two tables in step.
+// needs no code here, and FromSpecAlternative fails to compile until the field has its plan
+// twin or its row in native_support.def.
 namespace accel::lower {
 
 // Our bug, not the user's: the schema has a member or alternative lowering does not handle.
@@ -102,14 +104,26 @@ R FromSpec(const sema::Value& record) {
   return out;
 }
 
+// Whether every field of the stdlib record View is carried by FromSpec (the plan record R has
+// a field of its name) or has its fate in native_support.def (refused, without effect).
+template <typename R, typename View>
+constexpr bool EveryFieldHasItsFate() {
+  for (std::string_view field : View::kFields)
+    if (!plan::HasField<R>(field) && FindNativeField(View::kName, field) == nullptr) return false;
+  return true;
+}
+
 // The plan variant V's alternative for a view variant's alternative: the plan record whose
-// tag is the stdlib record's name. A stdlib alternative without its plan record fails to
-// compile.
+// tag is the stdlib record's name. A stdlib alternative without its plan record, or with a
+// field neither in it nor in native_support.def, fails to compile.
 template <typename V, typename View, size_t I = 0>
 V FromSpecAlternative(const View& view) {
   static_assert(I < std::variant_size_v<V>, "a stdlib record without its plan alternative");
   using Alternative = std::variant_alternative_t<I, V>;
   if constexpr (std::string_view(Alternative::kTag) == View::kName) {
+    static_assert(EveryFieldHasItsFate<Alternative, View>(),
+                  "a stdlib field without its field in compiler/plan/plan.def or its row in "
+                  "compiler/lower/native_support.def");
     return V(FromSpec<Alternative>(view.value()));
   } else {
     return FromSpecAlternative<V, View, I + 1>(view);

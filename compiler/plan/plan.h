@@ -138,6 +138,20 @@ inline constexpr bool kIsRecord = false;
 #define PLAN_RECORD_END(Record) }
 #include "compiler/plan/plan.def"
 
+// HasField<R>(name): whether the plan record R has a field called `name`, at compile time, so
+// that a table kept beside the plan's (a stdlib record copied by name) is checked by the compiler.
+#define PLAN_RECORD(Record, tag, doc) \
+  constexpr bool HasFieldNamed(const Record*, std::string_view field) { return false
+#define PLAN_FIELD(Record, Type, name, default_value, check, unit, doc) || field == #name
+#define PLAN_RECORD_END(Record) \
+  ;                             \
+  }
+#include "compiler/plan/plan.def"
+template <typename R>
+constexpr bool HasField(std::string_view field) {
+  return HasFieldNamed(static_cast<const R*>(nullptr), field);
+}
+
 // The tag of the alternative `value` holds: a step's `op`, a model's `type`.
 template <typename V>
 std::string_view TagOf(const V& value) {

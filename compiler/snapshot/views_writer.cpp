@@ -134,7 +134,9 @@ std::optional<std::string> WriteViews(const sema::Schema& schema, std::string& p
   for (const auto& [name, record] : schema.records) {
     declarations += fmt::format("class {};\n", name);
     std::string members;
+    std::string field_names;
     for (const sema::FieldSchema& field : record.fields) {
+      field_names += fmt::format("\"{}\", ", field.name);
       std::string accessor = Identifier(field.name);
       std::optional<Reading> reading = Read(field.type);
       std::string type = reading ? reading->type : "const sema::Value&";
@@ -148,8 +150,10 @@ std::optional<std::string> WriteViews(const sema::Schema& schema, std::string& p
     classes += fmt::format(
         "class {0} : public sema::views::RecordView {{\n public:\n"
         "  static constexpr std::string_view kName = \"{0}\";\n"
+        "  // The record's fields by name, for the checks that another table has each of them.\n"
+        "  static constexpr std::array<std::string_view, {2}> kFields = {{{3}}};\n"
         "  using RecordView::RecordView;\n{1}}};\n\n",
-        name, members);
+        name, members, record.fields.size(), field_names);
   }
 
   return fmt::format(
