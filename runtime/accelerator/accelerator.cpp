@@ -14,6 +14,7 @@
 #include "compiler/cli/arguments.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "runtime/accelerator/module_trainer.h"
+#include "runtime/checkpoint/optimizer_format.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
 #include "runtime/engine/reducer.h"
@@ -60,12 +61,6 @@ auto Boundary(int rank, Run run) -> decltype(run()) {
   } catch (const std::exception& error) {
     Throw(rank, error.what());
   }
-}
-
-// The plan's optimizer as checkpoints name it (`sgd`, `adam`, `adamw`).
-std::string PlanOptimizerType(const plan::TrainLoop& loop) {
-  std::string_view tag = plan::TagOf(loop.optimizer);
-  return llvm::StringRef(tag.data(), tag.size()).lower();
 }
 
 }  // namespace
@@ -171,9 +166,9 @@ struct Accelerator::Impl {
   void Prepare(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
     rt::progress::Working("preparing the model and the data loaders");
     std::string type = train::OptimizerType(optimizer);
-    if (type != PlanOptimizerType(*loop)) {
+    if (type != checkpoint::OptimizerName(loop->optimizer)) {
       Throw(rank(), fmt::format("the plan's optimizer is `{}`, Prepare got `{}`; build the plan's optimizer",
-                                PlanOptimizerType(*loop), type));
+                                checkpoint::OptimizerName(loop->optimizer), type));
     }
     trainer = rt::accelerator::WrapModule(model, optimizer);
     std::vector<distributed::Value> state;

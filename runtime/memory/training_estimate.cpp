@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/checkpoint/optimizer_format.h"
 #include "runtime/memory/estimate.h"
 
 namespace accel::rt::memory {
@@ -141,6 +142,11 @@ RankMemory EstimateTrainingMemory(const TrainingSetup& setup) {
   return memory;
 }
 
+void TrainingSetup::SetOptimizer(const plan::Optimizer& plan_optimizer) {
+  optimizer = std::string(plan::TagOf(plan_optimizer));
+  state_tensors = checkpoint::StateTensorsPerParameter(plan_optimizer);
+}
+
 llvm::Expected<TrainingSetup> SetupOfPlan(const plan::Plan& plan, std::optional<ModelBlocks> blocks) {
   const auto* model = plan.Find<plan::BuildModel>();
   const auto* loop = plan.Find<plan::TrainLoop>();
@@ -162,10 +168,7 @@ llvm::Expected<TrainingSetup> SetupOfPlan(const plan::Plan& plan, std::optional<
   setup.world_size = sharding.hybrid && group != nullptr ? group->processes_per_machine
                                                           : world / std::max<int64_t>(sharding.tensor_parallel, 1);
   setup.stage = sharding.stage;
-  setup.state_tensors = std::visit(plan::Overloaded{[](const plan::SGD& sgd) -> int64_t { return sgd.momentum > 0; },
-                                                    [](const plan::Adam&) -> int64_t { return 2; },
-                                                    [](const plan::AdamW&) -> int64_t { return 2; }},
-                                   loop->optimizer);
+  setup.SetOptimizer(loop->optimizer);
   setup.offload_optimizer = sharding.offload_optimizer;
   setup.offload_params = sharding.offload_params;
   // Samples one process runs forward at once.
@@ -175,9 +178,10 @@ llvm::Expected<TrainingSetup> SetupOfPlan(const plan::Plan& plan, std::optional<
 }
 
 std::string RenderTrainingEstimate(const TrainingSetup& setup, const RankMemory& memory, const std::string& job) {
-  const char* optimizer_kind = setup.state_tensors == 2 ? "Adam/AdamW (2 state tensors)"
-                               : setup.state_tensors == 1 ? "SGD with momentum (1 state tensor)"
-                                                          : "SGD (no state)";
+  const std::string optimizer_kind =
+      setup.state_tensors == 0 ? fmt::format("{} (no state)", setup.optimizer)
+                               : fmt::format("{} ({} state tensor{})", setup.optimizer, setup.state_tensors,
+                                             setup.state_tensors == 1 ? "" : "s");
   std::string out = fmt::format(
       "training estimate for `{}`, per rank: {} parameters in {} units, {} rank{} sharding, ZeRO stage {}, {}{}\n\n",
       job, setup.model.total(), setup.model.elements.size(), setup.world_size, setup.world_size == 1 ? "" : "s",

@@ -40,10 +40,14 @@ struct TrainingSetup {
   ModelBlocks model;
   int64_t world_size = 1;    // ranks that shard (the data-parallel group; a machine with hybrid)
   int64_t stage = 0;         // 0: DDP (or one process); 1, 2, 3: ZeRO / FSDP
+  std::string optimizer = "AdamW";  // its plan name
   int64_t state_tensors = 2; // optimizer state tensors per parameter: AdamW 2, SGD momentum 1, SGD 0
   bool offload_optimizer = false;
   bool offload_params = false;
   int64_t micro_batch = 1;   // samples per process per forward
+
+  // The optimizer's name and state tensors (runtime/checkpoint/optimizer_format.h).
+  void SetOptimizer(const plan::Optimizer& optimizer);
 };
 
 // Bytes one rank holds, on the device and on the host (offloaded).

@@ -14,10 +14,11 @@
 // shard of the parameters laid end to end equals stepping the parameters themselves.
 namespace accel::rt::train {
 
-// `sgd`, `adam` or `adamw`: the name checkpoints give the loop's optimizer.
+// The name checkpoints give the loop's optimizer (`adamw`; runtime/checkpoint/optimizer_format.h).
 std::string OptimizerTypeOf(const plan::TrainLoop& loop);
 
-// SGD, Adam or AdamW with the loop's hyper-parameters over `parameters` (one group).
+// The loop's optimizer (runtime/model/torch_optimizers.h) with its hyper-parameters over
+// `parameters` (one group).
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const plan::TrainLoop& loop,
                                                        std::vector<torch::Tensor> parameters);
 

@@ -8,27 +8,27 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/checkpoint/optimizer_format.h"
+#include "runtime/model/torch_optimizers.h"
+
 namespace accel::rt::train {
 namespace {
 
-// The optimizers checkpoints support, each with its name in optimizer.json. Every dispatch below
-// is a switch over Kind with no default, so a new optimizer is a compile error at each of them.
-enum class Kind { kSgd, kAdam, kAdamW };
-constexpr std::pair<Kind, const char*> kKindNames[] = {
-    {Kind::kSgd, "sgd"}, {Kind::kAdam, "adam"}, {Kind::kAdamW, "adamw"}};
+using checkpoint::ForEachOptimizer;
+using checkpoint::OptimizerName;
 
-Kind KindOf(const std::string& type) {
-  for (const auto& [kind, name] : kKindNames) {
-    if (type == name) return kind;
+// Calls f(checkpoint::TypeTag<O>{}) for the plan's optimizer O that checkpoints name `type`.
+template <typename F>
+void WithOptimizerNamed(const std::string& type, F&& f) {
+  bool found = ForEachOptimizer([&](auto tag) {
+    if (OptimizerName<typename decltype(tag)::type>() != type) return false;
+    f(tag);
+    return true;
+  });
+  if (!found) {
+    throw std::invalid_argument("checkpoints support the optimizers " + checkpoint::OptimizerNames() + ", not `" +
+                                type + "`");
   }
-  throw std::invalid_argument("checkpoints support the optimizers sgd, adam and adamw, not `" + type + "`");
-}
-
-const char* NameOf(Kind kind) {
-  for (const auto& [member, name] : kKindNames) {
-    if (member == kind) return name;
-  }
-  return "?";
 }
 
 // LibTorch keys optimizer state by the parameter's TensorImpl address.
@@ -49,110 +49,87 @@ torch::Tensor AdoptLike(const at::Tensor& source, bool owned, const torch::Tenso
   return source.detach().clone(at::MemoryFormat::Contiguous);
 }
 
-double Number(const llvm::json::Object& object, llvm::StringRef key, double fallback) {
-  if (llvm::Optional<double> value = object.getNumber(key)) return *value;
-  return fallback;
-}
+// One parameter's state as the checkpoint holds it, taken key by key by TorchOptimizer's
+// ImportState; a key nobody took is an error.
+class SavedState {
+ public:
+  SavedState(const OptimizerState::Parameter& saved, bool owned, const torch::Tensor& parameter)
+      : name_(saved.name),
+        owned_(owned),
+        parameter_(parameter),
+        tensors_(saved.tensors.begin(), saved.tensors.end()),
+        counters_(saved.counters.begin(), saved.counters.end()) {}
 
-// Adam and AdamW share their options' and state's shape but not a base class.
-template <typename Options>
-llvm::json::Object AdamHyperparameters(const Options& o) {
-  return llvm::json::Object{{"lr", o.lr()},
-                            {"betas", llvm::json::Array{std::get<0>(o.betas()), std::get<1>(o.betas())}},
-                            {"eps", o.eps()},
-                            {"weight_decay", o.weight_decay()},
-                            {"amsgrad", o.amsgrad()}};
-}
+  bool Empty() const { return tensors_.empty() && counters_.empty(); }
+  bool Has(const std::string& key) const { return tensors_.count(key) > 0; }
 
-template <typename Options>
-void SetAdamHyperparameters(const llvm::json::Object& h, Options& o) {
-  o.lr(Number(h, "lr", o.lr()));
-  if (const llvm::json::Array* betas = h.getArray("betas"); betas && betas->size() == 2) {
-    o.betas(std::make_tuple((*betas)[0].getAsNumber().getValueOr(std::get<0>(o.betas())),
-                            (*betas)[1].getAsNumber().getValueOr(std::get<1>(o.betas()))));
+  torch::Tensor Take(const std::string& key) {
+    auto found = tensors_.find(key);
+    if (found == tensors_.end()) throw Missing(key);
+    torch::Tensor copy = AdoptLike(found->second, owned_, parameter_, name_ + "." + key);
+    tensors_.erase(found);
+    return copy;
   }
-  o.eps(Number(h, "eps", o.eps()));
-  o.weight_decay(Number(h, "weight_decay", o.weight_decay()));
-  o.amsgrad(h.getBoolean("amsgrad").getValueOr(o.amsgrad()));
-}
 
-template <typename State>
-void ExportAdamState(const State& state, OptimizerState::Parameter& parameter) {
-  parameter.counters.emplace_back("step", state.step());
-  parameter.tensors.emplace_back("exp_avg", state.exp_avg());
-  parameter.tensors.emplace_back("exp_avg_sq", state.exp_avg_sq());
-  if (state.max_exp_avg_sq().defined())
-    parameter.tensors.emplace_back("max_exp_avg_sq", state.max_exp_avg_sq());
-}
-
-template <typename State, typename Take>
-std::unique_ptr<State> ImportAdamState(const std::string& name, std::map<std::string, at::Tensor>& tensors,
-                                       const std::map<std::string, int64_t>& counters, Take& take) {
-  auto state = std::make_unique<State>();
-  auto step = counters.find("step");
-  if (step == counters.end()) {
-    throw std::invalid_argument("the checkpoint's optimizer state for `" + name + "` has no `step`");
+  int64_t Counter(const std::string& key) const {
+    auto found = counters_.find(key);
+    if (found == counters_.end()) throw Missing(key);
+    return found->second;
   }
-  state->step(step->second);
-  state->exp_avg(take("exp_avg"));
-  state->exp_avg_sq(take("exp_avg_sq"));
-  if (tensors.count("max_exp_avg_sq")) state->max_exp_avg_sq(take("max_exp_avg_sq"));
-  return state;
-}
+
+  // Throws when a tensor was left untaken: a key this optimizer does not know.
+  void CheckAllTaken() const {
+    if (!tensors_.empty()) {
+      throw std::invalid_argument("the checkpoint's optimizer state for `" + name_ + "` has an unknown key `" +
+                                  tensors_.begin()->first + "`");
+    }
+  }
+
+ private:
+  std::invalid_argument Missing(const std::string& key) const {
+    return std::invalid_argument("the checkpoint's optimizer state for `" + name_ + "` has no `" + key + "`");
+  }
+
+  const std::string& name_;
+  bool owned_;
+  const torch::Tensor& parameter_;
+  std::map<std::string, at::Tensor> tensors_;
+  std::map<std::string, int64_t> counters_;
+};
 
 }  // namespace
 
 std::string OptimizerType(const torch::optim::Optimizer& optimizer) {
-  if (dynamic_cast<const torch::optim::SGD*>(&optimizer)) return NameOf(Kind::kSgd);
-  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) return NameOf(Kind::kAdamW);
-  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) return NameOf(Kind::kAdam);
-  throw std::invalid_argument("checkpoints support torch::optim::SGD, Adam and AdamW, not this optimizer");
+  std::string type;
+  ForEachOptimizer([&](auto tag) {
+    using O = typename decltype(tag)::type;
+    if (dynamic_cast<const typename TorchOptimizer<O>::Optimizer*>(&optimizer) == nullptr) return false;
+    type = OptimizerName<O>();
+    return true;
+  });
+  if (type.empty()) {
+    throw std::invalid_argument("checkpoints support the torch::optim optimizers " + checkpoint::OptimizerNames() +
+                                ", not this optimizer");
+  }
+  return type;
 }
 
 OptimizerState ExportOptimizerState(const torch::optim::Optimizer& optimizer, const std::string& type,
                                     const std::vector<std::pair<std::string, torch::Tensor>>& named) {
   OptimizerState out;
   out.type = type;
-  const Kind kind = KindOf(type);
-  const torch::optim::OptimizerOptions& options = optimizer.param_groups().at(0).options();
-  switch (kind) {
-    case Kind::kSgd: {
-      const auto& o = static_cast<const torch::optim::SGDOptions&>(options);
-      out.hyperparameters = llvm::json::Object{{"lr", o.lr()},
-                                               {"momentum", o.momentum()},
-                                               {"dampening", o.dampening()},
-                                               {"weight_decay", o.weight_decay()},
-                                               {"nesterov", o.nesterov()}};
-      break;
+  WithOptimizerNamed(type, [&](auto tag) {
+    using Torch = TorchOptimizer<typename decltype(tag)::type>;
+    out.hyperparameters = Torch::Hyperparameters(
+        static_cast<const typename Torch::Options&>(optimizer.param_groups().at(0).options()));
+    for (const auto& [name, tensor] : named) {
+      OptimizerState::Parameter parameter{name, {}, {}};
+      auto found = optimizer.state().find(StateKey(tensor));
+      if (found != optimizer.state().end())
+        Torch::ExportState(static_cast<const typename Torch::State&>(*found->second), parameter);
+      out.parameters.push_back(std::move(parameter));
     }
-    case Kind::kAdam:
-      out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamOptions&>(options));
-      break;
-    case Kind::kAdamW:
-      out.hyperparameters = AdamHyperparameters(static_cast<const torch::optim::AdamWOptions&>(options));
-      break;
-  }
-  for (const auto& [name, tensor] : named) {
-    OptimizerState::Parameter parameter{name, {}, {}};
-    auto found = optimizer.state().find(StateKey(tensor));
-    if (found != optimizer.state().end()) {
-      switch (kind) {
-        case Kind::kSgd: {
-          const auto& state = static_cast<const torch::optim::SGDParamState&>(*found->second);
-          if (state.momentum_buffer().defined())
-            parameter.tensors.emplace_back("momentum_buffer", state.momentum_buffer());
-          break;
-        }
-        case Kind::kAdam:
-          ExportAdamState(static_cast<const torch::optim::AdamParamState&>(*found->second), parameter);
-          break;
-        case Kind::kAdamW:
-          ExportAdamState(static_cast<const torch::optim::AdamWParamState&>(*found->second), parameter);
-          break;
-      }
-    }
-    out.parameters.push_back(std::move(parameter));
-  }
+  });
   return out;
 }
 
@@ -168,72 +145,28 @@ void ImportOptimizerState(const OptimizerState& in, const std::string& type,
                                 std::to_string(in.parameters.size()) + " parameters, the model has " +
                                 std::to_string(named.size()));
   }
-  const Kind kind = KindOf(type);
-  // Build every new state first, so that a mismatch changes nothing.
-  std::vector<std::pair<void*, std::unique_ptr<torch::optim::OptimizerParamState>>> states;
-  for (size_t i = 0; i < named.size(); ++i) {
-    const OptimizerState::Parameter& p = in.parameters[i];
-    const torch::Tensor& parameter = named[i].second;
-    if (p.name != named[i].first) {
-      throw std::invalid_argument("the checkpoint's optimizer state #" + std::to_string(i) + " is for `" +
-                                  p.name + "`, the model's parameter is `" + named[i].first + "`");
-    }
-    std::map<std::string, at::Tensor> tensors(p.tensors.begin(), p.tensors.end());
-    std::map<std::string, int64_t> counters(p.counters.begin(), p.counters.end());
-    if (tensors.empty() && counters.empty()) continue;  // not stepped yet
-    auto take = [&](const std::string& key) -> torch::Tensor {
-      auto found = tensors.find(key);
-      if (found == tensors.end()) {
-        throw std::invalid_argument("the checkpoint's optimizer state for `" + p.name + "` has no `" + key +
-                                    "`");
+  WithOptimizerNamed(type, [&](auto tag) {
+    using Torch = TorchOptimizer<typename decltype(tag)::type>;
+    // Build every new state first, so that a mismatch changes nothing.
+    std::vector<std::pair<void*, std::unique_ptr<torch::optim::OptimizerParamState>>> states;
+    for (size_t i = 0; i < named.size(); ++i) {
+      const OptimizerState::Parameter& p = in.parameters[i];
+      const torch::Tensor& parameter = named[i].second;
+      if (p.name != named[i].first) {
+        throw std::invalid_argument("the checkpoint's optimizer state #" + std::to_string(i) + " is for `" +
+                                    p.name + "`, the model's parameter is `" + named[i].first + "`");
       }
-      torch::Tensor copy = AdoptLike(found->second, in.tensors_owned, parameter, p.name + "." + key);
-      tensors.erase(found);
-      return copy;
-    };
-    switch (kind) {
-      case Kind::kSgd: {
-        auto state = std::make_unique<torch::optim::SGDParamState>();
-        state->momentum_buffer(take("momentum_buffer"));
-        states.emplace_back(StateKey(parameter), std::move(state));
-        break;
-      }
-      case Kind::kAdam:
-        states.emplace_back(StateKey(parameter),
-                            ImportAdamState<torch::optim::AdamParamState>(p.name, tensors, counters, take));
-        break;
-      case Kind::kAdamW:
-        states.emplace_back(StateKey(parameter),
-                            ImportAdamState<torch::optim::AdamWParamState>(p.name, tensors, counters, take));
-        break;
+      SavedState saved(p, in.tensors_owned, parameter);
+      if (saved.Empty()) continue;  // not stepped yet
+      states.emplace_back(StateKey(parameter), Torch::ImportState(saved));
+      saved.CheckAllTaken();
     }
-    if (!tensors.empty()) {
-      throw std::invalid_argument("the checkpoint's optimizer state for `" + p.name +
-                                  "` has an unknown key `" + tensors.begin()->first + "`");
-    }
-  }
-  // Hyper-parameters: the checkpoint wins, as with PyTorch's load_state_dict.
-  const llvm::json::Object& h = in.hyperparameters;
-  torch::optim::OptimizerOptions& options = optimizer.param_groups().at(0).options();
-  switch (kind) {
-    case Kind::kSgd: {
-      auto& o = static_cast<torch::optim::SGDOptions&>(options);
-      o.lr(Number(h, "lr", o.lr()));
-      o.momentum(Number(h, "momentum", o.momentum()));
-      o.dampening(Number(h, "dampening", o.dampening()));
-      o.weight_decay(Number(h, "weight_decay", o.weight_decay()));
-      o.nesterov(h.getBoolean("nesterov").getValueOr(o.nesterov()));
-      break;
-    }
-    case Kind::kAdam:
-      SetAdamHyperparameters(h, static_cast<torch::optim::AdamOptions&>(options));
-      break;
-    case Kind::kAdamW:
-      SetAdamHyperparameters(h, static_cast<torch::optim::AdamWOptions&>(options));
-      break;
-  }
-  optimizer.state().clear();
-  for (auto& [key, state] : states) optimizer.state()[key] = std::move(state);
+    // Hyper-parameters: the checkpoint wins, as with PyTorch's load_state_dict.
+    Torch::SetHyperparameters(in.hyperparameters,
+                              static_cast<typename Torch::Options&>(optimizer.param_groups().at(0).options()));
+    optimizer.state().clear();
+    for (auto& [key, state] : states) optimizer.state()[key] = std::move(state);
+  });
 }
 
 }  // namespace accel::rt::train

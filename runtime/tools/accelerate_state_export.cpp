@@ -8,6 +8,7 @@
 
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/atomic_file.h"
+#include "runtime/checkpoint/optimizer_format.h"
 #include "runtime/checkpoint/python_rng.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/sharded_index.h"
@@ -113,33 +114,48 @@ llvm::Error WriteTorchFile(const std::string& path, const std::string& archive, 
 pk::Ref Str(std::string text) { return pk::String(std::move(text)); }
 
 // optimizer.json's hyper-parameters as PyTorch 2.x's param_groups[0] holds them, with the
-// defaults for what Accel's optimizers do not have (maximize, foreach, ...).
-llvm::Expected<pk::Ref> ParamGroup(const std::string& type, const json::Object& group, double initial_lr,
-                                   size_t parameters) {
-  const bool sgd = type == "sgd";
+// entries Accel's optimizers leave at torch's defaults (maximize, foreach, ...).
+template <typename Format>
+llvm::Expected<std::vector<std::pair<pk::Ref, pk::Ref>>> GroupEntries(const json::Object& group) {
   std::vector<std::pair<pk::Ref, pk::Ref>> entries;
-  for (const char* key : sgd ? std::vector<const char*>{"lr", "momentum", "dampening", "weight_decay"}
-                             : std::vector<const char*>{"lr", "eps", "weight_decay"}) {
-    llvm::Optional<double> value = group.getNumber(key);
-    if (!value) return Fail(fmt::format("optimizer.json: the parameter group has no number `{}`", key));
-    entries.emplace_back(Str(key), pk::Float(*value));
+  for (const ckpt::Hyperparameter& h : Format::kHyperparameters) {
+    const std::string key(h.name);
+    switch (h.kind) {
+      case ckpt::Hyperparameter::Kind::kNumber: {
+        llvm::Optional<double> value = group.getNumber(key);
+        if (!value) return Fail(fmt::format("optimizer.json: the parameter group has no number `{}`", key));
+        entries.emplace_back(Str(key), pk::Float(*value));
+        break;
+      }
+      case ckpt::Hyperparameter::Kind::kFlag:
+        entries.emplace_back(Str(key), pk::Bool(group.getBoolean(key).getValueOr(false)));
+        break;
+      case ckpt::Hyperparameter::Kind::kNumberPair: {
+        const json::Array* pair = group.getArray(key);
+        if (pair == nullptr || pair->size() != 2 || !(*pair)[0].getAsNumber() || !(*pair)[1].getAsNumber())
+          return Fail(fmt::format("optimizer.json: the parameter group has no `{}` pair", key));
+        entries.emplace_back(Str(key), pk::Tuple({pk::Float(*(*pair)[0].getAsNumber()),
+                                                  pk::Float(*(*pair)[1].getAsNumber())}));
+        break;
+      }
+    }
   }
-  if (sgd) {
-    entries.emplace_back(Str("nesterov"), pk::Bool(group.getBoolean("nesterov").getValueOr(false)));
-  } else {
-    const json::Array* betas = group.getArray("betas");
-    if (betas == nullptr || betas->size() != 2 || !(*betas)[0].getAsNumber() || !(*betas)[1].getAsNumber())
-      return Fail("optimizer.json: the parameter group has no `betas` pair");
-    entries.emplace_back(Str("betas"), pk::Tuple({pk::Float(*(*betas)[0].getAsNumber()),
-                                                  pk::Float(*(*betas)[1].getAsNumber())}));
-    entries.emplace_back(Str("amsgrad"), pk::Bool(group.getBoolean("amsgrad").getValueOr(false)));
+  for (const ckpt::TorchGroupEntry& entry : Format::kTorchGroupEntries) {
+    entries.emplace_back(Str(std::string(entry.name)),
+                         entry.value == ckpt::TorchGroupEntry::Value::kFalse ? pk::Bool(false) : pk::None());
   }
-  entries.emplace_back(Str("maximize"), pk::Bool(false));
-  entries.emplace_back(Str("foreach"), pk::None());
-  if (!sgd) entries.emplace_back(Str("capturable"), pk::Bool(false));
-  entries.emplace_back(Str("differentiable"), pk::Bool(false));
-  entries.emplace_back(Str("fused"), pk::None());
-  if (!sgd) entries.emplace_back(Str("decoupled_weight_decay"), pk::Bool(type == "adamw"));
+  if (Format::kDecoupledWeightDecay)
+    entries.emplace_back(Str("decoupled_weight_decay"), pk::Bool(*Format::kDecoupledWeightDecay));
+  return entries;
+}
+
+llvm::Expected<pk::Ref> ParamGroup(const plan::Optimizer& optimizer, const json::Object& group, double initial_lr,
+                                   size_t parameters) {
+  llvm::Expected<std::vector<std::pair<pk::Ref, pk::Ref>>> read = std::visit(
+      [&](const auto& o) { return GroupEntries<ckpt::OptimizerFormat<std::decay_t<decltype(o)>>>(group); },
+      optimizer);
+  if (!read) return read.takeError();
+  std::vector<std::pair<pk::Ref, pk::Ref>> entries = std::move(*read);
   entries.emplace_back(Str("initial_lr"), pk::Float(initial_lr));
   std::vector<pk::Ref> positions;
   for (size_t i = 0; i < parameters; ++i) positions.push_back(pk::Int(static_cast<int64_t>(i)));
@@ -170,8 +186,11 @@ llvm::Expected<std::vector<std::string>> ExportAccelerateState(const ckpt::Verif
 
   const std::string type = optimizer->getString("type").getValueOr("").str();
   const json::Array* groups = optimizer->getArray("param_groups");
-  if (type != "sgd" && type != "adam" && type != "adamw")
-    return Fail(fmt::format("{}/optimizer.json: unknown optimizer type `{}`", checkpoint.path, type));
+  std::optional<plan::Optimizer> plan_optimizer = ckpt::OptimizerNamed(type);
+  if (!plan_optimizer) {
+    return Fail(fmt::format("{}/optimizer.json: unknown optimizer type `{}`; checkpoints store {}", checkpoint.path,
+                            type, ckpt::OptimizerNames()));
+  }
   if (groups == nullptr || groups->size() != 1 || groups->front().getAsObject() == nullptr)
     return Fail(fmt::format("{}/optimizer.json: expected one parameter group", checkpoint.path));
   const json::Object& group = *groups->front().getAsObject();
@@ -215,7 +234,7 @@ llvm::Expected<std::vector<std::string>> ExportAccelerateState(const ckpt::Verif
     }
     if (!entries.empty()) state.emplace_back(pk::Int(static_cast<int64_t>(i)), pk::Dict(std::move(entries)));
   }
-  llvm::Expected<pk::Ref> param_group = ParamGroup(type, group, base_lr, params->size());
+  llvm::Expected<pk::Ref> param_group = ParamGroup(*plan_optimizer, group, base_lr, params->size());
   if (!param_group) return Fail(fmt::format("{}/{}", checkpoint.path, llvm::toString(param_group.takeError())));
   pk::Ref optimizer_root = pk::Dict({{Str("state"), pk::Dict(std::move(state))},
                                      {Str("param_groups"), pk::List({std::move(*param_group)})}});

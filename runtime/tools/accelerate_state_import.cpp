@@ -1,4 +1,5 @@
 // The folder Accelerate's `save_state` writes, read into an Accel checkpoint of a plan.
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "llvm/Support/JSON.h"
 #include "runtime/checkpoint/checkpoint_dir.h"
 #include "runtime/checkpoint/json.h"
+#include "runtime/checkpoint/optimizer_format.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/torch_zip.h"
 #include "runtime/engine/checkpoint_limits.h"
@@ -88,11 +90,23 @@ std::optional<int64_t> Count(const ckpt::TorchFile& file, const pk::Object& valu
   return static_cast<int64_t>(count);
 }
 
-std::string OptimizerType(const plan::Optimizer& optimizer) {
-  return std::visit(plan::Overloaded{[](const plan::SGD&) { return std::string("sgd"); },
-                                     [](const plan::Adam&) { return std::string("adam"); },
-                                     [](const plan::AdamW&) { return std::string("adamw"); }},
-                    optimizer);
+// The plan's optimizers a torch param group can be from (their plan names): those whose
+// numbers and pairs it all holds, and whose `decoupled_weight_decay` it matches where it has one.
+std::vector<std::string> OptimizersOfGroup(const pk::Object& group) {
+  const pk::Object* decoupled = group.Find("decoupled_weight_decay");
+  std::vector<std::string> names;
+  ckpt::ForEachOptimizer([&](auto tag) {
+    using O = typename decltype(tag)::type;
+    using Format = ckpt::OptimizerFormat<O>;
+    for (const ckpt::Hyperparameter& h : Format::kHyperparameters)
+      if (h.kind != ckpt::Hyperparameter::Kind::kFlag && group.Find(h.name) == nullptr) return false;
+    if (decoupled != nullptr && decoupled->kind == Kind::kBool && Format::kDecoupledWeightDecay &&
+        *Format::kDecoupledWeightDecay != decoupled->boolean)
+      return false;
+    names.emplace_back(O::kTag);
+    return false;
+  });
+  return names;
 }
 
 // What optimizer.bin says.
@@ -106,7 +120,7 @@ struct OptimizerRead {
 };
 
 llvm::Expected<OptimizerRead> ReadOptimizer(const ckpt::TorchFile& file, const std::string& path,
-                                            const std::string& type) {
+                                            const plan::Optimizer& optimizer) {
   auto bad = [&](const std::string& what) { return Fail(path, what); };
   const pk::Object& root = *file.root;
   const pk::Object* state = root.Find("state");
@@ -127,40 +141,46 @@ llvm::Expected<OptimizerRead> ReadOptimizer(const ckpt::TorchFile& file, const s
   }
   out.parameters = params->items.size();
   // Adam and AdamW share their keys; PyTorch 2.x tells them apart by decoupled_weight_decay.
-  const bool adam_like = group.Find("betas") != nullptr;
-  if (adam_like != (type != "sgd")) {
-    return bad(fmt::format("the optimizer is {}, the plan's is `{}`", adam_like ? "Adam or AdamW" : "SGD",
-                           type));
+  std::vector<std::string> candidates = OptimizersOfGroup(group);
+  if (std::find(candidates.begin(), candidates.end(), plan::TagOf(optimizer)) == candidates.end()) {
+    return bad(fmt::format("the optimizer is {}, the plan's is `{}`",
+                           candidates.empty() ? fmt::format("none of {}", ckpt::OptimizerNames())
+                                              : fmt::format("{}", fmt::join(candidates, " or ")),
+                           ckpt::OptimizerName(optimizer)));
   }
-  if (const pk::Object* decoupled = group.Find("decoupled_weight_decay");
-      decoupled && decoupled->kind == Kind::kBool && decoupled->boolean != (type == "adamw")) {
-    return bad(fmt::format("the optimizer is {}, the plan's is `{}`", decoupled->boolean ? "AdamW" : "Adam", type));
-  }
-  auto number = [&](const char* key) -> llvm::Error {
-    std::optional<double> value = Number(group.Find(key));
-    if (!value) return bad(fmt::format("the parameter group has no number `{}`", key));
-    out.group[key] = *value;
-    return llvm::Error::success();
-  };
-  auto flag = [&](const char* key) {
-    const pk::Object* value = group.Find(key);
-    out.group[key] = value != nullptr && value->kind == Kind::kBool && value->boolean;
-  };
-  std::vector<const char*> numbers = {"lr", "weight_decay"};
-  if (type == "sgd") {
-    numbers.insert(numbers.end(), {"momentum", "dampening"});
-    flag("nesterov");
-  } else {
-    numbers.push_back("eps");
-    flag("amsgrad");
-    const pk::Object* betas = group.Find("betas");
-    std::optional<double> beta1 = betas->items.size() == 2 ? Number(betas->items[0].get()) : std::nullopt;
-    std::optional<double> beta2 = betas->items.size() == 2 ? Number(betas->items[1].get()) : std::nullopt;
-    if (betas->kind != Kind::kTuple || !beta1 || !beta2) return bad("`betas` is not a pair of numbers");
-    out.group["betas"] = json::Array{*beta1, *beta2};
-  }
-  for (const char* key : numbers)
-    if (llvm::Error error = number(key)) return error;
+  llvm::Error read = llvm::Error::success();
+  std::visit(
+      [&](const auto& o) {
+        for (const ckpt::Hyperparameter& h : ckpt::OptimizerFormat<std::decay_t<decltype(o)>>::kHyperparameters) {
+          const std::string key(h.name);
+          const pk::Object* value = group.Find(key);
+          switch (h.kind) {
+            case ckpt::Hyperparameter::Kind::kNumber:
+              if (std::optional<double> number = Number(value)) {
+                out.group[key] = *number;
+              } else if (!read) {
+                read = bad(fmt::format("the parameter group has no number `{}`", h.name));
+              }
+              break;
+            case ckpt::Hyperparameter::Kind::kFlag:
+              out.group[key] = value != nullptr && value->kind == Kind::kBool && value->boolean;
+              break;
+            case ckpt::Hyperparameter::Kind::kNumberPair: {
+              const bool pair = value != nullptr && value->kind == Kind::kTuple && value->items.size() == 2;
+              std::optional<double> first = pair ? Number(value->items[0].get()) : std::nullopt;
+              std::optional<double> second = pair ? Number(value->items[1].get()) : std::nullopt;
+              if (first && second) {
+                out.group[key] = json::Array{*first, *second};
+              } else if (!read) {
+                read = bad(fmt::format("`{}` is not a pair of numbers", h.name));
+              }
+              break;
+            }
+          }
+        }
+      },
+      optimizer);
+  if (read) return std::move(read);
   out.initial_lr = Number(group.Find("initial_lr")).value_or(*out.group.getNumber("lr"));
 
   for (size_t i = 0; i + 1 < state->items.size(); i += 2) {
@@ -277,11 +297,11 @@ llvm::Expected<ImportResult> ImportAccelerateState(const std::string& folder, co
   }
 
   // The optimizer, its state by position: the resume resolves positions against the model.
-  const std::string type = OptimizerType(loop->optimizer);
+  const std::string type = ckpt::OptimizerName(loop->optimizer);
   llvm::Expected<ckpt::TorchFile> optimizer_file = ckpt::ReadTorchFile(in("optimizer.bin"));
   if (!optimizer_file) return optimizer_file.takeError();
   out.inputs.push_back(std::move(*optimizer_file));
-  llvm::Expected<OptimizerRead> optimizer = ReadOptimizer(out.inputs.back(), in("optimizer.bin"), type);
+  llvm::Expected<OptimizerRead> optimizer = ReadOptimizer(out.inputs.back(), in("optimizer.bin"), loop->optimizer);
   if (!optimizer) return optimizer.takeError();
 
   // The random states, one per process that saved: their count is the saving run's world size.

@@ -10,6 +10,7 @@
 #include "compiler/pipeline/compile.h"
 #include "compiler/interop/interop.h"
 #include "llvm/Support/JSON.h"
+#include "runtime/checkpoint/optimizer_format.h"
 #include "runtime/memory/checkpoint_headers.h"
 #include "runtime/memory/training_estimate.h"
 #include "runtime/tools/plan_input.h"
@@ -18,6 +19,7 @@ namespace accel::tools {
 namespace {
 
 namespace fs = std::filesystem;
+namespace checkpoint = rt::checkpoint;
 namespace memory = rt::memory;
 
 constexpr int kExitUsage = 2;
@@ -112,7 +114,8 @@ int RunTrainingEstimateCommand(const std::vector<std::string>& args) {
        .apply = cli::StoreInteger(processes, 1, plan::kMaxMachines * plan::kMaxProcessesPerMachine),
        .needs = "a number"},
       {.names = {"--optimizer"}, .value_name = "<name>",
-       .help = "sgd, sgd-momentum, adam or adamw: the job's optimizer\n(a config names none: adamw)",
+       .help = fmt::format("{}, or sgd-momentum: the job's optimizer\n(a config names none: adamw)",
+                           checkpoint::OptimizerNames()),
        .apply = cli::StoreText(optimizer), .needs = "an optimizer"},
       {.names = {"--format"}, .value_name = "text|json", .help = "the report's format",
        .apply = cli::StoreText(format), .needs = "text or json"},
@@ -138,10 +141,12 @@ options:
     return 0;
   }
   if (error.empty() && format != "text" && format != "json") error = "`--format` takes text or json";
-  // Optimizer state tensors per parameter, by the optimizer's name.
-  const std::map<std::string, int64_t> kStateTensors = {{"sgd", 0}, {"sgd-momentum", 1}, {"adam", 2}, {"adamw", 2}};
-  if (error.empty() && !optimizer.empty() && kStateTensors.count(optimizer) == 0)
-    error = fmt::format("`--optimizer` takes sgd, sgd-momentum, adam or adamw, not `{}`", optimizer);
+  // The optimizer by the name checkpoints give it, with its defaults; `sgd-momentum` is SGD
+  // with the momentum that keeps a buffer.
+  std::optional<plan::Optimizer> named_optimizer =
+      optimizer == "sgd-momentum" ? plan::Optimizer(plan::SGD{.momentum = 0.9}) : checkpoint::OptimizerNamed(optimizer);
+  if (error.empty() && !optimizer.empty() && !named_optimizer)
+    error = fmt::format("`--optimizer` takes {} or sgd-momentum, not `{}`", checkpoint::OptimizerNames(), optimizer);
   if (error.empty() && training.empty()) error = "missing `--training <file>`, the job to estimate";
   if (!error.empty()) {
     fmt::print(stderr, "accelrun: error: {}\n\n{}", error, usage);
@@ -171,8 +176,8 @@ options:
   }
   // An Accelerate config names no optimizer (its DeepSpeed JSON may, and lowering took it);
   // AdamW is the common one.
-  if (!optimizer.empty()) setup->state_tensors = kStateTensors.at(optimizer);
-  else if (from_config && !config_optimizer) setup->state_tensors = 2;
+  if (named_optimizer) setup->SetOptimizer(*named_optimizer);
+  else if (from_config && !config_optimizer) setup->SetOptimizer(plan::AdamW{});
   memory::RankMemory rank = memory::EstimateTrainingMemory(*setup);
   if (format == "json") {
     llvm::json::Object out{{"job", plan->job},
