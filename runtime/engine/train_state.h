@@ -15,60 +15,15 @@
 #include "runtime/checkpoint/checkpoint_file.h"
 #include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/engine/checkpoint_limits.h"
+#include "runtime/engine/saved_progress.h"
 #include "runtime/model/loss_scaler.h"
 #include "runtime/model/trainer.h"
 
 // save_state / load_state of the training state as safetensors plus small JSON, never a pickle
 // (docs/checkpoints.md, catalog §7.2): the files of one checkpoint, and putting them back.
-// What a checkpoint holds besides the model and the optimizer is `Progress` and one RNG state
-// per rank. Uses ATen only; the optimizer is reached through Trainer.
+// What a checkpoint holds besides the model and the optimizer is `Progress` (saved_progress.h)
+// and one RNG state per rank. Uses ATen only; the optimizer is reached through Trainer.
 namespace accel::rt::train {
-
-// Where the run stands, besides the model and the optimizer.
-struct Progress {
-  // Optimizer steps done: a resumed run continues with step + 1.
-  int64_t step = 0;
-  // Samples drawn so far, over all ranks.
-  int64_t samples_seen = 0;
-  // The data loader's epoch() and position() after the last step (sample-exact resume).
-  int64_t data_epoch = -1;
-  int64_t data_position = 0;
-  // The wrapped learning-rate scheduler (`scheduler.json`): its schedule, its step count
-  // (LambdaLR's `last_epoch`, which Accelerate advances num_processes times per optimizer step
-  // unless batches are split) and its base rate; 0 means the optimizer's current rate.
-  std::string schedule = "constant";
-  int64_t scheduler_steps = 0;
-  double base_lr = 0;
-  // The schedule's length and warmup in scheduler steps, so a resume can tell when its plan
-  // would change the rates (`--allow-schedule-change`); -1 in a checkpoint that predates them.
-  int64_t schedule_steps = -1;
-  int64_t warmup_steps = -1;
-  // The world size that wrote the checkpoint (0 before any load). A resume on another one
-  // continues from the same optimizer step and data position (batches per process: the same
-  // samples when the global batch is kept); rank r draws random_states_{r mod saved}.
-  int64_t saved_world_size = 0;
-  // fp16: the loss scaler's state and the optimizer steps it skipped over the whole run
-  // (`scaler.json`); none in a run, or a checkpoint, without loss scaling.
-  std::optional<LossScaleState> loss_scale;
-  int64_t skipped_steps = 0;
-};
-
-// What a checkpoint's counters may be for the plan resuming it.
-struct ProgressLimits {
-  int64_t steps = 0;                   // the plan's optimizer steps
-  int64_t micro_batches_per_step = 1;  // its gradient accumulation
-};
-
-// Refuses, naming the checkpoint, a step beyond the plan's steps (a tampered step of 2^63 - 1
-// wrapped to -2^63 on resume and trained forever), an epoch beyond the batches those steps draw,
-// and a scheduler count beyond what those steps advance it by, before anything adds to them.
-llvm::Error CheckProgressFitsPlan(const Progress& progress, const ProgressLimits& limits,
-                                  const std::string& checkpoint);
-
-// The step of the checkpoint in `directory`, from its trainer_state.json, unverified (rotation
-// asks it of checkpoints it does not load). Fails when the file is missing, not a regular file,
-// over 1 MiB, or gives no step.
-llvm::Expected<int64_t> SavedStep(const std::string& directory);
 
 // The safetensors dtype of `type` (`F32`, `F64`, `I64`, `U8`), or null for one checkpoints do
 // not store.

@@ -7,22 +7,11 @@
 #include <ATen/core/Tensor.h>
 
 #include "compiler/plan/plan.h"
+#include "runtime/model/loss_scale_state.h"
 
 namespace accel::rt::train {
 
 class Trainer;
-
-// Where an fp16 run's loss scale stands: what a checkpoint keeps so that a resumed run scales
-// exactly as the uninterrupted one would have.
-struct LossScaleState {
-  double scale = 0;
-  // torch: clean steps since the scale last moved (GradScaler's `_growth_tracker`).
-  int64_t growth_tracker = 0;
-  // deepspeed: DynamicLossScaler's `cur_iter`, `last_overflow_iter` and `cur_hysteresis`.
-  int64_t iteration = 0;
-  int64_t last_overflow = -1;
-  int64_t hysteresis_left = 0;
-};
 
 // fp16's dynamic loss scaling, as Accelerate runs it: the loss is multiplied by scale() before
 // backward (torch.amp.GradScaler.scale, or DeepSpeed's engine.backward), the gradients are
