@@ -10,6 +10,7 @@
 #   FUZZ_TARGET=plan_fuzzer scripts/fuzz.sh   # the plan reader every worker starts with
 #   FUZZ_TARGET=manifest_fuzzer scripts/fuzz.sh   # the checkpoint manifest
 #   FUZZ_TARGET=csv_fuzzer scripts/fuzz.sh   # the CSV dataset reader
+#   FUZZ_TARGET=train_state_fuzzer scripts/fuzz.sh   # a checkpoint's trainer_state.json and its neighbours
 #   scripts/fuzz.sh --smoke         # CI: every target, 3,000 inputs each from its seeds, seed 1
 # Crashes land in build-fuzz/crashes/; turn each into a file test under tests/lit.
 set -euo pipefail
@@ -33,6 +34,8 @@ seeds_of() {
     plan_fuzzer) seeds="$root/tests/fuzz/plan-corpus" dict="$root/tests/fuzz/config.dict" ;;
     csv_fuzzer) seeds="$root/tests/fuzz/csv-corpus" dict="$root/tests/fuzz/csv.dict" ;;
     manifest_fuzzer) seeds="$root/tests/fuzz/manifest-corpus" dict="$root/tests/fuzz/config.dict" ;;
+    train_state_fuzzer)
+      seeds="$root/tests/fuzz/train-state-corpus" dict="$root/tests/fuzz/train_state.dict" ;;
     torch_pickle_fuzzer)
       seeds="$root/tests/fuzz/torch-pickle-corpus" dict="$root/tests/fuzz/torch_pickle.dict" ;;
     *) seeds="$root/tests/fuzz/corpus" dict="$root/tests/fuzz/accel.dict" ;;
