@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "runtime/checkpoint/checkpoint_store.h"
@@ -379,6 +380,34 @@ TEST(TrainState, RotationKeepsCheckpointsBeyondTheRunsNewestStepOrWithoutOne) {
                                   "an integer `step`"),
             std::string::npos)
       << last.warnings[1];
+}
+
+// The run's own starting point is never rotated away, however its path was written, and the
+// guard judges each save by the step the run has reached then, not by the step it resumed at:
+// an earlier launch's checkpoint at that very step is an ordinary old one and goes.
+TEST(TrainState, RotationKeepsTheResumedCheckpointAndJudgesByTheStepAtEachSave) {
+  std::string dir = accel::testing::ScratchDir("rotation_resumed").string();
+  auto save = [](checkpoint::CheckpointStore& store, const std::string& state) {
+    llvm::Expected<checkpoint::SaveResult> saved = store.Save({{"trainer_state.json", {state}}});
+    EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
+    return saved ? *saved : checkpoint::SaveResult{};
+  };
+  llvm::Expected<checkpoint::CheckpointStore> earlier = checkpoint::CheckpointStore::Open({dir, true, std::nullopt, 0});
+  ASSERT_TRUE(static_cast<bool>(earlier));
+  save(*earlier, R"({"step": 10})");
+  save(*earlier, R"({"step": 30})");
+  // This launch resumed from checkpoint_0 (named through `.`), with total_limit 1.
+  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open({dir, true, 1, 2});
+  ASSERT_TRUE(static_cast<bool>(store));
+  const std::string checkpoints = store->checkpoints_dir();
+  Progress progress;
+  progress.step = 10;
+  GuardRotation(*store, checkpoints + "/./checkpoint_0", progress);
+  progress.step = 30;  // trained on to step 30 before this save
+  checkpoint::SaveResult last = save(*store, R"({"step": 30})");
+  EXPECT_EQ(last.removed, (std::vector<std::string>{checkpoints + "/checkpoint_1"}));
+  EXPECT_TRUE(last.warnings.empty()) << last.warnings[0];
+  EXPECT_TRUE(std::filesystem::exists(checkpoints + "/checkpoint_0"));
 }
 
 TEST(DataLoaderResume, RestoreContinuesTheStreamSampleExactly) {
