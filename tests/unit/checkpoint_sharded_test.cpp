@@ -417,6 +417,13 @@ TEST(ShardedCheckpoint, ReaderRefusesAnUnshardedCheckpointAndAnIndexThatDoesNotT
   ASSERT_FALSE(static_cast<bool>(gap));
   EXPECT_NE(llvm::toString(gap.takeError()).find("x.json: model tensor `w`: elements 6..7 are in no slice"),
             std::string::npos);
+  // Slices that tile past the tensor's end would say where elements it does not have are.
+  std::string past_end = EncodeShardedIndex(ShardedIndex{
+      2, {{"w", ShardedTensor{"F32", {10}, {{"a.safetensors", 0, 6}, {"b.safetensors", 6, 12}}}}}, {}});
+  llvm::Expected<ShardedIndex> beyond = ParseShardedIndex(past_end, "x.json");
+  ASSERT_FALSE(static_cast<bool>(beyond));
+  EXPECT_NE(llvm::toString(beyond.takeError()).find("`b.safetensors` holds elements up to 12, but shape [10] has 10"),
+            std::string::npos);
   std::string escape = EncodeShardedIndex(
       ShardedIndex{1, {{"w", ShardedTensor{"F32", {10}, {{"../a.safetensors", 0, 10}}}}}, {}});
   EXPECT_FALSE(static_cast<bool>(ParseShardedIndex(escape, "x.json")));
