@@ -83,19 +83,22 @@ def main():
                    capture_output=True)
     env = scheduler_free_env()
     mpi_env = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # Ranks spinning under the memory cap are silent in their own work: held to the timeout here,
+    # not to the ten minutes such work gets by default.
+    own = ["--own-work-limit", str(TIMEOUT_S)]
     launchers = {
-        "local": lambda port, out: ([accelrun, plan, "--output-dir", out, "--master-port", str(port)], env),
+        "local": lambda port, out: ([accelrun, plan, "--output-dir", out, "--master-port", str(port)] + own, env),
         "mpirun (OpenMPI)": lambda port, out: (["mpirun.openmpi", "-np", "2", "--oversubscribe", accelrun, plan,
-                                                "--output-dir", out, "--master-port", str(port)], mpi_env),
+                                                "--output-dir", out, "--master-port", str(port)] + own, mpi_env),
         "mpiexec (MPICH)": lambda port, out: (["mpiexec.hydra", "-n", "2", accelrun, plan, "--output-dir", out,
-                                               "--master-port", str(port)], env),
+                                               "--master-port", str(port)] + own, env),
     }
     cluster = SlurmCluster(cpus=4)
     try:
         try:
             cluster.start()
             launchers["srun (Slurm)"] = lambda port, out: (["srun", "-N1", "-n2", accelrun, plan, "--output-dir",
-                                                            out], dict(cluster.env, MASTER_PORT=str(port)))
+                                                            out] + own, dict(cluster.env, MASTER_PORT=str(port)))
         except Unavailable as why:
             print(f"srun: skipped: {why}")
         print(f"| launcher | kill -9 of rank 1 | kill -STOP of rank 1 | port taken (from launch) | "

@@ -226,7 +226,16 @@ LaunchResult Supervisor::Stall(const ProgressMonitor::Silence& silence, const st
   std::string text = fmt::format("rank {} (pid {}) {}made no progress for {}", silence.rank, pid,
                                  silence.stopped ? "is stopped (SIGSTOP or a debugger) and " : "",
                                  ProgressMonitor::Describe(silence));
-  text += waited.empty() ? "; the plan's timeout has passed" : "; its peers failed waiting for it";
+  // Silent in its own work past the long limit, no timeout was involved: say which limit.
+  const bool past_work_limit = !silence.waiting && !silence.stopped && !silence.last.empty() &&
+                               silence.silent_for > options_.work_limit;
+  if (!waited.empty())
+    text += "; its peers failed waiting for it";
+  else if (past_work_limit)
+    text += fmt::format("; no own work of a rank stays silent for longer than {:.0f} s",
+                        std::chrono::duration<double>(options_.work_limit).count());
+  else
+    text += "; the plan's timeout has passed";
   text += fmt::format("; stopped it and {} other worker{}", stopped, stopped == 1 ? "" : "s");
   for (const Failure& other : waited)
     text += fmt::format("\nbefore that, {}, a consequence", DescribeFailure(other));
@@ -317,14 +326,18 @@ LaunchResult Supervisor::Run() {
     if (options_.collective_timeout.count() > 0 && !root_cause) {
       // A stopped rank needs no margin: nothing it could still say would change the verdict.
       // Looked for only once some rank has been silent for the whole timeout.
-      if (progress_.Stalled(Clock::now(), options_.collective_timeout, options_.first_word_limit)) {
+      const ProgressMonitor::Limits whole_timeout{options_.collective_timeout, options_.collective_timeout,
+                                                  options_.first_word_limit};
+      if (progress_.Stalled(Clock::now(), whole_timeout)) {
         if (std::optional<ProgressMonitor::Silence> stopped = StoppedRank();
             stopped && stopped->silent_for >= options_.collective_timeout)
           return Stall(*stopped, peer_failures, std::move(result));
       }
-      if (std::optional<ProgressMonitor::Silence> silence =
-              progress_.Stalled(Clock::now(), options_.collective_timeout + options_.watchdog_margin,
-                                options_.first_word_limit)) {
+      // A wait for peers is bounded by the timeout; own work, which says so while it runs, only
+      // by the generous limit (a slow save or model load is not a stall).
+      const ProgressMonitor::Limits limits{options_.collective_timeout + options_.watchdog_margin,
+                                           options_.work_limit, options_.first_word_limit};
+      if (std::optional<ProgressMonitor::Silence> silence = progress_.Stalled(Clock::now(), limits)) {
         // The first rank past the limit may be one waiting for the rank really stuck.
         std::optional<ProgressMonitor::Silence> blamed = StoppedRank();
         if (!blamed) blamed = progress_.SilentWorker(Clock::now(), options_.collective_timeout / 2);
@@ -425,6 +438,11 @@ std::string WithHugePageMalloc(const std::string& existing) {
 std::chrono::milliseconds FirstWordLimit(std::chrono::milliseconds collective_timeout,
                                          std::chrono::milliseconds watchdog_margin) {
   return std::max(collective_timeout, std::chrono::milliseconds(60000)) + watchdog_margin;
+}
+
+std::chrono::milliseconds OwnWorkLimit(std::chrono::milliseconds collective_timeout,
+                                       std::chrono::milliseconds watchdog_margin) {
+  return std::max(collective_timeout, std::chrono::milliseconds(std::chrono::minutes(10))) + watchdog_margin;
 }
 
 }  // namespace accel::rt::launch

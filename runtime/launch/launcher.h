@@ -43,14 +43,18 @@ struct LaunchOptions {
   // After a worker exits with kWorkerExitPeerFailure, how long to wait for a root-cause failure
   // (another exit code, or a signal) from another worker before naming the peer failure.
   std::chrono::milliseconds root_cause_window{3000};
-  // The watchdog. A rank that says nothing on its progress pipe for longer than
-  // `collective_timeout` + `watchdog_margin` (`first_word_limit` before its first word) stops
-  // the job and is named: every phase of a worker, not only its collectives, has a deadline.
-  // When peers fail waiting in a collective, a rank silent in its own work for at least half
-  // the timeout is whom they waited for. A collective_timeout of 0 turns all of it off.
+  // The watchdog. A rank that says nothing on its progress pipe for longer than its limit
+  // stops the job and is named: every phase of a worker, not only its collectives, has a
+  // deadline. Waiting for its peers, the limit is `collective_timeout` + `watchdog_margin`; in
+  // its own work (which says so again while it runs), `work_limit`; before its first word,
+  // `first_word_limit`. A stopped rank (SIGSTOP) is named once `collective_timeout` has passed,
+  // whatever it last said. When peers fail waiting in a collective, a rank silent in its own
+  // work for at least half the timeout is whom they waited for. A collective_timeout of 0 turns
+  // all of it off.
   std::chrono::milliseconds collective_timeout{0};
   std::chrono::milliseconds watchdog_margin{5000};
   std::chrono::milliseconds first_word_limit{65000};
+  std::chrono::milliseconds work_limit{605000};
   // After a rank exits successfully while others still run, how long they may go on before the
   // job is stopped and that rank named (a script's rank that returned early leaves its peers
   // blocked in a collective). 0: no limit (accelrun's workers finish together by construction).
@@ -101,6 +105,13 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner);
 // timeout), plus the watchdog's margin. 2 s gives 65 s; 120 s gives 125 s.
 std::chrono::milliseconds FirstWordLimit(std::chrono::milliseconds collective_timeout,
                                          std::chrono::milliseconds watchdog_margin);
+
+// How long a rank may stay silent in its own work: the collective timeout, but at least ten
+// minutes, plus the watchdog's margin. The timeout bounds collectives only (as Accelerate's
+// does); own work says so again while it runs, and this limit is for the stretches that cannot
+// (one TorchScript load, one forward pass, an fsync). 60 s gives 605 s; 1800 s gives 1805 s.
+std::chrono::milliseconds OwnWorkLimit(std::chrono::milliseconds collective_timeout,
+                                       std::chrono::milliseconds watchdog_margin);
 
 // An unused TCP port on the loopback interface, for a single-machine rendezvous; 0 on failure.
 int PickFreePort();

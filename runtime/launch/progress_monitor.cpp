@@ -48,12 +48,15 @@ void ProgressMonitor::Tick(Clock::time_point now) {
   last_tick_ = now;
 }
 
-std::optional<ProgressMonitor::Silence> ProgressMonitor::Stalled(Clock::time_point now, Clock::duration limit,
-                                                                 Clock::duration first_word_limit) const {
+std::optional<ProgressMonitor::Silence> ProgressMonitor::Stalled(Clock::time_point now,
+                                                                 const Limits& limits) const {
   std::optional<Silence> blamed;
   for (const auto& [rank, state] : ranks_) {
     Silence silence = SilenceOf(rank, state, now);
-    if (silence.silent_for <= (state.spoke ? limit : first_word_limit)) continue;
+    const Clock::duration limit = !state.spoke     ? limits.first_word
+                                  : state.waiting ? limits.waiting
+                                                  : limits.working;
+    if (silence.silent_for <= limit) continue;
     bool better = !blamed || (blamed->waiting && !silence.waiting) ||
                   (blamed->waiting == silence.waiting && silence.silent_for > blamed->silent_for);
     if (better) blamed = silence;

@@ -38,12 +38,17 @@ class ProgressMonitor {
   void Add(int rank, std::string_view bytes, Clock::time_point now);
   void Ended(int rank);
 
-  // The rank to blame once some rank has been silent past its limit: `limit`, or
-  // `first_word_limit` before its first word (starting a worker loads LibTorch). Among the
+  // How long a rank may stay silent, by what it last said.
+  struct Limits {
+    Clock::duration waiting{};     // waiting for its peers in a collective or the rendezvous
+    Clock::duration working{};     // in its own work (which says so again while it runs)
+    Clock::duration first_word{};  // before its first word (starting a worker loads LibTorch)
+  };
+
+  // The rank to blame once some rank has been silent past its limit in `limits`. Among the
   // ranks past their limit, one working alone is named before one waiting for its peers (they
   // wait for it), then the longest silent. Empty while every rank is within its limit.
-  std::optional<Silence> Stalled(Clock::time_point now, Clock::duration limit,
-                                 Clock::duration first_word_limit) const;
+  std::optional<Silence> Stalled(Clock::time_point now, const Limits& limits) const;
 
   // The running rank that works alone and has been silent for at least `at_least`, the longest:
   // when its peers fail waiting in a collective, this is the rank they waited for.

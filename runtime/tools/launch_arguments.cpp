@@ -126,6 +126,11 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
               "from its newest complete checkpoint, after a wait of 1 s doubling\n"
               "to 30 s; one machine only (under Slurm: `sbatch --requeue`)",
               o.max_restarts, 0, 1000),
+      Integer("--own-work-limit",
+              "stop the job when a rank says nothing in its own work (not a\n"
+              "wait for its peers) for <n> seconds (default: the plan's timeout,\n"
+              "but at least 600)",
+              o.own_work_limit, 1, 7 * 24 * 3600),
       Text("--program", "<executable>",
            "run <executable> as each worker instead of accelrun-worker: a\n"
            "program of your own loop on the Accelerator (docs/accelerator.md);\n"

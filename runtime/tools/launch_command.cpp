@@ -470,11 +470,15 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
     }
     made.prefix_output = at.world_size > 1;
     made.world_size = at.world_size;
-    // The watchdog (docs/launch.md): no phase of a worker may go silent for longer than the
+    // The watchdog (docs/launch.md): no wait for peers may go silent for longer than the
     // plan's collective timeout, plus a margin for the collective's own error to arrive first.
-    // Starting a worker (loading LibTorch) gets at least a minute, however short the timeout.
+    // Starting a worker (loading LibTorch) gets at least a minute, however short the timeout,
+    // and a rank's own work, which says so while it runs, at least ten.
     made.collective_timeout = std::chrono::milliseconds(init->timeout);
     made.first_word_limit = launch::FirstWordLimit(made.collective_timeout, made.watchdog_margin);
+    made.work_limit = options.own_work_limit
+                          ? std::chrono::seconds(*options.own_work_limit) + made.watchdog_margin
+                          : launch::OwnWorkLimit(made.collective_timeout, made.watchdog_margin);
     return made;
   };
   launch::LaunchOptions launch_options = make_workers(topology, launch_id.id, options.resume);

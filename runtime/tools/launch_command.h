@@ -38,6 +38,9 @@ struct LaunchCommandOptions {
   // --max-restarts: how many times a failed job is started again, resuming from its newest
   // complete checkpoint; only where this launcher starts every rank.
   std::optional<int> max_restarts;
+  // --own-work-limit: seconds a rank may say nothing in its own work before the watchdog stops
+  // the job (default: the plan's timeout, but at least 600; launch::OwnWorkLimit).
+  std::optional<int> own_work_limit;
   // --program: the executable each rank runs instead of accelrun-worker (a user's own loop on
   // the Accelerator, docs/accelerator.md); it gets the worker's arguments and environment.
   std::string program;

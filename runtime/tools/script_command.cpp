@@ -199,6 +199,7 @@ int RunScriptCommand(const std::vector<std::string>& args) {
     // Only a rank that reports progress is watched for silence: a script that never does is
     // never stopped for it.
     options.collective_timeout = own.progress_timeout;
+    options.work_limit = own.progress_timeout + options.watchdog_margin;
     options.first_word_limit = std::chrono::hours(24 * 365);
     options.interrupted = interrupted;
     options.print = printer.AsPrinter();

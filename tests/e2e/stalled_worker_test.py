@@ -8,9 +8,11 @@ the plan's timeout plus a few seconds.
    is named.
 
 3. Under `ulimit -v 1000000` OpenBLAS retries `mmap` forever in the first forward pass: both
-   workers spin at 100% CPU and no collective timeout fires. The watchdog must stop the job
-   within the timeout + 5 s (plus the workers' start), naming a rank. (On a machine where the
-   allocation fails outright instead, the worker's own error stops the job: also in time.)
+   workers spin at 100% CPU, silent in their own work, and no collective timeout fires. The
+   watchdog must stop the job within the limit for silent own work + 5 s (plus the workers'
+   start), naming a rank; that limit is at least ten minutes unless `--own-work-limit` sets it,
+   as here, to the timeout. (On a machine where the allocation fails outright instead, the
+   worker's own error stops the job: also in time.)
 
 Usage: stalled_worker_test.py ACCELRUN SPEC WORKDIR
 """
@@ -84,8 +86,8 @@ def memory_capped(accelrun, spec, workdir):
     limit = libtorch_cpu_bytes(accelrun) + 24 * 2**20
     cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     started = time.time()
-    run = subprocess.run([accelrun, spec, "--output-dir", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, preexec_fn=cap, timeout=120)
+    run = subprocess.run([accelrun, spec, "--output-dir", out, "--own-work-limit", str(TIMEOUT_S)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=cap, timeout=120)
     elapsed = time.time() - started
     sys.stdout.write(run.stdout)
     assert run.returncode == 1, f"memory_capped: accelrun exited {run.returncode}"

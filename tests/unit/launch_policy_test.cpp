@@ -317,6 +317,45 @@ TEST(LaunchPolicy, TheWatchdogNamesTheRankThatStoppedMakingProgress) {
       spawner.signals().end());
 }
 
+// A rank silent in its own work (a checkpoint written, a model loaded) past the plan's timeout
+// is not stalled: the timeout bounds collectives only. It is named once `work_limit` passes.
+TEST(LaunchPolicy, OwnWorkIsStoppedOnlyPastTheOwnWorkLimit) {
+  FakeSpawner spawner;
+  spawner.Write(0, "S saving a checkpoint\n", OutputStream::kProgress);
+  LaunchOptions options = Workers(1);
+  options.collective_timeout = std::chrono::milliseconds(100);
+  options.watchdog_margin = std::chrono::milliseconds(100);
+  options.first_word_limit = std::chrono::milliseconds(5000);
+  options.work_limit = std::chrono::milliseconds(1600);
+  auto started = std::chrono::steady_clock::now();
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1600));
+  EXPECT_TRUE(result.stalled);
+  EXPECT_EQ(result.failed_rank, 0);
+  EXPECT_NE(result.message.find("rank 0 (pid 100) made no progress for 2 s (last: saving a checkpoint); no own "
+                                "work of a rank stays silent for longer than 2 s; stopped it"),
+            std::string::npos)
+      << result.message;
+}
+
+// A rank waiting for its peers (on another machine, say) is held to the timeout, however long
+// the own-work limit.
+TEST(LaunchPolicy, AWaitingRankIsStoppedPastTheTimeout) {
+  FakeSpawner spawner;
+  spawner.Write(0, "W the rendezvous\n", OutputStream::kProgress);
+  LaunchOptions options = Workers(1);
+  options.collective_timeout = std::chrono::milliseconds(100);
+  options.watchdog_margin = std::chrono::milliseconds(100);
+  options.work_limit = std::chrono::minutes(10);
+  auto started = std::chrono::steady_clock::now();
+  LaunchResult result = RunWorkers(options, spawner);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+  EXPECT_TRUE(result.stalled);
+  EXPECT_EQ(result.failed_rank, 0);
+  EXPECT_NE(result.message.find("(last: waiting for its peers in the rendezvous)"), std::string::npos)
+      << result.message;
+}
+
 // A stopped rank (SIGSTOP) is named as soon as its peer gives up waiting for it, without the
 // window that waits for a root cause to exit.
 TEST(LaunchPolicy, AStoppedRankIsNamedWhenItsPeerFailsWaiting) {
@@ -352,6 +391,15 @@ TEST(LaunchPolicy, AStoppedRankIsNamedAfterTheTimeoutWithoutTheMargin) {
   EXPECT_TRUE(result.stalled);
   EXPECT_NE(result.message.find("rank 0 (pid 100) is stopped (SIGSTOP or a debugger)"), std::string::npos)
       << result.message;
+}
+
+// Own work gets at least ten minutes of silence, however short the timeout, and the timeout
+// itself when it is longer; the margin comes on top of either.
+TEST(OwnWorkLimit, IsTheTimeoutButAtLeastTenMinutesPlusTheMargin) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(OwnWorkLimit(milliseconds(60000), milliseconds(5000)), milliseconds(605000));
+  EXPECT_EQ(OwnWorkLimit(milliseconds(1800000), milliseconds(5000)), milliseconds(1805000));
+  EXPECT_EQ(OwnWorkLimit(milliseconds(2000), milliseconds(0)), milliseconds(600000));
 }
 
 // A starting worker gets at least a minute before its first word, however short the timeout,
