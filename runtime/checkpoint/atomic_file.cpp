@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "runtime/checkpoint/sha256.h"
+#include "runtime/support/progress.h"
 
 namespace accel::rt::checkpoint {
 namespace {
@@ -39,7 +40,8 @@ bool WriteAll(int fd, std::string_view data) {
 
 llvm::Error WriteAndSync(const std::string& path, const std::vector<std::string_view>& parts,
                          ChunkedSha256* hasher) {
-  // Hashing a chunk and writing it right after reads the bytes from cache the second time.
+  // Hashing a chunk and writing it right after reads the bytes from cache the second time; a
+  // chunk at a time without a hasher too, so that the heartbeat below comes every MiB.
   constexpr size_t kChunk = size_t{1} << 20;
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return SystemError("cannot create", path);
@@ -49,7 +51,10 @@ llvm::Error WriteAndSync(const std::string& path, const std::vector<std::string_
   off_t written = 0, flushed = 0;
   for (std::string_view part : parts) {
     while (!part.empty()) {
-      std::string_view chunk = hasher ? part.substr(0, kChunk) : part;
+      // A checkpoint file of many GiB takes longer to hash and write than the collective
+      // timeout: say once a chunk that the rank is at work.
+      progress::StillWorking();
+      std::string_view chunk = part.substr(0, kChunk);
       if (hasher) hasher->Update(chunk);
       if (!WriteAll(fd, chunk)) {
         llvm::Error error = SystemError("cannot write", path);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/support/error.h"
+#include "runtime/support/progress.h"
 
 namespace accel::rt::checkpoint {
 
@@ -98,8 +99,15 @@ llvm::Error ShardedStateReader::CopyRange(ShardedKind kind, const std::string& n
                                    KindName(kind), name, start, end, total, out.size()));
   }
   char* to = out.data();
+  // The views are mapped files: the copy is what reads them from disk, a piece at a time so
+  // that restoring a large tensor says that the rank is at work.
+  constexpr size_t kPiece = size_t{64} << 20;
   for (std::string_view view : *views) {
-    if (!view.empty()) std::memcpy(to, view.data(), view.size());
+    for (size_t offset = 0; offset < view.size(); offset += kPiece) {
+      progress::StillWorking();
+      const size_t size = std::min(kPiece, view.size() - offset);
+      std::memcpy(to + offset, view.data() + offset, size);
+    }
     to += view.size();
   }
   return llvm::Error::success();

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "llvm/Support/Error.h"
+#include "runtime/support/progress.h"
 #include "runtime/tensor/host_bytes.h"
 
 namespace accel::rt::train {
@@ -19,6 +20,7 @@ std::unique_ptr<RankStateSlices> EncodeRankSlices(const ShardedEngine& engine, b
   auto out = std::unique_ptr<RankStateSlices>(new RankStateSlices());
   auto add = [&](std::vector<checkpoint::TensorSlice>& to, std::string name, const at::Tensor& tensor,
                  const std::vector<int64_t>& shape, int64_t start, int64_t end) {
+    progress::StillWorking();  // a save's copies to the host take long for a large model
     at::Tensor dense = tensor::HostContiguous(tensor);
     const char* dtype = SafetensorsDtype(dense.scalar_type());
     if (dtype == nullptr)

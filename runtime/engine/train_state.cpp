@@ -27,6 +27,7 @@
 #include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/engine/train_state_format.h"
 #include "runtime/support/error.h"
+#include "runtime/support/progress.h"
 #include "runtime/tensor/host_bytes.h"
 #include "runtime/tensor/scalar_type.h"
 
@@ -91,6 +92,8 @@ llvm::Expected<std::unique_ptr<StateFiles>> EncodeStateFiles(
   auto out = std::make_unique<StateFiles>();
   // A view of `tensor` that stays valid while `out` lives.
   auto keep = [&](const at::Tensor& tensor) -> llvm::Expected<checkpoint::TensorRef> {
+    // Copying a large model's tensors to the host is the save's first long stretch.
+    progress::StillWorking();
     at::Tensor dense = tensor::HostContiguous(tensor);
     out->tensors_.push_back(dense);
     const char* dtype = SafetensorsDtype(dense.scalar_type());

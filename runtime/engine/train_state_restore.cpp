@@ -22,6 +22,7 @@
 #include "runtime/checkpoint/sharded_reader.h"
 #include "runtime/engine/train_state_format.h"
 #include "runtime/support/error.h"
+#include "runtime/support/progress.h"
 #include "runtime/tensor/host_bytes.h"
 #include "runtime/tensor/scalar_type.h"
 
@@ -175,6 +176,7 @@ llvm::Error RestoreOptimizer(const checkpoint::VerifiedCheckpoint& ckpt, Trainer
     slots.push_back(std::move(slot));
   }
   for (Slot& slot : slots) {
+    progress::StillWorking();
     char* data = nullptr;
     // A foreign writer's unpadded header (ST-014) leaves views unaligned: those are copied.
     if (reinterpret_cast<uintptr_t>(slot.bytes.data()) % alignof(float) == 0) {
@@ -229,10 +231,16 @@ llvm::Error RestoreParameters(const checkpoint::VerifiedCheckpoint& ckpt, Traine
     }
   }
   // memcpy: a foreign writer's views need not be aligned (ST-014).
-  checkpoint::ParallelFor(pieces.size(),
-                          [&](size_t i) { std::memcpy(pieces[i].target, pieces[i].source, pieces[i].size); });
+  // Restoring a large model takes longer than the collective timeout: each piece says so.
+  checkpoint::ParallelFor(pieces.size(), [&](size_t i) {
+    progress::StillWorking();
+    std::memcpy(pieces[i].target, pieces[i].source, pieces[i].size);
+  });
   at::NoGradGuard no_grad;
-  for (auto& [parameter, host] : on_device) parameter.copy_(host);
+  for (auto& [parameter, host] : on_device) {
+    progress::StillWorking();
+    parameter.copy_(host);
+  }
   return llvm::Error::success();
 }
 

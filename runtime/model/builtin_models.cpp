@@ -7,6 +7,7 @@
 #include "runtime/model/tensor_parallel_ops.h"
 #include "runtime/model/test_fault.h"
 #include "runtime/model/weight_storage.h"
+#include "runtime/support/progress.h"
 
 namespace accel::rt::train {
 namespace {
@@ -43,6 +44,9 @@ std::vector<std::pair<std::string, torch::Tensor>> Named(
 // drops its bytes when `drop`, as soon as it is built.
 template <typename Holder>
 Holder BytesDroppedIf(bool drop, Holder module) {
+  // Every built-in module passes here once its weights are created: on a busy machine a large
+  // model's take longer than the collective timeout, so each says that the rank is at work.
+  progress::StillWorking();
   if (drop) {
     for (const torch::Tensor& tensor : module->parameters()) ReleaseBytes(tensor);
     for (const torch::Tensor& tensor : module->buffers()) ReleaseBytes(tensor);
@@ -50,6 +54,7 @@ Holder BytesDroppedIf(bool drop, Holder module) {
   return module;
 }
 torch::Tensor BytesDroppedIf(bool drop, torch::Tensor tensor) {
+  progress::StillWorking();
   if (drop) ReleaseBytes(tensor);
   return tensor;
 }

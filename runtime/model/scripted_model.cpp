@@ -1,8 +1,10 @@
 // A TorchScript file as a Trainer's model, and the check that one takes a dataset's rows.
 #include "runtime/model/torch_model.h"
 
+#include <caffe2/serialize/file_adapter.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -12,9 +14,38 @@
 #include "runtime/model/error_text.h"
 #include "runtime/model/named_inputs.h"
 #include "runtime/model/weight_storage.h"
+#include "runtime/support/progress.h"
 
 namespace accel::rt::train {
 namespace {
+
+// The model file read through LibTorch's own file adapter, a piece at a time, each piece saying
+// that the rank is at work: a TorchScript file of many GiB loads for longer than the collective
+// timeout, and LibTorch reads each tensor in one call.
+class ReadSayingProgress final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit ReadSayingProgress(const std::string& path) : file_(path) {}
+  size_t size() const override { return file_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* what = "") const override {
+    constexpr size_t kPiece = size_t{64} << 20;
+    size_t done = 0;
+    while (done < n) {
+      progress::StillWorking();
+      const size_t want = std::min(kPiece, n - done);
+      const size_t got = file_.read(pos + done, static_cast<char*>(buf) + done, want, what);
+      done += got;
+      if (got < want) break;  // the end of the file: LibTorch reports the short read
+    }
+    return done;
+  }
+
+ private:
+  caffe2::serialize::FileAdapter file_;
+};
+
+torch::jit::Module LoadModule(const std::string& path, std::optional<c10::Device> device) {
+  return torch::jit::load(std::make_shared<ReadSayingProgress>(path), device);
+}
 
 // A module saved with `torch.jit.save(torch.jit.script(model))`: its parameter names are the
 // Python model's state_dict keys.
@@ -34,8 +65,8 @@ class ScriptedModel final : public Model {
       throw std::invalid_argument("cannot load the TorchScript model " + path + ": " + why);
     try {
       // On the meta device the file's tensors are read one at a time and dropped.
-      module_ = torch::jit::load(path, c10::Device(shapes_only ? c10::kMeta : c10::kCPU));
-      if (shapes_only && !KeepShapesOnly()) module_ = torch::jit::load(path);
+      module_ = LoadModule(path, c10::Device(shapes_only ? c10::kMeta : c10::kCPU));
+      if (shapes_only && !KeepShapesOnly()) module_ = LoadModule(path, std::nullopt);
     } catch (const c10::Error& error) {
       std::string text = error.what_without_backtrace();
       throw std::invalid_argument("cannot load the TorchScript model " + path + ": " +
@@ -151,7 +182,7 @@ std::unique_ptr<Model> MakeScriptedModel(const plan::TorchScript& spec, bool sha
 std::string CheckScriptedModelTakes(const plan::TorchScript& model, int64_t features) {
   torch::jit::Module module;
   try {
-    module = torch::jit::load(model.path, c10::Device(c10::kMeta));
+    module = LoadModule(model.path, c10::Device(c10::kMeta));
   } catch (const std::exception&) {
     return "";  // the trainer loads it again and says why it cannot
   }

@@ -40,6 +40,8 @@ void Send(char tag, std::string_view what) {
   (void)ignored;
 }
 
+std::atomic<int64_t> still_working_interval_ms{1000};
+
 // The work last named; a worker's collectives all run on its main thread.
 std::string& CurrentWork() {
   static std::string work = "starting";
@@ -65,8 +67,13 @@ void StillWorking() {
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count();
   int64_t last = last_said.load(std::memory_order_relaxed);
-  if (now - last < 1000 || !last_said.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  const int64_t interval = still_working_interval_ms.load(std::memory_order_relaxed);
+  if (now - last < interval || !last_said.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
   Send(kWorkingTag, CurrentWork());
+}
+
+void SetStillWorkingInterval(std::chrono::milliseconds interval) {
+  still_working_interval_ms.store(interval.count(), std::memory_order_relaxed);
 }
 
 }  // namespace accel::rt::progress

@@ -223,6 +223,7 @@ llvm::Error Build(RunContext& run) {
   if (!run.model.engine_takes_weights) {
     std::vector<distributed::Value> weights;
     for (const auto& [name, tensor] : run.model.named) {
+      progress::StillWorking();  // a large model's bytes take long to allocate
       AllocateBytes(tensor);
       weights.push_back(distributed::Value::Tensor(tensor.detach()));
     }

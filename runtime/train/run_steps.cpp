@@ -8,6 +8,7 @@
 #include "compiler/plan/runtime_limits.h"
 #include "runtime/engine/sharded_checkpoint.h"
 #include "runtime/support/error.h"
+#include "runtime/support/progress.h"
 #include "runtime/train/checkpointing.h"
 #include "runtime/train/data_identity.h"
 #include "runtime/train/evaluation.h"
@@ -110,6 +111,8 @@ llvm::Error CheckpointIfDue(RunContext& run, int64_t step, bool epoch_ended) {
   bool due = (spec->checkpoint_every > 0 && step % spec->checkpoint_every == 0) ||
              (spec->checkpoint_every_epoch && epoch_ended) || step == run.loop.steps;
   if (!due) return llvm::Error::success();
+  // A save names itself: a watchdog report of a slow one then says what the rank was doing.
+  progress::Working(fmt::format("saving the checkpoint of step {}", step));
   // What a resume from this checkpoint reads back to count the whole run's time. Written
   // before the save, so that a kill right after it still finds it; a save that never
   // completes leaves a marker that no resume reads (one resumes from an earlier step).
@@ -117,15 +120,19 @@ llvm::Error CheckpointIfDue(RunContext& run, int64_t step, bool epoch_ended) {
     llvm::Error error = run.report.log->LogEvent(step, "checkpoint", {}, {{"elapsed_seconds", Elapsed(run)}});
     if (error) return error;
   }
-  if (ShardedCheckpoints(run)) {
-    return SaveShardedCheckpoint(*run.ranks.store, *spec, run.dir, *run.model.engine, run.progress,
-                                 DataIdentitySeed(run.steps.data), run.context.rank, *run.ranks.collectives);
-  }
-  run.model.sync->BeginFullState(FullState::kWeightsAndOptimizer, CheckpointReaders(run));
-  llvm::Error saved =
-      SaveCheckpoint(*run.ranks.store, *spec, run.steps.init, run.dir, *run.model.trainer, run.progress,
-                     DataIdentitySeed(run.steps.data), run.context.rank, *run.ranks.collectives);
-  run.model.sync->EndFullState();
+  llvm::Error saved = [&] {
+    if (ShardedCheckpoints(run)) {
+      return SaveShardedCheckpoint(*run.ranks.store, *spec, run.dir, *run.model.engine, run.progress,
+                                   DataIdentitySeed(run.steps.data), run.context.rank, *run.ranks.collectives);
+    }
+    run.model.sync->BeginFullState(FullState::kWeightsAndOptimizer, CheckpointReaders(run));
+    llvm::Error error =
+        SaveCheckpoint(*run.ranks.store, *spec, run.steps.init, run.dir, *run.model.trainer, run.progress,
+                       DataIdentitySeed(run.steps.data), run.context.rank, *run.ranks.collectives);
+    run.model.sync->EndFullState();
+    return error;
+  }();
+  progress::Working(fmt::format("step {}", step));  // what follows (evaluation, the report) is the step's
   return saved;
 }
 

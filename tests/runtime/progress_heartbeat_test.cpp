@@ -1,22 +1,30 @@
-// A rank at its own long work says so: loading a large CSV file and verifying a checkpoint
-// repeat the work last named on the progress pipe, so the launcher's watchdog does not take a
-// slow load for a stalled rank (a dataset that took longer than the collective timeout used to
-// stop the job). Its own binary: the pipe is read from ACCEL_PROGRESS_FD once per process.
+// A rank at its own long work says so: loading a large CSV file, verifying a checkpoint, saving
+// and restoring the training state and building the model repeat the work last named on the
+// progress pipe, so the launcher's watchdog does not take slow work for a stalled rank (a
+// dataset, a save or a model load that took longer than the collective timeout used to stop
+// the job). Its own binary: the pipe is read from ACCEL_PROGRESS_FD once per process.
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <chrono>
 #include <string>
 #include <thread>
 
 #include "runtime/checkpoint/checkpoint_dir.h"
+#include "runtime/checkpoint/checkpoint_store.h"
 #include "runtime/data/dataset.h"
+#include "runtime/engine/train_state.h"
+#include "runtime/model/trainer.h"
 #include "runtime/support/progress.h"
+#include "tests/support/plan_builders.h"
+#include "tests/unit/scratch_dir.h"
 
 namespace accel::rt {
 namespace {
@@ -72,6 +80,107 @@ TEST(ProgressHeartbeat, VerifyingACheckpointSaysTheRankIsAtWork) {
   ASSERT_TRUE(static_cast<bool>(verified)) << llvm::toString(verified.takeError());
   EXPECT_EQ(Said(), "S restoring the training state\n") << "verification said nothing";
   std::filesystem::remove_all(directory);
+}
+
+// How many times the work was said again while `work` ran: every call of StillWorking speaks
+// meanwhile (it says at most a line a second otherwise).
+template <typename Work>
+int SaidAgainWhile(Work work) {
+  while (!Said().empty()) {
+  }
+  progress::SetStillWorkingInterval(std::chrono::milliseconds(0));
+  int lines = 0;
+  std::string pending;
+  // Read as it comes: a busy piece of work could fill the pipe, which then drops lines.
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (true) {
+      const bool last = done.load();
+      std::string got = Said();
+      for (char c : got) lines += c == '\n';
+      if (got.empty() && last) return;
+      if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  work();
+  done = true;
+  reader.join();
+  progress::SetStillWorkingInterval(std::chrono::seconds(1));
+  return lines;
+}
+
+plan::TrainLoop Loop() {
+  plan::TrainLoop loop;
+  loop.steps = 1;
+  loop.optimizer = testing::OptimizerNamed("adamw", 0.01);
+  return loop;
+}
+
+TEST(ProgressHeartbeat, WritingACheckpointSaysSoEveryMiB) {
+  ASSERT_GE(ProgressPipe(), 0);
+  progress::Working("saving the checkpoint of step 3");
+  const std::string directory = (testing::ScratchDir() / "heartbeat_write").string();
+  std::filesystem::remove_all(directory);
+  const std::string bytes(size_t{4} << 20, 'x');
+  const int said = SaidAgainWhile([&] {
+    llvm::Error error = checkpoint::WriteCheckpointDirectory(directory, {{"a.bin", {bytes}}}, 1);
+    EXPECT_FALSE(static_cast<bool>(error)) << llvm::toString(std::move(error));
+  });
+  EXPECT_GE(said, 4) << "a 4 MiB file was written saying so " << said << " times";
+}
+
+// The tensors copied out of the model and the optimizer, then written; then read back into
+// another model. Neither said a word before, however large the model.
+TEST(ProgressHeartbeat, SavingAndRestoringTheTrainingStateSayTheRankIsAtWork) {
+  ASSERT_GE(ProgressPipe(), 0);
+  const plan::BuildModel model = testing::Mlp(4, {8, 6}, 2);  // 6 parameters
+  std::unique_ptr<train::Trainer> trainer = train::MakeTrainer(model, Loop());
+  trainer->ForwardBackward(at::randn({8, 4}), at::randn({8, 2}));
+  trainer->OptimizerStep();
+  const std::string directory = (testing::ScratchDir() / "heartbeat_state").string();
+  std::filesystem::remove_all(directory);
+  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open({directory, true, 2, 0});
+  ASSERT_TRUE(static_cast<bool>(store)) << llvm::toString(store.takeError());
+
+  progress::Working("saving the checkpoint of step 1");
+  std::unique_ptr<train::StateFiles> files;
+  int said = SaidAgainWhile([&] {
+    llvm::Expected<std::unique_ptr<train::StateFiles>> encoded =
+        train::EncodeTrainingState(*trainer, {1, 8, 0, 8}, {train::CaptureRngState()}, 3);
+    if (encoded) files = std::move(*encoded);
+    else ADD_FAILURE() << llvm::toString(encoded.takeError());
+  });
+  ASSERT_NE(files, nullptr);
+  EXPECT_GE(said, 6) << "copying 6 parameters and their state out said so " << said << " times";
+  said = SaidAgainWhile([&] {
+    llvm::Expected<checkpoint::SaveResult> saved = store->Save(files->files());
+    EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
+  });
+  EXPECT_GE(said, 1);
+
+  progress::Working("restoring the training state");
+  llvm::Expected<checkpoint::VerifiedCheckpoint> loaded = store->LoadLatest();
+  ASSERT_TRUE(static_cast<bool>(loaded)) << llvm::toString(loaded.takeError());
+  std::unique_ptr<train::Trainer> resumed = train::MakeTrainer(model, Loop());
+  said = SaidAgainWhile([&] {
+    llvm::Expected<train::Progress> restored = train::RestoreTrainingState(*loaded, *resumed, 0, 1, 3);
+    EXPECT_TRUE(static_cast<bool>(restored)) << llvm::toString(restored.takeError());
+  });
+  EXPECT_GE(said, 6) << "loading 6 parameters and their state said so " << said << " times";
+}
+
+TEST(ProgressHeartbeat, BuildingTheModelSaysTheRankIsAtWork) {
+  ASSERT_GE(ProgressPipe(), 0);
+  progress::Working("building the model and the data loaders");
+  // Each built-in layer's weights, once created.
+  int said = SaidAgainWhile([] { train::MakeTrainer(testing::Mlp(4, {8, 8, 6}, 2), Loop()); });
+  EXPECT_GE(said, 4) << "building 4 Linear layers said so " << said << " times";
+  // A TorchScript file, as it is read.
+  const plan::BuildModel scripted{plan::TorchScript{std::string(ACCEL_SOURCE_DIR) + "/specs/models/classifier.pt"}};
+  plan::TrainLoop loop = Loop();
+  loop.loss = plan::Loss::cross_entropy;
+  said = SaidAgainWhile([&] { train::MakeTrainer(scripted, loop); });
+  EXPECT_GE(said, 1) << "loading a TorchScript file said nothing";
 }
 
 }  // namespace
