@@ -68,7 +68,8 @@ void StillWorking() {
                           .count();
   int64_t last = last_said.load(std::memory_order_relaxed);
   const int64_t interval = still_working_interval_ms.load(std::memory_order_relaxed);
-  if (now - last < interval || !last_said.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  if (now - last < interval || !last_said.compare_exchange_strong(last, now, std::memory_order_relaxed))
+    return;
   Send(kWorkingTag, CurrentWork());
 }
 

@@ -8,8 +8,9 @@
 // the launcher gave it (ACCEL_PROGRESS_FD). The launcher's watchdog stops a job whose rank has
 // said nothing for too long, and names that rank, telling a rank stuck in its own work from the
 // ranks waiting for it in a collective: a wait is held to the plan's timeout, own work (which
-// says so again while it runs, StillWorking) to a longer limit (docs/launch.md). Without the variable (a worker run
-// by hand) nothing is sent. A full pipe drops the line: progress never blocks training.
+// says so again while it runs, StillWorking) to a longer limit (docs/launch.md). Without the
+// variable (a worker run by hand) nothing is sent. A full pipe drops the line: progress never
+// blocks training.
 namespace accel::rt::progress {
 
 inline constexpr const char* kEnvFd = "ACCEL_PROGRESS_FD";

@@ -123,7 +123,8 @@ llvm::Error CheckpointIfDue(RunContext& run, int64_t step, bool epoch_ended) {
   llvm::Error saved = [&] {
     if (ShardedCheckpoints(run)) {
       return SaveShardedCheckpoint(*run.ranks.store, *spec, run.dir, *run.model.engine, run.progress,
-                                   DataIdentitySeed(run.steps.data), run.context.rank, *run.ranks.collectives);
+                                   DataIdentitySeed(run.steps.data), run.context.rank,
+                                   *run.ranks.collectives);
     }
     run.model.sync->BeginFullState(FullState::kWeightsAndOptimizer, CheckpointReaders(run));
     llvm::Error error =

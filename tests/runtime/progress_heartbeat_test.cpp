@@ -139,7 +139,8 @@ TEST(ProgressHeartbeat, SavingAndRestoringTheTrainingStateSayTheRankIsAtWork) {
   trainer->OptimizerStep();
   const std::string directory = (testing::ScratchDir() / "heartbeat_state").string();
   std::filesystem::remove_all(directory);
-  llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open({directory, true, 2, 0});
+  llvm::Expected<checkpoint::CheckpointStore> store =
+      checkpoint::CheckpointStore::Open({directory, true, 2, 0});
   ASSERT_TRUE(static_cast<bool>(store)) << llvm::toString(store.takeError());
 
   progress::Working("saving the checkpoint of step 1");
@@ -147,8 +148,10 @@ TEST(ProgressHeartbeat, SavingAndRestoringTheTrainingStateSayTheRankIsAtWork) {
   int said = SaidAgainWhile([&] {
     llvm::Expected<std::unique_ptr<train::StateFiles>> encoded =
         train::EncodeTrainingState(*trainer, {1, 8, 0, 8}, {train::CaptureRngState()}, 3);
-    if (encoded) files = std::move(*encoded);
-    else ADD_FAILURE() << llvm::toString(encoded.takeError());
+    if (encoded)
+      files = std::move(*encoded);
+    else
+      ADD_FAILURE() << llvm::toString(encoded.takeError());
   });
   ASSERT_NE(files, nullptr);
   EXPECT_GE(said, 6) << "copying 6 parameters and their state out said so " << said << " times";
@@ -176,7 +179,8 @@ TEST(ProgressHeartbeat, BuildingTheModelSaysTheRankIsAtWork) {
   int said = SaidAgainWhile([] { train::MakeTrainer(testing::Mlp(4, {8, 8, 6}, 2), Loop()); });
   EXPECT_GE(said, 4) << "building 4 Linear layers said so " << said << " times";
   // A TorchScript file, as it is read.
-  const plan::BuildModel scripted{plan::TorchScript{std::string(ACCEL_SOURCE_DIR) + "/specs/models/classifier.pt"}};
+  const plan::BuildModel scripted{
+      plan::TorchScript{std::string(ACCEL_SOURCE_DIR) + "/specs/models/classifier.pt"}};
   plan::TrainLoop loop = Loop();
   loop.loss = plan::Loss::cross_entropy;
   said = SaidAgainWhile([&] { train::MakeTrainer(scripted, loop); });

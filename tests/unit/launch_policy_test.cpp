@@ -332,8 +332,8 @@ TEST(LaunchPolicy, OwnWorkIsStoppedOnlyPastTheOwnWorkLimit) {
   EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1600));
   EXPECT_TRUE(result.stalled);
   EXPECT_EQ(result.failed_rank, 0);
-  EXPECT_NE(result.message.find("rank 0 (pid 100) made no progress for 2 s (last: saving a checkpoint); no own "
-                                "work of a rank stays silent for longer than 2 s; stopped it"),
+  EXPECT_NE(result.message.find("rank 0 (pid 100) made no progress for 2 s (last: saving a checkpoint); "
+                                "no own work of a rank stays silent for longer than 2 s; stopped it"),
             std::string::npos)
       << result.message;
 }

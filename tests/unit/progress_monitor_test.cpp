@@ -38,7 +38,8 @@ TEST(ProgressMonitor, TheRankWorkingAloneIsBlamedBeforeTheRanksWaitingForIt) {
   monitor.Add(2, "W all_reduce\n", t0 + seconds(2));
   // Within the limit, nobody is blamed.
   EXPECT_FALSE(monitor.Stalled(t0 + seconds(5), {seconds(5), seconds(5), seconds(60)}).has_value());
-  std::optional<ProgressMonitor::Silence> blamed = monitor.Stalled(t0 + seconds(8), {seconds(5), seconds(5), seconds(60)});
+  std::optional<ProgressMonitor::Silence> blamed =
+      monitor.Stalled(t0 + seconds(8), {seconds(5), seconds(5), seconds(60)});
   ASSERT_TRUE(blamed.has_value());
   EXPECT_EQ(blamed->rank, 1);
   EXPECT_EQ(blamed->last, "step 4");
@@ -77,10 +78,12 @@ TEST(ProgressMonitor, StartingGetsItsOwnLimit) {
   monitor.Started(1, t0);
   monitor.Add(0, "S step 1\n", t0 + seconds(1));
   // Rank 1 is still loading LibTorch at 10 s: past the step limit, within the first-word one.
-  std::optional<ProgressMonitor::Silence> at10 = monitor.Stalled(t0 + seconds(10), {seconds(5), seconds(5), seconds(60)});
+  std::optional<ProgressMonitor::Silence> at10 =
+      monitor.Stalled(t0 + seconds(10), {seconds(5), seconds(5), seconds(60)});
   ASSERT_TRUE(at10.has_value());
   EXPECT_EQ(at10->rank, 0);
-  std::optional<ProgressMonitor::Silence> at61 = monitor.Stalled(t0 + seconds(61), {seconds(100), seconds(100), seconds(60)});
+  std::optional<ProgressMonitor::Silence> at61 =
+      monitor.Stalled(t0 + seconds(61), {seconds(100), seconds(100), seconds(60)});
   ASSERT_TRUE(at61.has_value());
   EXPECT_EQ(at61->rank, 1);
   EXPECT_EQ(ProgressMonitor::Describe(*at61), "61 s (last: nothing yet, still starting)");
