@@ -29,8 +29,6 @@ namespace {
 // Where the help text of commands and options starts.
 constexpr size_t kHelpColumn = 26;
 
-}  // namespace
-
 // Reads an env file into `assignments`; returns an error message, or "".
 // Nothing of a line that is not an assignment is shown: `--env-file /etc/shadow` must not print
 // its first line (a CI log is public).
@@ -239,6 +237,8 @@ std::vector<accel::cli::Option> OptionTable(Options& o) {
              .exits = true},
   };
 }
+
+}  // namespace
 
 std::string Usage() {
   std::vector<accel::cli::HelpRow> commands;

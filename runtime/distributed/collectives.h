@@ -71,7 +71,7 @@ class Collectives {
   // Returns once every rank has called it.
   virtual void Barrier() = 0;
 
-  // Sharded data parallelism (train/sharded_engine.h). `input` holds world_size() chunks of
+  // Sharded data parallelism (engine/sharded_engine.h). `input` holds world_size() chunks of
   // output.numel() elements each, end to end; `output` receives chunk rank() reduced with `op`
   // over every rank. The default all-reduces a copy of `input` and keeps this rank's chunk
   // (correct, but it moves twice the data); a back end overrides it with a real reduce-scatter

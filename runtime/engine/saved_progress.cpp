@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <utility>
 #include <memory>
 
 #include <fmt/format.h>
@@ -103,8 +104,17 @@ llvm::Expected<Progress> ReadProgress(const checkpoint::VerifiedCheckpoint& ckpt
   if (!scheduler_steps) return scheduler_steps.takeError();
   progress.scheduler_steps = *scheduler_steps;
   progress.schedule = scheduler->getString("type").getValueOr("constant").str();
-  progress.schedule_steps = scheduler->getInteger("total_steps").getValueOr(-1);
-  progress.warmup_steps = scheduler->getInteger("warmup_steps").getValueOr(-1);
+  // The schedule's length and warmup, -1 where a checkpoint predates them. A resume on another
+  // world size scales them by its processes over the saving run's, so each is kept below what
+  // that product can hold.
+  constexpr int64_t kMaxScheduleSteps = std::numeric_limits<int64_t>::max() / kMaxCheckpointWorldSize;
+  for (auto [key, out] : {std::pair{"total_steps", &progress.schedule_steps},
+                          std::pair{"warmup_steps", &progress.warmup_steps}}) {
+    if (scheduler->get(key) == nullptr) continue;
+    llvm::Expected<int64_t> count = Integer(*scheduler, key, scheduler_path, /*minimum=*/-1, kMaxScheduleSteps);
+    if (!count) return count.takeError();
+    *out = *count;
+  }
   if (const json::Array* base = scheduler->getArray("base_lrs"); base && base->size() == 1)
     progress.base_lr = (*base)[0].getAsNumber().getValueOr(0);
 

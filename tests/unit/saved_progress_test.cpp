@@ -116,6 +116,18 @@ TEST(SavedProgress, RefusesCountsOutOfRangeAndAcceptsTheirBounds) {
   EXPECT_EQ(Refusal(scheduler), "");
   scheduler.scheduler = R"({"last_epoch": -1})";
   EXPECT_NE(Refusal(scheduler).find("invalid value -1 of `last_epoch`: must be at least 0"), std::string::npos);
+
+  // The schedule's length and warmup are scaled by a change of world size on resume: a count
+  // the largest world cannot multiply is refused, one it can is kept.
+  scheduler.scheduler = R"({"last_epoch": 0, "total_steps": 8796093022207, "warmup_steps": -1})";
+  EXPECT_EQ(Refusal(scheduler), "");
+  scheduler.scheduler = R"({"last_epoch": 0, "total_steps": 8796093022208})";
+  EXPECT_NE(Refusal(scheduler).find("invalid value 8796093022208 of `total_steps`: must be at most 8796093022207"),
+            std::string::npos);
+  scheduler.scheduler = R"({"last_epoch": 0, "warmup_steps": 4611686018427387904})";
+  EXPECT_NE(Refusal(scheduler).find("of `warmup_steps`: must be at most"), std::string::npos);
+  scheduler.scheduler = R"({"last_epoch": 0, "warmup_steps": -2})";
+  EXPECT_NE(Refusal(scheduler).find("invalid value -2 of `warmup_steps`: must be at least -1"), std::string::npos);
 }
 
 // Each of the loss scaler's counts is a step count or a step: at the checkpoint's step it is
