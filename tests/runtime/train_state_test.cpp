@@ -348,29 +348,31 @@ TEST(TrainState, RefusesCountsBeyondWhatThePlanReaches) {
   EXPECT_NE(refusal(scheduler).find("`last_epoch` 401 is beyond"), std::string::npos);
 }
 
+// Saves a checkpoint of `state` as its trainer_state.json alone, for the rotation tests.
+checkpoint::SaveResult SaveState(checkpoint::CheckpointStore& store, const std::string& state) {
+  llvm::Expected<checkpoint::SaveResult> saved = store.Save({{"trainer_state.json", {state}}});
+  EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
+  return saved ? *saved : checkpoint::SaveResult{};
+}
+
 // The worker's rotation guard: with total_limit 2, the save at step 30 would rotate away the two
 // oldest; one claims step 100 (beyond anything this run wrote) and one holds no readable step,
 // so both stay, each named in a warning, and only the ordinary old one goes.
 TEST(TrainState, RotationKeepsCheckpointsBeyondTheRunsNewestStepOrWithoutOne) {
   std::string dir = accel::testing::ScratchDir("rotation_guard").string();
-  auto save = [](checkpoint::CheckpointStore& store, const std::string& state) {
-    llvm::Expected<checkpoint::SaveResult> saved = store.Save({{"trainer_state.json", {state}}});
-    EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
-    return saved ? *saved : checkpoint::SaveResult{};
-  };
   // What earlier launches left, kept whole (no limit).
   llvm::Expected<checkpoint::CheckpointStore> earlier = checkpoint::CheckpointStore::Open({dir, true, std::nullopt, 0});
   ASSERT_TRUE(static_cast<bool>(earlier));
-  save(*earlier, R"({"step": 100})");
-  save(*earlier, R"({"no_step": 1})");
-  save(*earlier, R"({"step": 20})");
+  SaveState(*earlier, R"({"step": 100})");
+  SaveState(*earlier, R"({"no_step": 1})");
+  SaveState(*earlier, R"({"step": 20})");
   // This launch: total_limit 2, saving step 30 as checkpoint_3.
   llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open({dir, true, 2, 3});
   ASSERT_TRUE(static_cast<bool>(store));
   Progress progress;
   progress.step = 30;
   GuardRotation(*store, "", progress);
-  checkpoint::SaveResult last = save(*store, R"({"step": 30})");
+  checkpoint::SaveResult last = SaveState(*store, R"({"step": 30})");
   const std::string checkpoints = store->checkpoints_dir();
   EXPECT_EQ(last.removed, (std::vector<std::string>{checkpoints + "/checkpoint_2"}));
   ASSERT_EQ(last.warnings.size(), 2u);
@@ -387,15 +389,10 @@ TEST(TrainState, RotationKeepsCheckpointsBeyondTheRunsNewestStepOrWithoutOne) {
 // an earlier launch's checkpoint at that very step is an ordinary old one and goes.
 TEST(TrainState, RotationKeepsTheResumedCheckpointAndJudgesByTheStepAtEachSave) {
   std::string dir = accel::testing::ScratchDir("rotation_resumed").string();
-  auto save = [](checkpoint::CheckpointStore& store, const std::string& state) {
-    llvm::Expected<checkpoint::SaveResult> saved = store.Save({{"trainer_state.json", {state}}});
-    EXPECT_TRUE(static_cast<bool>(saved)) << llvm::toString(saved.takeError());
-    return saved ? *saved : checkpoint::SaveResult{};
-  };
   llvm::Expected<checkpoint::CheckpointStore> earlier = checkpoint::CheckpointStore::Open({dir, true, std::nullopt, 0});
   ASSERT_TRUE(static_cast<bool>(earlier));
-  save(*earlier, R"({"step": 10})");
-  save(*earlier, R"({"step": 30})");
+  SaveState(*earlier, R"({"step": 10})");
+  SaveState(*earlier, R"({"step": 30})");
   // This launch resumed from checkpoint_0 (named through `.`), with total_limit 1.
   llvm::Expected<checkpoint::CheckpointStore> store = checkpoint::CheckpointStore::Open({dir, true, 1, 2});
   ASSERT_TRUE(static_cast<bool>(store));
@@ -404,7 +401,7 @@ TEST(TrainState, RotationKeepsTheResumedCheckpointAndJudgesByTheStepAtEachSave) 
   progress.step = 10;
   GuardRotation(*store, checkpoints + "/./checkpoint_0", progress);
   progress.step = 30;  // trained on to step 30 before this save
-  checkpoint::SaveResult last = save(*store, R"({"step": 30})");
+  checkpoint::SaveResult last = SaveState(*store, R"({"step": 30})");
   EXPECT_EQ(last.removed, (std::vector<std::string>{checkpoints + "/checkpoint_1"}));
   EXPECT_TRUE(last.warnings.empty()) << last.warnings[0];
   EXPECT_TRUE(std::filesystem::exists(checkpoints + "/checkpoint_0"));
