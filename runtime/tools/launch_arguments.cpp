@@ -146,6 +146,16 @@ std::vector<cli::Option> OptionTable(LaunchCommandOptions& o) {
 
 }  // namespace
 
+bool LaunchOptionTakesValue(std::string_view name) {
+  LaunchCommandOptions unused;
+  for (const cli::Option& option : OptionTable(unused)) {
+    if (option.value_name.empty()) continue;
+    for (const std::string& option_name : option.names)
+      if (option_name == name) return true;
+  }
+  return false;
+}
+
 std::string LaunchUsage() {
   LaunchCommandOptions unused;
   return R"(usage: accelrun [options] <spec.accel | spec.yaml | plan.json>

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/plan/plan.h"
@@ -12,6 +13,10 @@ namespace accel::tools {
 
 // The usage text of `accelrun`.
 std::string LaunchUsage();
+
+// Whether `name` (`--output-dir`) is an option of the native launcher that takes a value, read
+// from its option table: script mode's detection must not take that value for a script.
+bool LaunchOptionTakesValue(std::string_view name);
 
 // The command line of `accelrun [options] <spec | plan>`.
 struct LaunchCommandOptions {

@@ -10,6 +10,7 @@
 #include "compiler/cli/arguments.h"
 #include "compiler/diagnostics/diagnostic.h"
 #include "runtime/launch/accelerate/launch_flags.h"
+#include "runtime/tools/launch_command.h"
 #include "runtime/tools/script_command.h"
 #include "runtime/tools/script_command_internal.h"
 
@@ -150,11 +151,6 @@ std::string Split(const std::vector<std::string>& args, CommandLine& line) {
 }
 
 bool IsScriptLaunch(const std::vector<std::string>& args) {
-  // Options of the native launcher that take a value, so that their values are not read as
-  // the script.
-  static const std::vector<std::string> plan_values = {
-      "--set",         "--output-dir",  "--launcher", "--nnodes", "--node-rank", "--nproc-per-node",
-      "--master-addr", "--master-port", "--device",   "--resume", "--program",   "--rdzv-id"};
   std::vector<std::string> positionals;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -168,8 +164,9 @@ bool IsScriptLaunch(const std::vector<std::string>& args) {
     if (name == "-m" || name == "--module" || name == "--no_python" || name == "--no-python" ||
         name == "--config_file" || name == "--config-file")
       return true;
-    bool takes = acc::LaunchOptionTakesValue(name) ||
-                 std::find(plan_values.begin(), plan_values.end(), name) != plan_values.end();
+    // An option's value is not the script: Accelerate's launch options, and the native
+    // launcher's (its own table).
+    bool takes = acc::LaunchOptionTakesValue(name) || LaunchOptionTakesValue(name);
     if (takes && arg.find('=') == std::string::npos) ++i;
   }
   return false;
