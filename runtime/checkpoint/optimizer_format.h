@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "compiler/plan/plan.h"
+#include "llvm/ADT/StringRef.h"
 
 // How checkpoints store each optimizer of the plan, without LibTorch: its name, the
 // hyper-parameters of its one parameter group (named as optimizer.json and PyTorch's
@@ -88,12 +89,9 @@ struct OptimizerFormat<plan::AdamW> : optimizer_format_detail::AdamLike {
 
 // The name checkpoints give an optimizer (`sgd`, `adamw`): its plan tag in lower case, as
 // torch's module names are.
-constexpr char LowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 template <typename Optimizer>
 std::string OptimizerName() {
-  std::string name(Optimizer::kTag);
-  for (char& c : name) c = LowerAscii(c);
-  return name;
+  return llvm::StringRef(Optimizer::kTag.data(), Optimizer::kTag.size()).lower();
 }
 inline std::string OptimizerName(const plan::Optimizer& optimizer) {
   return std::visit([](const auto& o) { return OptimizerName<std::decay_t<decltype(o)>>(); }, optimizer);
