@@ -275,7 +275,7 @@ LaunchResult Supervisor::LeftEarly(int rank, Clock::duration ago, LaunchResult r
 LaunchResult Supervisor::Run() {
   LaunchResult result;
   for (const WorkerSpec& worker : options_.workers) {
-    llvm::Expected<pid_t> pid = spawner_.Spawn(worker.argv, worker.env);
+    llvm::Expected<pid_t> pid = spawner_.Spawn(worker.argv, worker.env, worker.store_listen_fd);
     if (!pid) {
       result.message = fmt::format("cannot start rank {}: {}", worker.rank, llvm::toString(pid.takeError()));
       result.failed_rank = worker.rank;

@@ -26,6 +26,9 @@ struct WorkerSpec {
   int rank = 0;
   std::vector<std::string> argv;           // argv[0] must be an absolute path
   std::map<std::string, std::string> env;  // added to the launcher's environment
+  // The listening socket of the port this launcher holds for the rendezvous (HeldPort), for
+  // rank 0's store; -1 for every other worker, and when the port is not the launcher's.
+  int store_listen_fd = -1;
 };
 
 struct LaunchOptions {

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/launch/held_port.h"
 #include "runtime/support/progress.h"
 
 extern char** environ;
@@ -43,15 +44,18 @@ PosixSpawner::~PosixSpawner() {
 }
 
 llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
-                                          const std::map<std::string, std::string>& extra_env) {
+                                          const std::map<std::string, std::string>& extra_env,
+                                          int store_listen_fd) {
   std::vector<std::string> env_storage;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string text = *entry;
     std::string key = text.substr(0, text.find('='));
-    if (extra_env.count(key) == 0 && key != progress::kEnvFd) env_storage.push_back(std::move(text));
+    if (extra_env.count(key) == 0 && key != progress::kEnvFd && key != kEnvStoreListenFd)
+      env_storage.push_back(std::move(text));
   }
   for (const auto& [key, value] : extra_env) env_storage.push_back(key + "=" + value);
   env_storage.push_back(fmt::format("{}={}", progress::kEnvFd, kProgressFd));
+  if (store_listen_fd >= 0) env_storage.push_back(fmt::format("{}={}", kEnvStoreListenFd, kStoreListenFd));
 
   std::vector<char*> c_argv;
   for (const std::string& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
@@ -80,6 +84,9 @@ llvm::Expected<pid_t> PosixSpawner::Spawn(const std::vector<std::string>& argv,
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   for (int i = 0; i < 3; ++i) posix_spawn_file_actions_adddup2(&actions, ends[i][1], kChildFds[i]);
+  // The held port's socket is close-on-exec and above 10 (HeldPort): dup2 gives the child alone
+  // a copy that survives exec.
+  if (store_listen_fd >= 0) posix_spawn_file_actions_adddup2(&actions, store_listen_fd, kStoreListenFd);
 
   // Each worker leads its own process group, so stopping a worker also stops whatever it
   // started (a shell's children, data-loading helpers) instead of orphaning them.

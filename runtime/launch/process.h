@@ -46,9 +46,11 @@ class ProcessSpawner {
   virtual ~ProcessSpawner() = default;
   // Starts `argv` with the current environment plus `extra_env` (which wins on conflicts).
   // The child's stdout and stderr go to pipes read by ReadOutput and DrainOutput, and so does
-  // its progress pipe (descriptor kProgressFd, named by ACCEL_PROGRESS_FD).
+  // its progress pipe (descriptor kProgressFd, named by ACCEL_PROGRESS_FD). A
+  // `store_listen_fd` of 0 or more is handed to the child as kStoreListenFd (HeldPort).
   virtual llvm::Expected<pid_t> Spawn(const std::vector<std::string>& argv,
-                                      const std::map<std::string, std::string>& extra_env) = 0;
+                                      const std::map<std::string, std::string>& extra_env,
+                                      int store_listen_fd) = 0;
   // Waits up to `timeout` for any child to end; empty if none did.
   virtual std::optional<ExitStatus> WaitAny(std::chrono::milliseconds timeout) = 0;
   // Waits up to `timeout` for output from any child; returns what arrived, possibly nothing.
@@ -77,7 +79,8 @@ class PosixSpawner final : public ProcessSpawner {
   ~PosixSpawner() override;
 
   llvm::Expected<pid_t> Spawn(const std::vector<std::string>& argv,
-                              const std::map<std::string, std::string>& extra_env) override;
+                              const std::map<std::string, std::string>& extra_env,
+                              int store_listen_fd) override;
   std::optional<ExitStatus> WaitAny(std::chrono::milliseconds timeout) override;
   std::vector<OutputChunk> ReadOutput(std::chrono::milliseconds timeout) override;
   std::vector<OutputChunk> DrainOutput(pid_t pid) override;

@@ -23,6 +23,7 @@
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/launch/async_printer.h"
 #include "runtime/launch/directory_lock.h"
+#include "runtime/launch/held_port.h"
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/mpirun.h"
@@ -358,8 +359,14 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
           : launch::PlanPlacement{static_cast<int>(init->num_machines),
                                   static_cast<int>(init->processes_per_machine), init->main_process_ip,
                                   static_cast<int>(init->main_process_port), launch::PortChosenBySpec(*plan)};
+  // A port picked here is held until the job ends, and rank 0's store serves on it (HeldPort).
+  std::optional<launch::HeldPort> held_port;
+  auto hold_port = [&held_port] {
+    held_port = launch::HeldPort::Open();
+    return held_port ? held_port->port() : 0;
+  };
   llvm::Expected<launch::Placement> placement =
-      launch::ResolvePlacement(planned, options.placement, env, launch::PickFreePort);
+      launch::ResolvePlacement(planned, options.placement, env, hold_port);
   if (!placement) {
     fmt::print(stderr, "accelrun: error: {}\n", llvm::toString(placement.takeError()));
     return kExitUsage;
@@ -466,6 +473,7 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
       worker.env = common;
       worker.env[launch::kEnvLaunchId] = id;
       for (auto& [name, value] : launch::RankEnvironment(at, slot)) worker.env[name] = value;
+      if (slot.rank == 0 && held_port && held_port->port() == at.master_port) worker.store_listen_fd = held_port->fd();
       made.workers.push_back(std::move(worker));
     }
     made.prefix_output = at.world_size > 1;
@@ -540,10 +548,11 @@ int RunLaunchCommand(const LaunchCommandOptions& options, const char* argv0) {
       launch_options.print = printer.AsPrinter();
       return launch_options;
     }
-    // A new rendezvous per attempt: a port picked here is picked again (the old one may still
-    // be held by a dying store), and a new launch id refuses any straggler of the last attempt.
+    // A new rendezvous per attempt: a port picked here is picked again (the old one's socket
+    // may still hold the last attempt's connections), and a new launch id refuses any
+    // straggler of the last attempt.
     llvm::Expected<launch::Placement> again =
-        launch::ResolvePlacement(planned, options.placement, env, launch::PickFreePort);
+        launch::ResolvePlacement(planned, options.placement, env, hold_port);
     if (!again) return again.takeError();
     launch::LaunchId id = launch::RestartLaunchId(launch_id, attempt);
     printer.Print(

@@ -10,6 +10,12 @@ Two local jobs given one output directory: the second is refused before it start
 naming the first (its pid); the first finishes. Before the lock both exited 0, with their
 metrics.jsonl lines interleaved.
 
+A port the launcher picks for itself is held until rank 0's store serves it: another process
+that tries to take it in the meantime (here, the moment the workers exist, before rank 0 has
+loaded LibTorch) is refused, and the job trains. Before, the launcher let the port go at once,
+and a process that took it in that second failed the job at its start ("another process holds
+the port"), which other tests' connections did now and then in a loaded run.
+
 Usage: two_jobs_test.py ACCELRUN SPEC WORKDIR
 """
 import os
@@ -24,6 +30,49 @@ def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def workers_master_port(plan):
+    """MASTER_PORT of a live worker of `plan`, or None before one exists."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+        except OSError:
+            continue
+        if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and b"MASTER_PORT" in env:
+            return int(env[b"MASTER_PORT"])
+    return None
+
+
+def held_port(accelrun, spec, workdir):
+    out = os.path.join(workdir, "held_port")
+    plan = os.path.join(out, "plan.json")  # what accelrun hands its workers
+    job = subprocess.Popen([accelrun, spec, "--output-dir", out, "--set", "train.steps=20"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env={k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "OMPI_", "PMI"))})
+    port = None
+    deadline = time.time() + 60
+    while port is None and job.poll() is None and time.time() < deadline:
+        port = workers_master_port(plan)
+    assert port is not None, "no worker of the job appeared"
+    taker = socket.socket()
+    try:
+        taker.bind(("127.0.0.1", port))
+        taker.listen()
+        taken = True
+    except OSError:
+        taken = False
+    output = job.communicate(timeout=200)[0]
+    taker.close()
+    sys.stdout.write(output)
+    assert not taken, f"another process took port {port}, which the launcher picked, before rank 0 served it"
+    assert job.returncode == 0, f"the job failed:\n{output}"
+    print(f"port {port}, picked by the launcher, could not be taken before rank 0 served it; the job trained")
 
 
 def srun_task(job, task, port):
@@ -82,6 +131,8 @@ def main():
     assert "worker rank" not in second.stdout, "the refused job started workers"
     assert first.returncode == 0, f"the first job failed:\n{first_text}"
     print("the second job on one output directory was refused, naming the first")
+
+    held_port(accelrun, spec, workdir)
 
 
 if __name__ == "__main__":

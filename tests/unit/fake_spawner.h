@@ -34,8 +34,8 @@ class FakeSpawner final : public ProcessSpawner {
   }
   void End(int worker, ExitStatus status) { script_.push_back({worker, status}); }
 
-  llvm::Expected<pid_t> Spawn(const std::vector<std::string>&,
-                              const std::map<std::string, std::string>&) override {
+  llvm::Expected<pid_t> Spawn(const std::vector<std::string>&, const std::map<std::string, std::string>&,
+                              int) override {
     pid_t pid = 100 + static_cast<pid_t>(started_.size());
     started_.push_back(pid);
     running_.insert(pid);

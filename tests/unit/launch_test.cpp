@@ -274,7 +274,7 @@ TEST(Launcher, PicksAUsablePort) {
 TEST(PosixSpawner, ReadsABoundedShareOfAFloodingPipePerRound) {
   PosixSpawner spawner;
   llvm::Expected<pid_t> pid =
-      spawner.Spawn({"/bin/sh", "-c", "exec dd if=/dev/zero bs=1M count=64 2>/dev/null"}, {});
+      spawner.Spawn({"/bin/sh", "-c", "exec dd if=/dev/zero bs=1M count=64 2>/dev/null"}, {}, -1);
   ASSERT_TRUE(static_cast<bool>(pid)) << llvm::toString(pid.takeError());
   size_t total = 0;
   size_t largest = 0;

@@ -1,0 +1,40 @@
+#ifndef ACCEL_RUNTIME_LAUNCH_HELD_PORT_H_
+#define ACCEL_RUNTIME_LAUNCH_HELD_PORT_H_
+
+#include <optional>
+
+namespace accel::rt::launch {
+
+// The descriptor on which rank 0 inherits the listening socket of a HeldPort, and the variable
+// that names it; set for rank 0 only, and only when this launcher picked the port itself.
+inline constexpr int kStoreListenFd = 4;
+inline constexpr const char* kEnvStoreListenFd = "ACCEL_STORE_LISTEN_FD";
+
+// A port this launcher picks for the rendezvous and keeps: a listening TCP socket on every
+// address, held from the pick until the job ends and handed to rank 0, whose store serves on
+// it. A port picked and let go could be taken by any other process in the second before rank 0
+// binds it (other jobs' connections take ephemeral ports all the time), and the job would fail
+// at its start. Close-on-exec, and never on a descriptor below 10, so no other child inherits
+// it and it is never the descriptor it is handed on as.
+class HeldPort {
+ public:
+  // Empty when no socket could be had.
+  static std::optional<HeldPort> Open();
+  HeldPort(HeldPort&& other) noexcept;
+  HeldPort& operator=(HeldPort&& other) noexcept;
+  HeldPort(const HeldPort&) = delete;
+  HeldPort& operator=(const HeldPort&) = delete;
+  ~HeldPort();
+
+  int port() const { return port_; }
+  int fd() const { return fd_; }
+
+ private:
+  HeldPort(int fd, int port) : fd_(fd), port_(port) {}
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace accel::rt::launch
+
+#endif  // ACCEL_RUNTIME_LAUNCH_HELD_PORT_H_
