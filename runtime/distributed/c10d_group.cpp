@@ -364,6 +364,72 @@ void C10dCollectives::AllGather(const at::Tensor& input, at::Tensor& output) {
   AllGatherAsync(input, output)->Wait();
 }
 
+void C10dCollectives::MeetAfterWork(const char* what, const std::function<void()>& work) {
+  const std::string prefix =
+      world_ranks_.empty() ? "accel/meet" : fmt::format("accel/meet/{}", fmt::join(world_ranks_, ","));
+  const std::string arrivals = prefix + "/arrivals", beats = prefix + "/beats";
+  auto rank_key = [&](int r) { return fmt::format("{}/rank/{}", prefix, r); };
+  // Store calls fail as collectives do (each is bounded by the store's timeout); not through
+  // Guard, which would tell the launcher this rank waits in a collective at every poll.
+  auto through_store = [&](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const std::exception& error) {
+      throw Failure(what, scope_, error);
+    }
+  };
+  // Every rank meets in every round, in order: round n is over when n × world ranks arrived.
+  const int64_t round = ++meetings_;
+  const int64_t everyone = round * world_size();
+  {
+    // A beat that cannot reach the store changes nothing here: the wait below reports it.
+    progress::BeatListener beat([&] {
+      try {
+        store_->add(beats, 1);
+      } catch (const std::exception&) {
+      }
+    });
+    work();
+  }
+  through_store([&] {
+    SetStoreText(*store_, rank_key(rank()), std::to_string(round));
+    store_->add(arrivals, 1);
+  });
+  progress::ScopedWork waiting(fmt::format("waiting for its peers to finish {}", what));
+  using Clock = std::chrono::steady_clock;
+  int64_t arrived = 0, beaten = -1;
+  Clock::time_point moved = Clock::now();
+  std::chrono::milliseconds pause(1);
+  while (true) {
+    int64_t now_arrived = 0, now_beaten = 0;
+    through_store([&] {
+      now_arrived = store_->add(arrivals, 0);
+      now_beaten = store_->add(beats, 0);
+    });
+    if (now_arrived >= everyone) return;
+    if (now_arrived != arrived || now_beaten != beaten) {
+      arrived = now_arrived;
+      beaten = now_beaten;
+      moved = Clock::now();
+    } else if (Clock::now() - moved > scope_.options.timeout) {
+      std::vector<int> silent;
+      through_store([&] {
+        for (int r = 0; r < world_size(); ++r) {
+          const std::string key = rank_key(r);
+          if (!store_->check({key}) || std::stoll(GetStoreText(*store_, key)) < round) silent.push_back(r);
+        }
+      });
+      throw Failure(what, scope_,
+                    std::runtime_error(fmt::format("rank{} {} showed no progress in {} for the timeout",
+                                                   silent.size() == 1 ? "" : "s", fmt::join(silent, ", "),
+                                                   what)));
+    }
+    progress::StillWaitingForWork();
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(100));
+  }
+}
+
 void C10dCollectives::Barrier() {
   Guard("barrier", [&] {
     c10d::BarrierOptions options;

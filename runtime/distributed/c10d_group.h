@@ -107,6 +107,10 @@ class C10dCollectives final : public Collectives {
   void Broadcast(std::vector<at::Tensor>& tensors, int root) override;
   void AllGather(const at::Tensor& input, at::Tensor& output) override;
   void Barrier() override;
+  // Through the group's store, not its back end: each rank adds itself to a count of arrivals,
+  // and a rank at its work adds to a count of beats each time it says it still works. A waiting
+  // rank polls both, and gives up when neither moved for the timeout.
+  void MeetAfterWork(const char* what, const std::function<void()>& work) override;
 
   // The collectives of sharded data parallelism (c10d_sharded.cpp), by the group's ShardedPath.
   // Composed: a reduce-scatter with a ring's volume, one all-to-all sending chunk r of the
@@ -140,6 +144,7 @@ class C10dCollectives final : public Collectives {
   GroupFactory subgroups_;
   std::vector<int> world_ranks_;
   int groups_formed_ = 0;  // NewGroup calls so far: the first part of each subgroup's prefix
+  int64_t meetings_ = 0;   // MeetAfterWork calls so far
 };
 
 }  // namespace accel::rt::distributed::internal

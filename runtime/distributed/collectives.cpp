@@ -75,6 +75,11 @@ void CheckScatterChunks(const std::vector<at::Tensor>& chunks, const at::Tensor&
   }
 }
 
+void Collectives::MeetAfterWork(const char*, const std::function<void()>& work) {
+  work();
+  Barrier();
+}
+
 std::unique_ptr<Collectives> Collectives::NewGroup(const std::vector<int>& ranks) {
   if (world_size() == 1 && ranks == std::vector<int>{0}) return MakeSingleProcess();
   throw std::logic_error("this process group cannot form subgroups");

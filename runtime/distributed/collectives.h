@@ -2,6 +2,7 @@
 #define ACCEL_RUNTIME_DISTRIBUTED_COLLECTIVES_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -70,6 +71,15 @@ class Collectives {
   virtual void AllGather(const at::Tensor& input, at::Tensor& output) = 0;
   // Returns once every rank has called it.
   virtual void Barrier() = 0;
+  // Runs `work`, this rank's own part of a step all ranks take (writing its share of a
+  // checkpoint), then returns once every rank has done its part. The ranks may arrive far
+  // apart: a rank still at its part is waited for as long as it says so (progress::StillWorking)
+  // at least once per timeout, where a Barrier would wait one timeout in all. While it waits,
+  // this rank says it is at work, naming `what`, so the launcher's watchdog holds it to the own
+  // work limit, not to the collective timeout. Throws CollectiveError naming the ranks that fell
+  // silent; an exception from `work` passes through, and the others then wait for this rank in
+  // vain, as in any collective it leaves. The default runs `work`, then Barrier.
+  virtual void MeetAfterWork(const char* what, const std::function<void()>& work);
 
   // Sharded data parallelism (engine/sharded_engine.h). `input` holds world_size() chunks of
   // output.numel() elements each, end to end; `output` receives chunk rank() reduced with `op`

@@ -2,9 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 #include <stdexcept>
 
@@ -76,24 +73,6 @@ void ImportShardedResume(const ShardedResume& resume, ShardedEngine& engine) {
         return out;
       },
       resume.state_keys, resume.counters);
-}
-
-void KillIfAsked(const char* point, int rank) {
-  static int saves = 0;
-  const char* value = std::getenv("ACCEL_TEST_SAVE_KILL");
-  if (value == nullptr || *value == 0) return;
-  // Each save passes `slices` first, on every rank.
-  if (std::string_view(point) == "slices") ++saves;
-  char name[16] = {};
-  int kill_rank = -1;
-  int kill_save = -1;
-  if (std::sscanf(value, "%15[a-z]:%d:%d", name, &kill_rank, &kill_save) != 3 ||
-      std::set<std::string_view>{"slices", "written", "finish", "finished"}.count(name) == 0) {
-    throw std::invalid_argument(
-        "ACCEL_TEST_SAVE_KILL must be POINT:RANK:SAVE with POINT slices, written, finish or finished (a test "
-        "hook)");
-  }
-  if (std::string_view(name) == point && kill_rank == rank && kill_save == saves) std::raise(SIGKILL);
 }
 
 }  // namespace accel::rt::train

@@ -44,14 +44,6 @@ std::unique_ptr<RankStateSlices> EncodeRankSlices(const ShardedEngine& engine, b
 // ShardedEngine::ImportShardSlices).
 void ImportShardedResume(const ShardedResume& resume, ShardedEngine& engine);
 
-// The test hook of the kill tests (tests/e2e/sharded_checkpoint_kill_test.py): the environment
-// variable ACCEL_TEST_SAVE_KILL=`point:rank:save` makes rank `rank` SIGKILL itself at `point`
-// of its `save`-th sharded save (1 the first): `slices` before it writes its slices, `written`
-// after (before the barrier), `finish` (rank 0) before it finishes the checkpoint, `finished`
-// (rank 0) after the checkpoint is in place, before the last barrier. Unset in every real run;
-// anything else is refused with a std::invalid_argument.
-void KillIfAsked(const char* point, int rank);
-
 }  // namespace accel::rt::train
 
 #endif  // ACCEL_RUNTIME_ENGINE_SHARDED_CHECKPOINT_H_

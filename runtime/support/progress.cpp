@@ -5,9 +5,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <limits>
 #include <cstdlib>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 namespace accel::rt::progress {
 namespace {
@@ -42,24 +45,49 @@ void Send(char tag, std::string_view what) {
 
 std::atomic<int64_t> still_working_interval_ms{1000};
 
-// The work last named; a worker's collectives all run on its main thread.
-std::string& CurrentWork() {
+// The work last named, read by a loader's threads too (StillWorking), and by the ranks a test
+// runs as threads: behind a lock.
+std::mutex& WorkLock() {
+  static std::mutex lock;
+  return lock;
+}
+
+std::string& WorkNamed() {
   static std::string work = "starting";
   return work;
 }
 
-}  // namespace
-
-void Working(std::string_view what) {
-  CurrentWork() = std::string(what);
-  Send(kWorkingTag, what);
+std::string CurrentWork() {
+  std::lock_guard<std::mutex> lock(WorkLock());
+  return WorkNamed();
 }
 
-void Waiting(std::string_view what) { Send(kWaitingTag, what); }
+// Names `what` as the work, and returns the work named before.
+std::string NameWork(std::string_view what) {
+  std::lock_guard<std::mutex> lock(WorkLock());
+  return std::exchange(WorkNamed(), std::string(what));
+}
 
-void Resumed() { Send(kWorkingTag, CurrentWork()); }
+// The BeatListeners alive, by id. One rank per process in a job; tests run ranks as threads.
+struct Listeners {
+  std::mutex mutex;
+  int next_id = 0;
+  std::map<int, std::function<void()>> beats;
+};
 
-void StillWorking() {
+Listeners& BeatListeners() {
+  static Listeners listeners;
+  return listeners;
+}
+
+void Beat() {
+  Listeners& listeners = BeatListeners();
+  std::lock_guard<std::mutex> lock(listeners.mutex);
+  for (auto& [id, beat] : listeners.beats) beat();
+}
+
+// Whether this call to StillWorking or StillWaitingForWork may speak: at most once an interval.
+bool MaySpeakAgain() {
   // Called from a loader's threads too (checkpoint verification runs on every core): one of
   // them wins each second. The work's name is set on the main thread, which waits for them.
   static std::atomic<int64_t> last_said{std::numeric_limits<int64_t>::min() / 2};
@@ -68,9 +96,50 @@ void StillWorking() {
                           .count();
   int64_t last = last_said.load(std::memory_order_relaxed);
   const int64_t interval = still_working_interval_ms.load(std::memory_order_relaxed);
-  if (now - last < interval || !last_said.compare_exchange_strong(last, now, std::memory_order_relaxed))
-    return;
+  return now - last >= interval && last_said.compare_exchange_strong(last, now, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void Working(std::string_view what) {
+  NameWork(what);
+  Send(kWorkingTag, what);
+  Beat();
+}
+
+void Waiting(std::string_view what) { Send(kWaitingTag, what); }
+
+void Resumed() { Send(kWorkingTag, CurrentWork()); }
+
+void StillWorking() {
+  if (!MaySpeakAgain()) return;
   Send(kWorkingTag, CurrentWork());
+  Beat();
+}
+
+void StillWaitingForWork() {
+  if (MaySpeakAgain()) Send(kWorkingTag, CurrentWork());
+}
+
+// Names the work without a beat: the work named is this rank's waiting for its peers' work.
+ScopedWork::ScopedWork(std::string_view what) : outer_(NameWork(what)) { Send(kWorkingTag, what); }
+
+ScopedWork::~ScopedWork() {
+  NameWork(outer_);
+  Send(kWorkingTag, outer_);
+}
+
+BeatListener::BeatListener(std::function<void()> beat) {
+  Listeners& listeners = BeatListeners();
+  std::lock_guard<std::mutex> lock(listeners.mutex);
+  id_ = listeners.next_id++;
+  listeners.beats.emplace(id_, std::move(beat));
+}
+
+BeatListener::~BeatListener() {
+  Listeners& listeners = BeatListeners();
+  std::lock_guard<std::mutex> lock(listeners.mutex);
+  listeners.beats.erase(id_);
 }
 
 void SetStillWorkingInterval(std::chrono::milliseconds interval) {

@@ -2,6 +2,8 @@
 #define ACCEL_RUNTIME_SUPPORT_PROGRESS_H_
 
 #include <chrono>
+#include <functional>
+#include <string>
 #include <string_view>
 
 // What a worker tells its launcher about its progress, one short line at a time, through a pipe
@@ -32,6 +34,39 @@ void Resumed();
 // named again, at most once a second, so that the watchdog sees a rank at work rather than a
 // silent one. Work that never calls it (a spinning library) still falls silent.
 void StillWorking();
+
+// StillWorking's line to the launcher alone, without the beats a BeatListener hears: for a rank
+// whose own part is done and that waits for its peers' (Collectives::MeetAfterWork), so that
+// its waiting is never taken for their work.
+void StillWaitingForWork();
+
+// Names this rank's waiting for its peers' own work (Collectives::MeetAfterWork) as Working
+// names work, for as long as it lives, without the beats of Working; then the work named before
+// it is named again (and said, as Resumed says it).
+class ScopedWork {
+ public:
+  explicit ScopedWork(std::string_view what);
+  ~ScopedWork();
+  ScopedWork(const ScopedWork&) = delete;
+  ScopedWork& operator=(const ScopedWork&) = delete;
+
+ private:
+  std::string outer_;
+};
+
+// While it lives, `beat` also runs each time this rank says it is at work (Working, and
+// StillWorking when it speaks), on the thread that says it: how the peers waiting for this
+// rank's own work (Collectives::MeetAfterWork) learn that it still works. `beat` must not throw.
+class BeatListener {
+ public:
+  explicit BeatListener(std::function<void()> beat);
+  ~BeatListener();
+  BeatListener(const BeatListener&) = delete;
+  BeatListener& operator=(const BeatListener&) = delete;
+
+ private:
+  int id_;
+};
 
 // How long StillWorking keeps quiet after it spoke: a second unless set. A test that counts
 // where long work says so sets 0, so that every call speaks.

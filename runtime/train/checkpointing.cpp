@@ -9,6 +9,7 @@
 
 #include "runtime/engine/sharded_checkpoint.h"
 #include "runtime/support/error.h"
+#include "runtime/train/save_faults.h"
 #include "runtime/train/worker_context.h"
 
 namespace accel::rt::train {
@@ -61,8 +62,11 @@ at::Tensor GatherRngStates(int rank, distributed::Collectives& collectives) {
   return rows;
 }
 
-// The ranks whose flag is set, summed over the world: the barrier of a sharded save, which also
-// tells every rank who failed. Collective.
+// What the ranks of a save meet after, in messages: a writer may take long, and its peers wait
+// for it as long as it works (Collectives::MeetAfterWork), not one collective timeout.
+constexpr const char* kSave = "the checkpoint save";
+
+// The ranks whose flag is set, summed over the world: tells every rank who failed. Collective.
 std::vector<int> FailedRanks(bool failed, int rank, distributed::Collectives& collectives) {
   at::Tensor flags = at::zeros({collectives.world_size()}, at::kInt);
   flags[rank] = failed ? 1 : 0;
@@ -160,12 +164,13 @@ llvm::Error SaveCheckpoint(checkpoint::CheckpointStore& store, const plan::Check
                            const Trainer& trainer, const Progress& progress, int64_t data_seed, int rank,
                            distributed::Collectives& collectives) {
   at::Tensor rows = GatherRngStates(rank, collectives);
-  // A writer's failure is reported after the barrier, so the others are not left waiting.
-  llvm::Error failure =
-      WritesCheckpoints(spec, init, rank)
-          ? WriteCheckpoint(store, spec, output_dir, trainer, progress, rows, data_seed, rank)
-          : llvm::Error::success();
-  collectives.Barrier();
+  // A writer's failure is reported after the meeting, so the others are not left waiting.
+  llvm::Error failure = llvm::Error::success();
+  collectives.MeetAfterWork(kSave, [&] {
+    if (!WritesCheckpoints(spec, init, rank)) return;
+    DelayIfAsked(rank);
+    failure = WriteCheckpoint(store, spec, output_dir, trainer, progress, rows, data_seed, rank);
+  });
   return failure;
 }
 
@@ -181,17 +186,20 @@ llvm::Error SaveShardedCheckpoint(checkpoint::CheckpointStore& store, const plan
                                   ? store.ShardedStagingDir()
                                   : checkpoint::CheckpointStore::ShardedStagingDirFor(manual);
   // 1. Every rank writes its slices into the unfinished folder.
-  KillIfAsked("slices", rank);
   llvm::Error written = llvm::Error::success();
-  try {
-    std::unique_ptr<RankStateSlices> slices = EncodeRankSlices(engine, /*with_buffers=*/rank == 0);
-    written = checkpoint::WriteRankSlices(staging, static_cast<uint32_t>(rank), world, slices->slices());
-  } catch (const std::invalid_argument& error) {
-    // Reported after the barrier, as a write error is, so the others are not left waiting.
-    written = Fail(fmt::format("cannot write the sharded checkpoint: {}", error.what()));
-  }
-  KillIfAsked("written", rank);
-  // 2. The barrier, bounded by the group's timeout: rank 0 finishes only when every rank wrote.
+  collectives.MeetAfterWork(kSave, [&] {
+    KillIfAsked("slices", rank);
+    DelayIfAsked(rank);
+    try {
+      std::unique_ptr<RankStateSlices> slices = EncodeRankSlices(engine, /*with_buffers=*/rank == 0);
+      written = checkpoint::WriteRankSlices(staging, static_cast<uint32_t>(rank), world, slices->slices());
+    } catch (const std::invalid_argument& error) {
+      // Reported after the meeting, as a write error is, so the others are not left waiting.
+      written = Fail(fmt::format("cannot write the sharded checkpoint: {}", error.what()));
+    }
+    KillIfAsked("written", rank);
+  });
+  // 2. Every rank learns who could not write: rank 0 finishes only when every rank wrote.
   const bool failed = static_cast<bool>(written);
   std::vector<int> failed_ranks = FailedRanks(failed, rank, collectives);
   if (failed) return written;
@@ -202,7 +210,8 @@ llvm::Error SaveShardedCheckpoint(checkpoint::CheckpointStore& store, const plan
   }
   // 3. Rank 0: its unsharded files, the index and the manifest, then the rename and rotation.
   llvm::Error finished = llvm::Error::success();
-  if (rank == 0) {
+  collectives.MeetAfterWork(kSave, [&] {
+    if (rank != 0) return;
     KillIfAsked("finish", rank);
     std::vector<at::Tensor> rng_states;
     for (int64_t r = 0; r < rows.size(0); ++r) rng_states.push_back(rows[r].to(at::kByte).contiguous());
@@ -224,7 +233,7 @@ llvm::Error SaveShardedCheckpoint(checkpoint::CheckpointStore& store, const plan
     } else {
       finished = saved.takeError();
     }
-  }
+  });
   // 4. Every rank learns whether the checkpoint is in place; the others then count it too.
   const bool finish_failed = static_cast<bool>(finished);
   if (!FailedRanks(finish_failed, rank, collectives).empty()) {

@@ -14,6 +14,12 @@ the plan's timeout plus a few seconds.
    as here, to the timeout. (On a machine where the allocation fails outright instead, the
    worker's own error stops the job: also in time.)
 
+4. A checkpoint save of rank 0 that takes longer than the timeout and the watchdog's limit for
+   waits, while rank 0 says it still works (a slow disk; the save test hook
+   ACCEL_TEST_SAVE_DELAY): rank 1 waits for it, and the job ends successfully.
+5. The same save silent (a write stuck in the kernel): the job stops within the timeout plus a
+   few seconds, naming rank 0 and its save, not rank 1, which waited for it.
+
 Usage: stalled_worker_test.py ACCELRUN SPEC WORKDIR
 """
 import os
@@ -98,6 +104,28 @@ def memory_capped(accelrun, spec, workdir):
     print(f"memory_capped: stopped {elapsed:.2f} s after the start (timeout {TIMEOUT_S} s)")
 
 
+def saving_spec(spec, workdir):
+    """The quickstart with one checkpoint, at step 10 of 10, and the test's timeout."""
+    with open(spec) as f:
+        text = f.read()
+    path = os.path.join(workdir, "saving.accel")
+    with open(path, "w") as f:
+        f.write(text.replace("steps = 200", "steps = 10").replace("timeout = 60s", f"timeout = {TIMEOUT_S}s")
+                .replace("log_every = 20", "log_every = 5\n    checkpoint_every = 10"))
+    return path
+
+
+def slow_save(accelrun, spec, workdir, mode, seconds):
+    """Runs the saving spec with rank 0's save `seconds` longer, saying it works or not."""
+    out = os.path.join(workdir, f"{mode}_save")
+    env = dict(os.environ, ACCEL_TEST_SAVE_DELAY=f"0:{seconds}:{mode}")
+    started = time.time()
+    run = subprocess.run([accelrun, spec, "--output-dir", out, "--own-work-limit", str(TIMEOUT_S)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=180)
+    sys.stdout.write(run.stdout)
+    return run, time.time() - started
+
+
 def main():
     accelrun, spec, workdir = sys.argv[1:4]
     shutil.rmtree(workdir, ignore_errors=True)
@@ -111,6 +139,23 @@ def main():
     stall(accelrun, long_spec, workdir, "rank1_stopped", 1)
     stall(accelrun, long_spec, workdir, "rank0_stopped", 0)
     memory_capped(accelrun, long_spec, workdir)
+
+    saving = saving_spec(spec, workdir)
+    # Past the timeout and the watchdog's limit for waits (timeout + 5 s) both.
+    run, elapsed = slow_save(accelrun, saving, workdir, "working", TIMEOUT_S + 8)
+    assert run.returncode == 0, f"working_save: accelrun exited {run.returncode}"
+    assert re.search(r"checkpoint \S+ saved at step 10 ", run.stdout), "working_save: no checkpoint"
+    assert elapsed >= TIMEOUT_S + 8, f"working_save: took {elapsed:.1f} s, shorter than the delay"
+    print(f"working_save: a save {TIMEOUT_S + 8} s long ended well ({elapsed:.1f} s in all)")
+
+    run, elapsed = slow_save(accelrun, saving, workdir, "silent", 120)
+    assert run.returncode == 1, f"silent_save: accelrun exited {run.returncode}"
+    assert re.search(r"accelrun: error: rank 0 \(pid \d+\) made no progress for \d+ s \(last: saving the "
+                     r"checkpoint of step 10\)", run.stdout), "silent_save: rank 0's save is not named"
+    assert not re.search(r"accelrun: error: rank 1 \(pid", run.stdout), "silent_save: rank 1 was named"
+    # Starting the workers takes a few seconds on a busy machine.
+    assert elapsed < TIMEOUT_S + 5 + 20, f"silent_save: took {elapsed:.1f} s (timeout {TIMEOUT_S} s)"
+    print(f"silent_save: rank 0 named {elapsed:.1f} s after the start")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 #include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/support/progress.h"
 #include "tests/support/gloo_ranks.h"
 
 namespace accel::rt::distributed {
@@ -175,6 +176,61 @@ TEST(Gloo, AMissingLaunchIdMatchesNoOtherId) {
                               "belongs to launch slurm-12.0, and this rank to launch one without a launch id");
   ExpectTheForeignRankRefused("", "slurm-11.0",
                               "belongs to launch one without a launch id, and this rank to launch slurm-11.0");
+}
+
+// A checkpoint save longer than the timeout, on a writer that says it still works (a slow
+// disk): its peers wait for it, past the timeout, and the group is usable afterwards. A
+// Barrier after the save gives up after one timeout.
+TEST(MeetAfterWork, WaitsPastTheTimeoutForAPeerThatSaysItStillWorks) {
+  using namespace std::chrono_literals;
+  progress::SetStillWorkingInterval(0ms);  // every call beats: the ranks are threads of one process
+  RunRanks(
+      2,
+      [](int rank, Collectives& group) {
+        const auto started = std::chrono::steady_clock::now();
+        group.MeetAfterWork("the checkpoint save", [&] {
+          if (rank != 0) return;
+          for (int i = 0; i < 25; ++i) {
+            std::this_thread::sleep_for(100ms);
+            progress::StillWorking();
+          }
+        });
+        EXPECT_GE(std::chrono::steady_clock::now() - started, 2400ms) << "rank " << rank;
+        std::vector<at::Tensor> tensors{at::ones({1})};
+        group.AllReduceSum(tensors);
+        EXPECT_EQ(tensors[0].item<float>(), 2.0f);
+        // A second meeting, quick on both sides, counts its own arrivals.
+        group.MeetAfterWork("the checkpoint save", [] {});
+      },
+      /*timeout_ms=*/1000);
+  progress::SetStillWorkingInterval(1000ms);
+}
+
+// A writer that says nothing for the timeout (a write stuck in the kernel) is named by the peer
+// that waits for it, after one timeout of silence, not at once and not never.
+TEST(MeetAfterWork, NamesThePeerSilentInItsWorkForTheTimeout) {
+  using namespace std::chrono_literals;
+  RunRanks(
+      2,
+      [](int rank, Collectives& group) {
+        if (rank == 0) {
+          group.MeetAfterWork("the checkpoint save", [] { std::this_thread::sleep_for(2500ms); });
+          return;
+        }
+        const auto started = std::chrono::steady_clock::now();
+        try {
+          group.MeetAfterWork("the checkpoint save", [] {});
+          ADD_FAILURE() << "rank 1 met a peer that never arrived";
+        } catch (const CollectiveError& error) {
+          EXPECT_NE(std::string(error.what()).find("rank 0 showed no progress in the checkpoint save"),
+                    std::string::npos)
+              << error.what();
+        }
+        const auto took = std::chrono::steady_clock::now() - started;
+        EXPECT_GE(took, 1000ms);
+        EXPECT_LT(took, 2400ms);
+      },
+      /*timeout_ms=*/1000);
 }
 
 // Writing to a socket whose peer went away must fail with EPIPE, not kill the rank with
