@@ -116,9 +116,8 @@ def check_one_voice(name, scheduler, output):
                      r"\(local rank 1 of 2, node 0 of 1\)", output, re.M), f"{name}: rank 1's placement line"
 
 
-def worker_ranks(plan):
-    """{rank: pid} of the live workers running `plan` (zombies count as gone)."""
-    ranks = {}
+def live_workers(plan):
+    """(pid, environment) of each live worker running `plan` (zombies count as gone)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -132,8 +131,12 @@ def worker_ranks(plan):
         except OSError:
             continue
         if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and state != "Z":
-            ranks[int(env[b"RANK"])] = int(entry)
-    return ranks
+            yield int(entry), env
+
+
+def worker_ranks(plan):
+    """{rank: pid} of the live workers running `plan`."""
+    return {int(env[b"RANK"]): pid for pid, env in live_workers(plan)}
 
 
 def load_blobs(specs):

@@ -25,6 +25,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(__file__))
+from e2e_support import live_workers  # noqa: E402
+
 
 def free_port():
     with socket.socket() as probe:
@@ -34,17 +37,8 @@ def free_port():
 
 def workers_master_port(plan):
     """MASTER_PORT of a live worker of `plan`, or None before one exists."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-        except OSError:
-            continue
-        if argv[0].endswith(b"accelrun-worker") and plan.encode() in argv and b"MASTER_PORT" in env:
+    for _, env in live_workers(plan):
+        if b"MASTER_PORT" in env:
             return int(env[b"MASTER_PORT"])
     return None
 
