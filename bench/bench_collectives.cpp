@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "runtime/distributed/collectives.h"
-#include "runtime/launch/launcher.h"
+#include "runtime/launch/rendezvous_port.h"
 
 namespace distributed = accel::rt::distributed;
 

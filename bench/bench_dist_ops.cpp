@@ -22,7 +22,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "runtime/distributed/operations.h"
-#include "runtime/launch/launcher.h"
+#include "runtime/launch/rendezvous_port.h"
 
 namespace distributed = accel::rt::distributed;
 

@@ -34,24 +34,20 @@ Prints medians, each side's ratio to accelrun's, and when accelrun's workers had
 import argparse
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "e2e"))
+from e2e_support import free_port  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "quickstart_py")
 SPEC = os.path.join(HERE, "..", "specs", "quickstart.accel")
 HUGEPAGES = "glibc.malloc.hugetlb=1"
 DEADLINE_S = 300
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def python_env(python, home):

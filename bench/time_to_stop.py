@@ -14,6 +14,8 @@ REPEATS times; the medians are printed. Needs root for Slurm (skipped otherwise)
 Usage: time_to_stop.py ACCELC ACCELRUN SPEC [REPEATS]
 """
 import os
+import re
+import select
 import signal
 import socket
 import statistics
@@ -32,14 +34,19 @@ TIMEOUT_S = 4
 def one_run(argv, env, out, kind):
     """Starts the job, waits for both workers to train, hits rank 1, returns seconds to stop."""
     plan = os.path.join(out, "plan.json")  # what accelrun hands its workers
-    job = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    job = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            start_new_session=True)
     try:
+        # Until a step is reported: a `step` line, or under mpirun (whose tasks write to a
+        # terminal) a progress line redrawn after `\r`, with no newline to wait for.
         deadline = time.time() + 90
-        while time.time() < deadline:
-            line = job.stdout.readline()
-            if line.startswith("step ") or not line:
-                break
+        seen = b""
+        while time.time() < deadline and not re.search(rb"(^|[\r\n])step ", seen):
+            if select.select([job.stdout], [], [], 0.1)[0]:
+                chunk = os.read(job.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                seen = seen[-4096:] + chunk
         ranks = worker_ranks(plan)
         assert sorted(ranks) == [0, 1], f"workers: {ranks}"
         os.kill(ranks[1], signal.SIGKILL if kind == "kill" else signal.SIGSTOP)

@@ -24,7 +24,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "runtime/launch/held_port.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "runtime/support/listener.h"
 #include "runtime/support/progress.h"
 

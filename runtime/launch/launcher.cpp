@@ -411,25 +411,6 @@ LaunchResult RunWorkers(const LaunchOptions& options, ProcessSpawner& spawner) {
   return Supervisor(options, spawner).Run();
 }
 
-int PickFreePort() {
-  // Bound to 127.0.0.1 and released at once: rank 0's store binds it a moment later. Another
-  // process could take it in between; the store then fails to bind and the job fails fast.
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 std::string WithHugePageMalloc(const std::string& existing) {
   if (existing.find("glibc.malloc.hugetlb") != std::string::npos) return existing;
   return existing.empty() ? "glibc.malloc.hugetlb=1" : existing + ":glibc.malloc.hugetlb=1";

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/launch/held_port.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "runtime/support/progress.h"
 
 extern char** environ;

@@ -23,7 +23,7 @@
 #include "runtime/checkpoint/atomic_file.h"
 #include "runtime/launch/async_printer.h"
 #include "runtime/launch/directory_lock.h"
-#include "runtime/launch/held_port.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "runtime/launch/launch_id.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/mpirun.h"

@@ -16,6 +16,7 @@
 #include "llvm/Support/Program.h"
 #include "runtime/launch/mpirun.h"
 #include "runtime/launch/plan_env.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "runtime/tools/script_command_internal.h"
 
 namespace accel::tools {

@@ -58,6 +58,9 @@ import time
 import types
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_support import free_port  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORACLE_DIR = os.path.join(HERE, "accelerate_launch_oracle")
 CONFIGS = os.path.join(ORACLE_DIR, "configs")
@@ -539,12 +542,6 @@ REAL_RUNS = [
     ("two_machines", {"distributed_type": "MULTI_GPU", "num_machines": 2, "num_processes": 2,
                       "main_process_ip": "127.0.0.1"}, [["--machine_rank", "0"], ["--machine_rank", "1"]]),
 ]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def check_real_torchrun(oracle, work_dir):

@@ -2,7 +2,9 @@
 library only, sharing no code with Accel), running accelrun, and reading what a run wrote."""
 import json
 import os
+import random
 import re
+import socket
 import struct
 import subprocess
 import sys
@@ -114,6 +116,29 @@ def check_one_voice(name, scheduler, output):
                      output, re.M), f"{name}: rank 0's placement line"
     assert re.search(rf"^\[rank 1\] accelrun: launched by {re.escape(scheduler)}: rank 1 of 2 "
                      r"\(local rank 1 of 2, node 0 of 1\)", output, re.M), f"{name}: rank 1's placement line"
+
+
+def free_port():
+    """A free TCP port below the kernel's ephemeral range (net.ipv4.ip_local_port_range), tried
+    at random from 10000 as accelrun picks a port for a script's workers. The ephemeral range
+    hands its ports to every bind of port 0 and every outgoing connection, so a port found
+    there and let go could be taken by another test's connection before the job binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            below = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        below = 32768
+    for _ in range(200):
+        port = random.randrange(10000, below)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def live_workers(plan):

@@ -14,15 +14,11 @@ Usage: launch_schedulers_test.py ACCELRUN SPEC WORKDIR
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+sys.path.insert(0, os.path.dirname(__file__))
+from e2e_support import free_port  # noqa: E402
 
 
 def clean_env():

@@ -17,20 +17,13 @@ Usage: mpirun_launch_test.py ACCELC ACCELRUN CONFIG WORKDIR
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from e2e_support import read_safetensors, scheduler_free_env  # noqa: E402
+from e2e_support import free_port, read_safetensors, scheduler_free_env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def sh(command, cwd, env, timeout=180):

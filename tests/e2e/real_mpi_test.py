@@ -12,13 +12,12 @@ Usage: real_mpi_test.py openmpi|mpich ACCELC ACCELRUN SPEC WORKDIR
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from e2e_support import assert_trained_like, check_one_voice, run, scheduler_free_env, skip  # noqa: E402
+from e2e_support import assert_trained_like, check_one_voice, free_port, run, scheduler_free_env, skip  # noqa: E402
 
 STEPS = 40
 
@@ -35,12 +34,6 @@ def launcher(flavor):
     if flavor == "mpich":
         return ["mpiexec.hydra", "-n", "2"], "MPI (PMI)", "mpich"
     raise SystemExit(f"unknown MPI flavor `{flavor}`; expected openmpi or mpich")
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def run_launcher(argv, env, timeout):

@@ -35,12 +35,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+from e2e_support import free_port  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT_DIR = os.path.join(HERE, "script_launch")
@@ -469,12 +471,6 @@ class Test:
             self.fail(f"{name}: " + "; ".join(problems) + "\n  " + describe(run))
         else:
             print(f"ok {name}: {success}", flush=True)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def importable(venv_python, modules):

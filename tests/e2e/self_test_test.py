@@ -11,9 +11,11 @@ Usage: self_test_test.py ACCELRUN SPEC WORKDIR
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from e2e_support import free_port  # noqa: E402
 
 # Every operation the self-test must have checked, in order (runtime/distributed/self_test.cpp).
 CHECKS = [
@@ -21,12 +23,6 @@ CHECKS = [
     "broadcast", "broadcast_object_list", "reduce", "convert_to_fp32", "pad_across_processes",
     "synchronize_rng_states", "synchronize_rng_states", "listify",
 ]
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def self_test(accelrun, spec, workdir, processes):

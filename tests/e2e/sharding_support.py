@@ -4,10 +4,9 @@ have written it (the hash is the sha256 of the plan's text with an empty hash)."
 import hashlib
 import json
 import os
-import socket
 import subprocess
 
-from e2e_support import run
+from e2e_support import free_port, run
 
 
 # The job the checkpoint chains train (sharded_resume_test.py, sharded_checkpoint_test.py): an MLP
@@ -83,18 +82,12 @@ def compile_plan(accelc, spec_text, out_dir, **sharding):
     return plan
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
 def run_nodes(accelrun, plan, out_dir, nodes, env=None, extra=()):
     """Runs `plan` as `nodes` machines on this host (one accelrun per node rank); node 0's output
     directory is `out_dir`."""
     if nodes == 1:
         return run([accelrun, plan, "--output-dir", out_dir, *extra], env=env).stdout
-    port = free_port()
+    port = str(free_port())
     launches = [subprocess.Popen([accelrun, plan, "--node-rank", str(n), "--master-addr", "127.0.0.1",
                                   "--master-port", port, "--output-dir",
                                   out_dir if n == 0 else f"{out_dir}-node{n}", *extra],

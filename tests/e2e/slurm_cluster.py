@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from e2e_support import scheduler_free_env
+from e2e_support import free_port, scheduler_free_env  # noqa: F401 (free_port: for its importers)
 
 BINARIES = ["munged", "slurmctld", "slurmd", "srun", "sbatch", "salloc", "squeue", "scontrol", "sinfo",
             "scancel"]
@@ -40,12 +40,6 @@ def _die_with_test(sig):
     ended by scancel in stop(); this cannot reach them.)"""
     PR_SET_PDEATHSIG = 1
     return lambda: ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _tail(path, lines=15):

@@ -26,13 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from e2e_support import live_workers  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from e2e_support import free_port, live_workers  # noqa: E402
 
 
 def workers_master_port(plan):

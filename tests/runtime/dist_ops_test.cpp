@@ -13,6 +13,7 @@
 #include "runtime/distributed/operations.h"
 #include "runtime/distributed/random.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "tests/support/fault_injection.h"
 #include "tests/support/gloo_ranks.h"
 

@@ -20,6 +20,7 @@
 #include "runtime/distributed/c10d_group.h"
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "runtime/support/progress.h"
 #include "tests/support/gloo_ranks.h"
 

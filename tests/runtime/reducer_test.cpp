@@ -15,6 +15,7 @@
 #include "runtime/distributed/collectives.h"
 #include "runtime/engine/reducer.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "tests/support/gloo_ranks.h"
 
 namespace accel::rt::train {

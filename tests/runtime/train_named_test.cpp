@@ -19,6 +19,7 @@
 #include "runtime/distributed/collectives.h"
 #include "runtime/distributed/operations.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "runtime/model/trainer.h"
 #include "runtime/train/batch_size_search.h"
 #include "runtime/train/data_source.h"

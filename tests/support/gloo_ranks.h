@@ -13,6 +13,7 @@
 
 #include "runtime/distributed/collectives.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/rendezvous_port.h"
 
 namespace accel::rt::distributed {
 

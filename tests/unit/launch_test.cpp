@@ -1,16 +1,25 @@
 #include "runtime/launch/launcher.h"
 #include "runtime/launch/process.h"
+#include "runtime/launch/rendezvous_port.h"
 #include "runtime/launch/topology.h"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <utility>
 #include <thread>
 
 namespace accel::rt::launch {
@@ -261,10 +270,56 @@ TEST(Launcher, HugePageTunableIsAppendedOnce) {
   EXPECT_EQ(WithHugePageMalloc("glibc.malloc.hugetlb=0"), "glibc.malloc.hugetlb=0");
 }
 
-TEST(Launcher, PicksAUsablePort) {
-  int port = PickFreePort();
+// Whether `port` can be bound on the IPv4 loopback now.
+bool LoopbackPortFree(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return bound;
+}
+
+// A port picked for a script's workers is one the kernel never hands out by itself: another
+// job's connections cannot take it before the script's rank 0 binds it.
+TEST(PickFreePort, PicksAFreePortBelowTheEphemeralRange) {
+  std::ifstream file("/proc/sys/net/ipv4/ip_local_port_range");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const int ephemeral = EphemeralPortRange(text).first;
+  ASSERT_GT(ephemeral, kLowestPickedPort + 1) << "this machine's ephemeral range starts too low: " << text;
+  for (int i = 0; i < 20; ++i) {
+    const int port = PickFreePort();
+    EXPECT_GE(port, kLowestPickedPort);
+    EXPECT_LT(port, ephemeral);
+    EXPECT_TRUE(LoopbackPortFree(port)) << port;
+  }
+}
+
+TEST(EphemeralPortRange, ReadsTheKernelsTextOrLinuxsDefault) {
+  EXPECT_EQ(EphemeralPortRange("32768\t60999\n"), std::make_pair(32768, 60999));
+  EXPECT_EQ(EphemeralPortRange("49152 65535"), std::make_pair(49152, 65535));
+  EXPECT_EQ(EphemeralPortRange(""), std::make_pair(32768, 60999));
+  EXPECT_EQ(EphemeralPortRange("5000 4000"), std::make_pair(32768, 60999));
+  EXPECT_EQ(EphemeralPortRange("0 70000"), std::make_pair(32768, 60999));
+}
+
+// The launcher's own pick is held from the pick on: nothing else can bind it until the job ends,
+// and no child but rank 0 (through the spawner's dup2) inherits it.
+TEST(HeldPort, HoldsItsPortUntilItIsDestroyed) {
+  std::optional<HeldPort> held = HeldPort::Open();
+  ASSERT_TRUE(held.has_value());
+  const int port = held->port();
   EXPECT_GT(port, 0);
-  EXPECT_LT(port, 65536);
+  EXPECT_GE(held->fd(), 10);
+  EXPECT_NE(::fcntl(held->fd(), F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_FALSE(LoopbackPortFree(port));
+  HeldPort moved = std::move(*held);
+  held.reset();
+  EXPECT_FALSE(LoopbackPortFree(port)) << "the moved-from port closed the socket";
+  { HeldPort gone = std::move(moved); }
+  EXPECT_TRUE(LoopbackPortFree(port));
 }
 
 // A worker that writes as fast as it is read keeps its pipe from running dry: one round of the

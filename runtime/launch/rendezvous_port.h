@@ -1,7 +1,9 @@
-#ifndef ACCEL_RUNTIME_LAUNCH_HELD_PORT_H_
-#define ACCEL_RUNTIME_LAUNCH_HELD_PORT_H_
+#ifndef ACCEL_RUNTIME_LAUNCH_RENDEZVOUS_PORT_H_
+#define ACCEL_RUNTIME_LAUNCH_RENDEZVOUS_PORT_H_
 
 #include <optional>
+#include <string>
+#include <utility>
 
 namespace accel::rt::launch {
 
@@ -9,6 +11,19 @@ namespace accel::rt::launch {
 // that names it; set for rank 0 only, and only when this launcher picked the port itself.
 inline constexpr int kStoreListenFd = 4;
 inline constexpr const char* kEnvStoreListenFd = "ACCEL_STORE_LISTEN_FD";
+
+// An unused TCP port for a single-machine rendezvous that this launcher cannot hold until it
+// is served (a Python script's workers bind it themselves): one below the kernel's ephemeral
+// range, which hands its ports to every bind of port 0 and every outgoing connection, so no
+// other job's connection can take it before the script's rank 0 binds it. Tried at random in
+// [kLowestPickedPort, the range's start), free on every address; a port of the ephemeral range
+// if none of the tries is free; 0 on failure.
+inline constexpr int kLowestPickedPort = 10000;
+int PickFreePort();
+
+// The kernel's ephemeral port range (net.ipv4.ip_local_port_range), as read from `text`;
+// Linux's default, 32768 to 60999, where it does not parse.
+std::pair<int, int> EphemeralPortRange(const std::string& text);
 
 // A port this launcher picks for the rendezvous and keeps: a listening TCP socket on every
 // address, held from the pick until the job ends and handed to rank 0, whose store serves on
@@ -37,4 +52,4 @@ class HeldPort {
 
 }  // namespace accel::rt::launch
 
-#endif  // ACCEL_RUNTIME_LAUNCH_HELD_PORT_H_
+#endif  // ACCEL_RUNTIME_LAUNCH_RENDEZVOUS_PORT_H_
