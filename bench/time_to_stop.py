@@ -38,10 +38,11 @@ def one_run(argv, env, out, kind):
                            start_new_session=True)
     try:
         # Until a step is reported: a `step` line, or under mpirun (whose tasks write to a
-        # terminal) a progress line redrawn after `\r`, with no newline to wait for.
+        # terminal) the progress bar redrawn after `\r` (`[----]  1/1000000 ... it/s`), with no
+        # newline to wait for.
         deadline = time.time() + 90
         seen = b""
-        while time.time() < deadline and not re.search(rb"(^|[\r\n])step ", seen):
+        while time.time() < deadline and not re.search(rb"(^|\n)step | it/s ", seen):
             if select.select([job.stdout], [], [], 0.1)[0]:
                 chunk = os.read(job.stdout.fileno(), 65536)
                 if not chunk:
