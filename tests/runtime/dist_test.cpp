@@ -200,8 +200,19 @@ TEST(MeetAfterWork, WaitsPastTheTimeoutForAPeerThatSaysItStillWorks) {
         std::vector<at::Tensor> tensors{at::ones({1})};
         group.AllReduceSum(tensors);
         EXPECT_EQ(tensors[0].item<float>(), 2.0f);
-        // A second meeting, quick on both sides, counts its own arrivals.
-        group.MeetAfterWork("the checkpoint save", [] {});
+        // A second meeting counts its own arrivals: rank 1 waits for rank 0 again.
+        const auto again = std::chrono::steady_clock::now();
+        group.MeetAfterWork("the checkpoint save", [&] {
+          if (rank != 0) return;
+          for (int i = 0; i < 12; ++i) {
+            std::this_thread::sleep_for(100ms);
+            progress::StillWorking();
+          }
+        });
+        EXPECT_GE(std::chrono::steady_clock::now() - again, 1100ms) << "rank " << rank;
+        // As after any collective, no rank leaves the group while a peer may still be in it:
+        // rank 0 serves the store that rank 1 may still be polling.
+        group.Barrier();
       },
       /*timeout_ms=*/1000);
   progress::SetStillWorkingInterval(1000ms);

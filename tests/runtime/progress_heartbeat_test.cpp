@@ -67,6 +67,44 @@ TEST(ProgressHeartbeat, LoadingACsvFileSaysTheRankIsAtWork) {
   std::filesystem::remove(path);
 }
 
+// A rank waiting for its peers' share of a save names that wait while it lasts, then the work
+// it was at before, so a later silence is reported against `step 3`, not against the save.
+TEST(ProgressHeartbeat, AScopedWaitForPeersWorkNamesItThenTheWorkBefore) {
+  ASSERT_GE(ProgressPipe(), 0);
+  Said();
+  progress::SetStillWorkingInterval(std::chrono::milliseconds(0));
+  progress::Working("step 3");
+  {
+    progress::ScopedWork waiting("waiting for its peers to finish the checkpoint save");
+    progress::StillWaitingForWork();
+  }
+  progress::StillWorking();
+  progress::SetStillWorkingInterval(std::chrono::seconds(1));
+  EXPECT_EQ(Said(),
+            "S step 3\n"
+            "S waiting for its peers to finish the checkpoint save\n"
+            "S waiting for its peers to finish the checkpoint save\n"
+            "S step 3\n"
+            "S step 3\n");
+}
+
+// Beats reach a listener only while it lives, from the work's heartbeat and never from a rank
+// that only waits for its peers' work.
+TEST(ProgressHeartbeat, BeatsReachAListenerOnlyWhileItLivesAndOnlyFromWork) {
+  progress::SetStillWorkingInterval(std::chrono::milliseconds(0));
+  int beats = 0;
+  {
+    progress::BeatListener listener([&beats] { ++beats; });
+    progress::StillWorking();
+    progress::StillWorking();
+    progress::StillWaitingForWork();
+  }
+  progress::StillWorking();
+  progress::SetStillWorkingInterval(std::chrono::seconds(1));
+  Said();
+  EXPECT_EQ(beats, 2);
+}
+
 TEST(ProgressHeartbeat, VerifyingACheckpointSaysTheRankIsAtWork) {
   ASSERT_GE(ProgressPipe(), 0);
   const std::string directory = (std::filesystem::temp_directory_path() / "accel_heartbeat_checkpoint").string();

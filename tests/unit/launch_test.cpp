@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,8 +20,9 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace accel::rt::launch {
 namespace {
@@ -295,6 +297,36 @@ TEST(PickFreePort, PicksAFreePortBelowTheEphemeralRange) {
     EXPECT_LT(port, ephemeral);
     EXPECT_TRUE(LoopbackPortFree(port)) << port;
   }
+}
+
+// With every other port of [10000, 20000) taken, each pick is still one nobody holds.
+TEST(PickFreePort, SkipsThePortsOthersHold) {
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  const rlimit before = files;
+  files.rlim_cur = std::min<rlim_t>(files.rlim_max, 8192);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &files), 0);
+  std::vector<int> held;
+  for (int port = kLowestPickedPort; port < kLowestPickedPort + 10000 && held.size() + 100 < files.rlim_cur;
+       port += 2) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+      held.push_back(fd);
+    } else {
+      ::close(fd);
+    }
+  }
+  ASSERT_GT(held.size(), 2000u);
+  for (int i = 0; i < 50; ++i) {
+    const int port = PickFreePort();
+    EXPECT_TRUE(LoopbackPortFree(port)) << port;
+  }
+  for (int fd : held) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &before);
 }
 
 TEST(EphemeralPortRange, ReadsTheKernelsTextOrLinuxsDefault) {
