@@ -189,14 +189,16 @@ TEST(MeetAfterWork, WaitsPastTheTimeoutForAPeerThatSaysItStillWorks) {
       2,
       [](int rank, Collectives& group) {
         const auto started = std::chrono::steady_clock::now();
+        // A beat every 300 ms: several polls in between see nothing move, and the wait goes
+        // on because the last beat is younger than the timeout.
         group.MeetAfterWork("the checkpoint save", [&] {
           if (rank != 0) return;
-          for (int i = 0; i < 25; ++i) {
-            std::this_thread::sleep_for(100ms);
+          for (int i = 0; i < 9; ++i) {
+            std::this_thread::sleep_for(300ms);
             progress::StillWorking();
           }
         });
-        EXPECT_GE(std::chrono::steady_clock::now() - started, 2400ms) << "rank " << rank;
+        EXPECT_GE(std::chrono::steady_clock::now() - started, 2600ms) << "rank " << rank;
         std::vector<at::Tensor> tensors{at::ones({1})};
         group.AllReduceSum(tensors);
         EXPECT_EQ(tensors[0].item<float>(), 2.0f);
@@ -219,9 +221,11 @@ TEST(MeetAfterWork, WaitsPastTheTimeoutForAPeerThatSaysItStillWorks) {
 }
 
 // A writer that says nothing for the timeout (a write stuck in the kernel) is named by the peer
-// that waits for it, after one timeout of silence, not at once and not never.
+// that waits for it, after one timeout of silence, not at once and not never. The waiting rank
+// says it is alive at every poll, and that must not count as its peer's work.
 TEST(MeetAfterWork, NamesThePeerSilentInItsWorkForTheTimeout) {
   using namespace std::chrono_literals;
+  progress::SetStillWorkingInterval(0ms);
   RunRanks(
       2,
       [](int rank, Collectives& group) {
@@ -243,6 +247,7 @@ TEST(MeetAfterWork, NamesThePeerSilentInItsWorkForTheTimeout) {
         EXPECT_LT(took, 2400ms);
       },
       /*timeout_ms=*/1000);
+  progress::SetStillWorkingInterval(1000ms);
 }
 
 // Writing to a socket whose peer went away must fail with EPIPE, not kill the rank with
