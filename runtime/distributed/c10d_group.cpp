@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -73,6 +76,32 @@ std::optional<int> InheritedStoreSocket(int port) {
                                                    : 0;
   if (bound != port) return std::nullopt;
   return launch::kStoreListenFd;
+}
+
+// The store's client, made on a thread of its own and waited for until `deadline`. The client
+// trusts whatever listens at the address: against a process that accepts and never answers
+// (another program on the port) it waits forever, whatever its timeout says. Past the deadline
+// it is left blocked on its thread, and this rank fails naming the address.
+c10::intrusive_ptr<c10d::TCPStore> ConnectStoreBy(const RendezvousOptions& options,
+                                                  const c10d::TCPStoreOptions& store_options,
+                                                  std::chrono::steady_clock::time_point deadline) {
+  using Store = c10::intrusive_ptr<c10d::TCPStore>;
+  auto made = std::make_shared<std::promise<Store>>();
+  std::future<Store> store = made->get_future();
+  std::thread([made, address = options.master_addr, store_options] {
+    try {
+      made->set_value(c10::make_intrusive<c10d::TCPStore>(address, store_options));
+    } catch (...) {
+      made->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (store.wait_until(deadline) != std::future_status::ready) {
+    throw std::runtime_error(fmt::format(
+        "something accepts connections at {}:{} but does not answer as the job's rendezvous store: another "
+        "program may hold the port",
+        options.master_addr, options.master_port));
+  }
+  return store.get();
 }
 
 constexpr const char* kLaunchKey = "accel/launch";
@@ -182,6 +211,10 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   // write would raise SIGPIPE and kill this rank silently; ignored, it fails with EPIPE, which
   // the collective reports as an error naming the peer.
   signal(SIGPIPE, SIG_IGN);
+  // The store's client is given the timeout and 2 s more: where rank 0 is the one at fault (out
+  // of descriptors, it cannot answer), its own error, at the timeout, comes first and is named;
+  // and the launcher's watchdog, at the timeout + 5 s, need not step in.
+  const auto client_deadline = std::chrono::steady_clock::now() + options.timeout + std::chrono::seconds(2);
   progress::Waiting("the rendezvous");
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options.master_port);
@@ -201,7 +234,9 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   }
   c10::intrusive_ptr<c10d::TCPStore> store;
   try {
-    store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+    // Rank 0 serves the store itself: nothing there waits on another process.
+    store = store_options.isServer ? c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options)
+                                   : ConnectStoreBy(options, store_options, client_deadline);
   } catch (const std::exception& error) {
     std::string why = FirstLine(error.what());
     if (options.rank == 0) {

@@ -3,7 +3,10 @@
 
 1. the launcher itself SIGKILLed mid-training leaves no worker behind;
 2. a rank that never joins: the rank that waited exits 3 (peer failure) after the plan's
-   timeout, and accelrun names it as a peer failure whose cause is elsewhere.
+   timeout, and accelrun names it as a peer failure whose cause is elsewhere;
+3. another program listens on the rendezvous port and never answers: a rank that connects
+   there gives up within the plan's timeout, naming the address. PyTorch's store client alone
+   waits there forever, and only the watchdog stopped the rank, at the timeout + 5 s.
 
 Usage: launch_failures_test.py ACCELRUN SPEC WORKDIR
 """
@@ -18,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from e2e_support import worker_ranks  # noqa: E402
+from e2e_support import free_port, worker_ranks  # noqa: E402
 
 
 def write_spec(spec, workdir, name, replacements):
@@ -61,9 +64,7 @@ def peer_never_joins(accelrun, spec, workdir):
     out = os.path.join(workdir, "alone")
     # Node 0 of 2 with one process: rank 1 (node 1) is never started. Across machines the
     # port must be given; take a free one.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     run = subprocess.run([accelrun, short_spec, "--output-dir", out, "--nnodes", "2", "--node-rank", "0",
                           "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", str(port)],
                          capture_output=True, text=True, timeout=120)
@@ -79,6 +80,26 @@ def peer_never_joins(accelrun, spec, workdir):
     assert text.rstrip("\n").splitlines()[-1].startswith("rank 0's error: rendezvous at "), \
         "the summary does not end with rank 0's error"
     print("peer never joined: named as a peer failure")
+
+
+def foreign_listener(accelrun, spec, workdir):
+    short_spec = write_spec(spec, workdir, "foreign_timeout.accel", [("timeout = 60s", "timeout = 2s")])
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        # Node 1 of 2: its rank 1 connects to rank 0's store, which the holder stands in for.
+        run = subprocess.run([accelrun, short_spec, "--output-dir", os.path.join(workdir, "foreign"), "--nnodes", "2",
+                              "--node-rank", "1", "--nproc-per-node", "1", "--master-addr", "127.0.0.1",
+                              "--master-port", str(port)], capture_output=True, text=True, timeout=120)
+    text = run.stdout + run.stderr
+    sys.stdout.write(text)
+    assert run.returncode == 1, f"accelrun exited {run.returncode}"
+    assert (f"rendezvous at 127.0.0.1:{port} failed on rank 1 of 2 within 2000 ms: something accepts connections "
+            f"at 127.0.0.1:{port} but does not answer as the job's rendezvous store") in text, \
+        "rank 1 did not give up on the foreign listener by itself"
+    assert "made no progress" not in text, "the watchdog had to stop rank 1"
+    print("foreign listener on the port: rank 1 gave up within the timeout, naming the address")
 
 
 def port_taken(accelrun, spec, workdir):
@@ -124,6 +145,7 @@ def main():
     os.makedirs(workdir)
     launcher_killed(accelrun, spec, workdir)
     peer_never_joins(accelrun, spec, workdir)
+    foreign_listener(accelrun, spec, workdir)
     port_taken(accelrun, spec, workdir)
     out_of_descriptors(accelrun, spec, workdir)
 
