@@ -188,30 +188,26 @@ TEST(MeetAfterWork, WaitsPastTheTimeoutForAPeerThatSaysItStillWorks) {
   RunRanks(
       2,
       [](int rank, Collectives& group) {
-        const auto started = std::chrono::steady_clock::now();
+        // Rank 0's part: `beats` heartbeats, `every` apart; rank 1 has none. Returns how long
+        // the meeting took this rank.
+        auto meet = [&](int beats, std::chrono::milliseconds every) {
+          const auto started = std::chrono::steady_clock::now();
+          group.MeetAfterWork("the checkpoint save", [&] {
+            for (int i = 0; rank == 0 && i < beats; ++i) {
+              std::this_thread::sleep_for(every);
+              progress::StillWorking();
+            }
+          });
+          return std::chrono::steady_clock::now() - started;
+        };
         // A beat every 300 ms: several polls in between see nothing move, and the wait goes
         // on because the last beat is younger than the timeout.
-        group.MeetAfterWork("the checkpoint save", [&] {
-          if (rank != 0) return;
-          for (int i = 0; i < 9; ++i) {
-            std::this_thread::sleep_for(300ms);
-            progress::StillWorking();
-          }
-        });
-        EXPECT_GE(std::chrono::steady_clock::now() - started, 2600ms) << "rank " << rank;
+        EXPECT_GE(meet(9, 300ms), 2600ms) << "rank " << rank;
         std::vector<at::Tensor> tensors{at::ones({1})};
         group.AllReduceSum(tensors);
         EXPECT_EQ(tensors[0].item<float>(), 2.0f);
         // A second meeting counts its own arrivals: rank 1 waits for rank 0 again.
-        const auto again = std::chrono::steady_clock::now();
-        group.MeetAfterWork("the checkpoint save", [&] {
-          if (rank != 0) return;
-          for (int i = 0; i < 12; ++i) {
-            std::this_thread::sleep_for(100ms);
-            progress::StillWorking();
-          }
-        });
-        EXPECT_GE(std::chrono::steady_clock::now() - again, 1100ms) << "rank " << rank;
+        EXPECT_GE(meet(12, 100ms), 1100ms) << "rank " << rank;
         // As after any collective, no rank leaves the group while a peer may still be in it:
         // rank 0 serves the store that rank 1 may still be polling.
         group.Barrier();
