@@ -1,20 +1,16 @@
 #include "runtime/distributed/c10d_group.h"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <future>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -55,27 +51,6 @@ std::string OutOfDescriptorsHint() {
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "; this process ran out of file descriptors";
   return fmt::format("; this process ran out of file descriptors (its limit is {}): raise `ulimit -n`",
                      static_cast<uint64_t>(limit.rlim_cur));
-}
-
-// The listening socket the launcher handed rank 0 for a port it picked and held
-// (launch::HeldPort), when the variable names one bound to `port`; empty for a worker started
-// by hand, or on a port the launcher did not pick: the store then binds the port itself.
-std::optional<int> InheritedStoreSocket(int port) {
-  const char* text = std::getenv(launch::kEnvStoreListenFd);
-  if (text == nullptr || std::string_view(text) != std::to_string(launch::kStoreListenFd)) return std::nullopt;
-  int listening = 0;
-  socklen_t length = sizeof(listening);
-  if (::getsockopt(launch::kStoreListenFd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || listening == 0)
-    return std::nullopt;
-  sockaddr_storage address{};
-  length = sizeof(address);
-  if (::getsockname(launch::kStoreListenFd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-    return std::nullopt;
-  const int bound = address.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port)
-                    : address.ss_family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port)
-                                                   : 0;
-  if (bound != port) return std::nullopt;
-  return launch::kStoreListenFd;
 }
 
 // The store's client, made on a thread of its own and waited for until `deadline`. The client
@@ -222,7 +197,7 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   store_options.numWorkers = static_cast<std::size_t>(options.world_size);
   store_options.waitWorkers = false;  // CheckIn waits, and can say who is missing
   store_options.timeout = options.timeout;
-  if (store_options.isServer) store_options.masterListenFd = InheritedStoreSocket(options.master_port);
+  if (store_options.isServer) store_options.masterListenFd = launch::InheritedStoreSocket(options.master_port);
   if (!store_options.isServer) {
     // The store's client, refused, tries again only a second later: wait for rank 0 to serve
     // it in short steps here, so that the client's first connect is accepted.

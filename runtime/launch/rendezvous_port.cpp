@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace accel::rt::launch {
@@ -99,6 +101,17 @@ int PickFreePort() {
   const int port = BoundPort(fd);
   ::close(fd);
   return port;
+}
+
+std::optional<int> InheritedStoreSocket(int port) {
+  const char* text = std::getenv(kEnvStoreListenFd);
+  if (text == nullptr || std::string_view(text) != std::to_string(kStoreListenFd)) return std::nullopt;
+  int listening = 0;
+  socklen_t length = sizeof(listening);
+  if (::getsockopt(kStoreListenFd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || listening == 0)
+    return std::nullopt;
+  if (BoundPort(kStoreListenFd) != port) return std::nullopt;
+  return kStoreListenFd;
 }
 
 std::optional<HeldPort> HeldPort::Open() {

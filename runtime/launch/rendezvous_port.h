@@ -50,6 +50,11 @@ class HeldPort {
   int port_ = 0;
 };
 
+// In rank 0: the listening socket its launcher handed it for a port it picked and held, when
+// kEnvStoreListenFd names one bound to `port`; empty for a worker started by hand, or on a port
+// the launcher did not pick, whose store binds the port itself.
+std::optional<int> InheritedStoreSocket(int port);
+
 }  // namespace accel::rt::launch
 
 #endif  // ACCEL_RUNTIME_LAUNCH_RENDEZVOUS_PORT_H_
