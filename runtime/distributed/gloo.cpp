@@ -1,8 +1,13 @@
 // Collectives over c10d's ProcessGroupGloo (CPU tensors).
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -48,6 +53,23 @@ std::shared_ptr<::gloo::transport::Device> LocalDevice(const RendezvousOptions& 
   }
 }
 
+// Gloo connects a group's members in its constructor, and one member can be done while a peer
+// still finishes its part. A member that then left at once (a rank failing next, a body of work
+// with nothing to exchange) closed the connection under that peer, which failed with
+// "Connection closed by peer" instead of forming its group. So no member returns before every
+// member's constructor has: a count on the group's own store, and a key set by the last.
+void WaitUntilEveryMemberConnected(c10d::Store& store, int size, std::chrono::milliseconds timeout) {
+  static const std::string kConnected = "accel/gloo-connected";
+  static const std::string kAllConnected = "accel/gloo-connected/all";
+  if (store.add(kConnected, 1) == size) store.set(kAllConnected, std::vector<uint8_t>{1});
+  try {
+    store.wait({kAllConnected}, timeout);
+  } catch (const std::exception&) {
+    throw std::runtime_error(fmt::format("{} of the group's {} members finished connecting within {} ms",
+                                         store.add(kConnected, 0), size, timeout.count()));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options, ShardedPath sharded) {
@@ -61,8 +83,9 @@ std::unique_ptr<Collectives> ConnectGloo(const RendezvousOptions& options, Shard
                                                                         int rank, int size) {
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
       gloo_options->devices.push_back(device);
-      return c10::intrusive_ptr<internal::GroupBase>(
-          c10::make_intrusive<c10d::ProcessGroupGloo>(std::move(store), rank, size, gloo_options));
+      auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo_options);
+      WaitUntilEveryMemberConnected(*store, size, timeout);
+      return c10::intrusive_ptr<internal::GroupBase>(std::move(group));
     };
     auto group = groups(store, options.rank, options.world_size);
     progress::Resumed();  // the rendezvous and the group's connections are done

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,10 @@ inline RendezvousOptions LoopbackOptions(int rank, int world, int port, int time
   return options;
 }
 
-// Runs `body(rank, collectives)` on `world` threads joined into one group; rethrows the first
-// rank's failure. `sharded`: the group's reduce-scatter and all-gather (collectives.h).
+// Runs `body(rank, collectives)` on `world` threads joined into one group. When ranks fail, the
+// error names every failed rank and its message: the first rank's alone may only say that a
+// peer went away, when the cause is in the peer's. `sharded`: the group's reduce-scatter and
+// all-gather (collectives.h).
 template <typename Body>
 void RunGlooRanks(int world, Body body, int timeout_ms = 10000, ShardedPath sharded = ShardedPath::kComposed) {
   int port = launch::PickFreePort();
@@ -46,7 +49,16 @@ void RunGlooRanks(int world, Body body, int timeout_ms = 10000, ShardedPath shar
       body(rank, group);
     }));
   }
-  for (auto& rank : ranks) rank.get();
+  std::string failures;
+  for (int rank = 0; rank < world; ++rank) {
+    try {
+      ranks[rank].get();
+    } catch (const std::exception& error) {
+      failures += "\nrank " + std::to_string(rank) + ": " + error.what();
+    }
+  }
+  if (!failures.empty())
+    throw std::runtime_error("ranks failed (loopback port " + std::to_string(port) + "):" + failures);
 }
 
 }  // namespace accel::rt::distributed
