@@ -4,6 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -300,6 +304,27 @@ TEST(Gloo, AWriteToAPeerThatLeftFailsInsteadOfKillingTheRank) {
 // The rendezvous's texts read back as written, the empty verdict "nobody is missing" too.
 // (LibTorch 1.13's store stalled up to 200 ms on an empty value, so they carried a tag byte;
 // 2.11's answers one as fast as any other, docs/distributed.md.)
+// PyTorch's store names each connection's peer with getnameinfo, which asks DNS; where DNS does
+// not answer, every connection to the store waited 5 s. What the shared libraries find under
+// that name must answer numerically, without a lookup. (The loopback address has a name on
+// nearly every machine, in /etc/hosts, which the C library's own getnameinfo would give.)
+TEST(Rendezvous, PeerAddressesAreNamedWithoutAskingTheResolver) {
+  using GetNameInfo = int (*)(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t, int);
+  auto found = reinterpret_cast<GetNameInfo>(::dlsym(RTLD_DEFAULT, "getnameinfo"));
+  ASSERT_NE(found, nullptr);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(29500);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  char host[NI_MAXHOST] = {};
+  char service[NI_MAXSERV] = {};
+  ASSERT_EQ(found(reinterpret_cast<sockaddr*>(&address), sizeof(address), host, sizeof(host), service,
+                  sizeof(service), NI_NUMERICSERV),
+            0);
+  EXPECT_STREQ(host, "127.0.0.1");
+  EXPECT_STREQ(service, "29500");
+}
+
 TEST(Rendezvous, TextValuesReadBackAsWrittenEvenWhenEmpty) {
   c10d::HashStore store;
   for (std::string text : {"", "1, 3", "local-5f3c"}) {
