@@ -32,16 +32,13 @@ void RunRanks(int world, Body body, int timeout_ms = 10000) {
     body(0, ops);
     return;
   }
-  int port = launch::PickFreePort();
-  std::vector<std::future<void>> ranks;
-  for (int rank = 0; rank < world; ++rank) {
-    ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, world, port, timeout_ms));
-      DataOps ops(*group);
-      body(rank, ops);
-    }));
-  }
-  for (auto& rank : ranks) rank.get();
+  RunGlooRanks(
+      world,
+      [body](int rank, std::unique_ptr<Collectives>& group) {
+        DataOps ops(*group);
+        body(rank, ops);
+      },
+      timeout_ms);
 }
 
 // Runs `body(rank, ops, counted)` on `world` threads whose group counts its collectives, and

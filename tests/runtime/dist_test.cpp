@@ -33,18 +33,10 @@
 namespace accel::rt::distributed {
 namespace {
 
-// Runs `body(rank, collectives)` on `world` threads joined into one group.
+// Runs `body(rank, collectives)` on `world` threads joined into one group (RunGlooRanks).
 template <typename Body>
 void RunRanks(int world, Body body, int timeout_ms = 10000) {
-  int port = launch::PickFreePort();
-  std::vector<std::future<void>> ranks;
-  for (int rank = 0; rank < world; ++rank) {
-    ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<Collectives> group = ConnectGloo(LoopbackOptions(rank, world, port, timeout_ms));
-      body(rank, *group);
-    }));
-  }
-  for (auto& rank : ranks) rank.get();
+  RunGlooRanks(world, [body](int rank, std::unique_ptr<Collectives>& group) { body(rank, *group); }, timeout_ms);
 }
 
 TEST(Gloo, AllReduceSumsEveryTensorAcrossRanks) {

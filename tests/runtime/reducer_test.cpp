@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <future>
 #include <string>
 #include <vector>
 
@@ -130,16 +129,9 @@ void RunRanks(int world, Body body, int timeout_ms = 10000) {
     body(0, *single);
     return;
   }
-  int port = launch::PickFreePort();
-  std::vector<std::future<void>> ranks;
-  for (int rank = 0; rank < world; ++rank) {
-    ranks.push_back(std::async(std::launch::async, [=] {
-      std::unique_ptr<distributed::Collectives> group =
-          distributed::ConnectGloo(distributed::LoopbackOptions(rank, world, port, timeout_ms));
-      body(rank, *group);
-    }));
-  }
-  for (auto& rank : ranks) rank.get();
+  distributed::RunGlooRanks(
+      world, [body](int rank, std::unique_ptr<distributed::Collectives>& group) { body(rank, *group); },
+      timeout_ms);
 }
 
 class ReducerRanks : public testing::TestWithParam<int> {};
