@@ -64,9 +64,9 @@ void WaitUntilEveryMemberConnected(c10d::Store& store, int size, std::chrono::mi
   if (store.add(kConnected, 1) == size) store.set(kAllConnected, std::vector<uint8_t>{1});
   try {
     store.wait({kAllConnected}, timeout);
-  } catch (const std::exception&) {
-    throw std::runtime_error(fmt::format("{} of the group's {} members finished connecting within {} ms",
-                                         store.add(kConnected, 0), size, timeout.count()));
+  } catch (const std::exception& error) {
+    throw std::runtime_error(fmt::format("not every member of the group finished connecting within {} ms: {}",
+                                         timeout.count(), error.what()));
   }
 }
 
