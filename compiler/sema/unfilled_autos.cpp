@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/sema/evaluate.h"
 #include "compiler/sema/filled_params.h"
 
 namespace accel::sema {
@@ -50,6 +51,9 @@ void UnfilledAutos::OwnAuto(const FieldSchema& field, const ast::Expr& assigned,
   std::string why = deepspeeds_own ? "this \"auto\" is DeepSpeed's own value" : "not this one";
   std::string fix = deepspeeds_own ? "leave the key out for DeepSpeed's default, or write the value"
                                    : "write the value";
+  // The key's constraint (a level's name, a choice) says which values it takes; Report drops its
+  // violation by the same "auto", which would only restate this one.
+  if (field.constraint != nullptr) fix += fmt::format(" (one for which `{}` holds)", ExprText(*field.constraint));
   unfilled_.push_back(
       {file, assigned.span, path, "they fill in only the keys they compute, and " + why, fix, true});
 }
@@ -80,10 +84,27 @@ void UnfilledAutos::InParams(const RecordSchema& record, const FieldSchema& fiel
 
 void UnfilledAutos::Report(diag::DiagnosticEngine& diagnostics) const {
   bool for_them = !options_.target_guessed || filled_auto_;
+  std::vector<const Unfilled*> reported;
   for (const Unfilled& a : unfilled_) {
-    if (a.own && !for_them) continue;
-    diagnostics.Emit(diag::Kind::AutoUnfilled, a.file, a.span, a.path, a.why, a.fix);
+    if (!a.own || for_them) reported.push_back(&a);
   }
+  DropConstraintViolationsOf(reported, diagnostics);
+  for (const Unfilled* a : reported) diagnostics.Emit(diag::Kind::AutoUnfilled, a->file, a->span, a->path, a->why, a->fix);
+}
+
+void UnfilledAutos::DropConstraintViolationsOf(const std::vector<const Unfilled*>& reported,
+                                               diag::DiagnosticEngine& diagnostics) {
+  auto restates = [&](const diag::Diagnostic& d) {
+    if (d.code != diag::Info(diag::Kind::ConstraintViolated).code) return false;
+    return std::any_of(reported.begin(), reported.end(), [&](const Unfilled* a) {
+      return a->own && a->file == d.file && a->span.begin == d.span.begin && a->span.end == d.span.end;
+    });
+  };
+  const std::vector<diag::Diagnostic>& recorded = diagnostics.diagnostics();
+  if (std::none_of(recorded.begin(), recorded.end(), restates)) return;
+  std::vector<diag::Diagnostic> kept = diagnostics.TakeAll();
+  kept.erase(std::remove_if(kept.begin(), kept.end(), restates), kept.end());
+  diagnostics.AddAll(std::move(kept));
 }
 
 bool UnfilledAutos::TakesTextAuto(const Type& type) const {

@@ -58,6 +58,10 @@ class UnfilledAutos {
     std::string path, why, fix;
     bool own;  // the key's own "auto" (OwnAuto)
   };
+  // Removes the constraint violations (A3002) by a key's own "auto" that is in `reported`: one
+  // mistake is said once, by the diagnostic that names its cause and, in its fix, the constraint.
+  static void DropConstraintViolationsOf(const std::vector<const Unfilled*>& reported,
+                                         diag::DiagnosticEngine& diagnostics);
   const CheckOptions& options_;
   const Schema& schema_;
   std::vector<Unfilled> unfilled_;
