@@ -53,7 +53,8 @@ void UnfilledAutos::OwnAuto(const FieldSchema& field, const ast::Expr& assigned,
                                    : "write the value";
   // The key's constraint (a level's name, a choice) says which values it takes; Report drops its
   // violation by the same "auto", which would only restate this one.
-  if (field.constraint != nullptr) fix += fmt::format(" (one for which `{}` holds)", ExprText(*field.constraint));
+  if (field.constraint != nullptr)
+    fix += fmt::format(" (one for which `{}` holds)", ExprText(*field.constraint));
   unfilled_.push_back(
       {file, assigned.span, path, "they fill in only the keys they compute, and " + why, fix, true});
 }
@@ -89,7 +90,8 @@ void UnfilledAutos::Report(diag::DiagnosticEngine& diagnostics) const {
     if (!a.own || for_them) reported.push_back(&a);
   }
   DropConstraintViolationsOf(reported, diagnostics);
-  for (const Unfilled* a : reported) diagnostics.Emit(diag::Kind::AutoUnfilled, a->file, a->span, a->path, a->why, a->fix);
+  for (const Unfilled* a : reported)
+    diagnostics.Emit(diag::Kind::AutoUnfilled, a->file, a->span, a->path, a->why, a->fix);
 }
 
 void UnfilledAutos::DropConstraintViolationsOf(const std::vector<const Unfilled*>& reported,

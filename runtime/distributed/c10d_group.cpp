@@ -197,7 +197,8 @@ c10::intrusive_ptr<c10d::Store> Rendezvous(const RendezvousOptions& options) {
   store_options.numWorkers = static_cast<std::size_t>(options.world_size);
   store_options.waitWorkers = false;  // CheckIn waits, and can say who is missing
   store_options.timeout = options.timeout;
-  if (store_options.isServer) store_options.masterListenFd = launch::InheritedStoreSocket(options.master_port);
+  if (store_options.isServer)
+    store_options.masterListenFd = launch::InheritedStoreSocket(options.master_port);
   if (!store_options.isServer) {
     // The store's client, refused, tries again only a second later: wait for rank 0 to serve
     // it in short steps here, so that the client's first connect is accepted.

@@ -1,11 +1,6 @@
 #include "runtime/launch/launcher.h"
 
-#include <algorithm>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>

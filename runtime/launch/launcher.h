@@ -116,7 +116,6 @@ std::chrono::milliseconds FirstWordLimit(std::chrono::milliseconds collective_ti
 std::chrono::milliseconds OwnWorkLimit(std::chrono::milliseconds collective_timeout,
                                        std::chrono::milliseconds watchdog_margin);
 
-
 // The `glibc.malloc.hugetlb=1` tunable appended to `existing` (a GLIBC_TUNABLES value).
 std::string WithHugePageMalloc(const std::string& existing);
 

@@ -36,7 +36,8 @@ namespace {
 // Runs `body(rank, collectives)` on `world` threads joined into one group (RunGlooRanks).
 template <typename Body>
 void RunRanks(int world, Body body, int timeout_ms = 10000) {
-  RunGlooRanks(world, [body](int rank, std::unique_ptr<Collectives>& group) { body(rank, *group); }, timeout_ms);
+  RunGlooRanks(
+      world, [body](int rank, std::unique_ptr<Collectives>& group) { body(rank, *group); }, timeout_ms);
 }
 
 TEST(Gloo, AllReduceSumsEveryTensorAcrossRanks) {
